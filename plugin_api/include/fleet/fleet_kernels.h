@@ -1,0 +1,84 @@
+/*
+ * fleet_kernels.h — the kernels component: implementations of ops for one device.
+ * Registered with kind FLEET_COMPONENT_KERNELS; one component may carry any number of kernels.
+ *
+ * Division of labour: the host owns op schemas, shape inference and memory. By the time a kernel
+ * runs, every output tensor has its final shape and memory from the host's allocator for the
+ * kernel's device, and scratch memory of the size the kernel asked for at prepare.
+ *
+ * Life of a kernel instance (one op in one prepared program):
+ *   prepare(ctx, kc, &state, &scratch_bytes)   once per program and feed shapes; data pointers
+ *                                             in kc are NULL. Heavy set-up (oneDNN primitives,
+ *                                             cuDNN descriptors) belongs here.
+ *   launch(ctx, kc, state)                     every step, with data pointers set.
+ *   release(ctx, state)                        when the prepared program is dropped.
+ * Threading: distinct kernel instances may run concurrently on distinct streams; one instance
+ * is never launched concurrently with itself.
+ */
+#ifndef FLEET_KERNELS_H_
+#define FLEET_KERNELS_H_
+
+#include "fleet/fleet_abi.h"
+#include "fleet/fleet_device.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One named input or output slot of an op (Paddle's "X", "Y", "Out", ...), with its tensors. */
+typedef struct FleetTensorSlot {
+  size_t struct_size;
+  const char* name;
+  size_t count;                         /* tensors in the slot (duplicable slots have many) */
+  const FleetTensor* const* tensors;    /* count pointers; an entry may be NULL for an absent
+                                           optional input */
+} FleetTensorSlot;
+
+/* Everything a kernel sees of its op. Valid for the duration of the call. Output tensors are
+ * allocated; their data is writable. Input data must not be written. */
+typedef struct FleetKernelContext {
+  size_t struct_size;
+  const char* op_type;
+  size_t num_inputs;
+  const FleetTensorSlot* const* inputs;
+  size_t num_outputs;
+  const FleetTensorSlot* const* outputs;
+  size_t num_attrs;
+  const FleetAttr* const* attrs;        /* every attribute of the schema, defaults filled in */
+  int32_t device_ordinal;
+  int32_t num_threads;                  /* CPU threads the kernel may use; 0 = its choice */
+  FleetStream* stream;                  /* where to enqueue work; NULL = run synchronously */
+  void* scratch;                        /* launch only: scratch_bytes from prepare, or NULL */
+  uint64_t seed;                        /* per-op seed for random ops, stable across runs */
+} FleetKernelContext;
+
+typedef struct FleetKernelDef {
+  size_t struct_size;
+  const char* op_type;      /* Paddle op name, e.g. "matmul_v2", "relu_grad" */
+  const char* device;       /* device component name, e.g. "cpu" */
+  int32_t dtype;            /* FLEET_DTYPE_* of the op's main input; the host matches on it */
+  int32_t priority;         /* the highest priority wins when several plugins offer a kernel */
+
+  /* (optional) Whether this kernel handles these shapes and attributes; UNIMPLEMENTED with a
+   * reason lets the host try the next candidate. Data pointers are NULL. */
+  FleetStatus* (*supports)(void* ctx, const FleetKernelContext* kc);
+  /* (optional) See the header comment. *state may be left NULL; *scratch_bytes defaults to 0. */
+  FleetStatus* (*prepare)(void* ctx, const FleetKernelContext* kc, void** state,
+                          size_t* scratch_bytes);
+  /* Required. */
+  FleetStatus* (*launch)(void* ctx, const FleetKernelContext* kc, void* state);
+  /* (optional) Frees what prepare made. */
+  void (*release)(void* ctx, void* state);
+} FleetKernelDef;
+
+typedef struct FleetKernelsVTable {
+  size_t struct_size;
+  size_t count;
+  const FleetKernelDef* const* kernels;   /* count pointers, static storage */
+} FleetKernelsVTable;
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* FLEET_KERNELS_H_ */

@@ -1,0 +1,105 @@
+/*
+ * fleet_transport.h — the parameter-server transport component: a server that receives and
+ * serves variables and handles barriers, and a client that talks to it. Registered with kind
+ * FLEET_COMPONENT_TRANSPORT.
+ *
+ * The transport moves bytes and calls the host back; it knows nothing of optimizers. The host
+ * supplies the server's handlers (FleetTransportHandlers) and, on the client, an allocator for
+ * received tensors.
+ *
+ * Deadlines: every client call takes a relative deadline in milliseconds and returns
+ * DEADLINE_EXCEEDED (or UNAVAILABLE when the server cannot be reached) rather than block.
+ *
+ * Threading: a server may call its handlers concurrently from transport threads; handlers must
+ * not block indefinitely (they have their own deadlines). One client may be used from several
+ * threads at once. server_stop and client_close may be called from any thread and make pending
+ * calls return ABORTED.
+ */
+#ifndef FLEET_TRANSPORT_H_
+#define FLEET_TRANSPORT_H_
+
+#include "fleet/fleet_abi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct FleetTransportServer FleetTransportServer; /* opaque, component-owned */
+typedef struct FleetTransportClient FleetTransportClient; /* opaque, component-owned */
+
+enum {
+  FLEET_BARRIER_BATCH = 0,  /* a trainer has sent every gradient of this step (send_barrier) */
+  FLEET_BARRIER_FETCH = 1   /* a trainer has fetched every parameter of this step */
+};
+
+/* Host callbacks invoked by a server. trainer_id is the sender's id as the client declared it. */
+typedef struct FleetTransportHandlers {
+  size_t struct_size;
+  void* ctx;
+  /* A trainer sent a variable. The tensor (host memory) is valid for the call only. */
+  FleetStatus* (*on_send)(void* ctx, int32_t trainer_id, const char* name,
+                          const FleetTensor* tensor);
+  /* A trainer asks for a variable. The host fills *out (host memory) and keeps it valid until
+   * on_get_done(ctx, token) is called with the token it set. */
+  FleetStatus* (*on_get)(void* ctx, int32_t trainer_id, const char* name, FleetTensor* out,
+                         void** token);
+  void (*on_get_done)(void* ctx, void* token);
+  /* A trainer reached a barrier (FLEET_BARRIER_*). May block until the barrier completes. */
+  FleetStatus* (*on_barrier)(void* ctx, int32_t trainer_id, int32_t kind);
+  /* A trainer finished and will send nothing more. */
+  FleetStatus* (*on_complete)(void* ctx, int32_t trainer_id);
+} FleetTransportHandlers;
+
+typedef struct FleetTransportServerConfig {
+  size_t struct_size;
+  const char* endpoint;                   /* "host:port"; bound exactly, port 0 = any free */
+  const FleetTransportHandlers* handlers; /* valid until server_destroy */
+  size_t num_options;                     /* TLS, token, message caps, from fleet.toml */
+  const FleetAttr* const* options;
+} FleetTransportServerConfig;
+
+typedef struct FleetTransportClientConfig {
+  size_t struct_size;
+  const char* endpoint;                   /* server "host:port" */
+  int32_t trainer_id;
+  int32_t reserved;
+  int64_t connect_timeout_ms;
+  size_t num_options;
+  const FleetAttr* const* options;
+} FleetTransportClientConfig;
+
+/* Allocates host memory for a received tensor of the given dtype and dims; fills *out with a
+ * descriptor whose data the host owns. */
+typedef FleetStatus* (*FleetTensorAllocFn)(void* alloc_ctx, int32_t dtype, int32_t ndim,
+                                           const int64_t* dims, FleetTensor* out);
+
+typedef struct FleetTransportVTable {
+  size_t struct_size;
+
+  /* Binds and starts serving. Fails (UNAVAILABLE, naming the endpoint) when the address is in
+   * use. */
+  FleetStatus* (*server_start)(void* ctx, const FleetTransportServerConfig* config,
+                               FleetTransportServer** out);
+  /* The endpoint actually bound (port filled in). Valid until server_destroy. */
+  const char* (*server_endpoint)(void* ctx, FleetTransportServer* server);
+  void (*server_stop)(void* ctx, FleetTransportServer* server);
+  FleetStatus* (*server_destroy)(void* ctx, FleetTransportServer* server);
+
+  FleetStatus* (*client_connect)(void* ctx, const FleetTransportClientConfig* config,
+                                 FleetTransportClient** out);
+  FleetStatus* (*client_send)(void* ctx, FleetTransportClient* client, const char* name,
+                              const FleetTensor* tensor, int64_t timeout_ms);
+  FleetStatus* (*client_get)(void* ctx, FleetTransportClient* client, const char* name,
+                             FleetTensorAllocFn alloc, void* alloc_ctx, FleetTensor* out,
+                             int64_t timeout_ms);
+  FleetStatus* (*client_barrier)(void* ctx, FleetTransportClient* client, int32_t kind,
+                                 int64_t timeout_ms);
+  FleetStatus* (*client_complete)(void* ctx, FleetTransportClient* client, int64_t timeout_ms);
+  void (*client_close)(void* ctx, FleetTransportClient* client);
+} FleetTransportVTable;
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* FLEET_TRANSPORT_H_ */
