@@ -1,0 +1,114 @@
+#include "cli/cli.h"
+
+#include "fleet/fleet_abi.h"
+#include "support/logging.h"
+#include "support/text.h"
+
+namespace fleet {
+namespace {
+
+constexpr const char* kUsage = R"(Usage: fleet-host [OPTIONS] COMMAND [ARGS]
+
+Commands:
+  plugins [--json] [--rejected] [NAME|PATH]
+                     list the plugins found on the search path, what each provides and what
+                     was rejected; with NAME or PATH, show that plugin in detail
+  check              validate the config and load the plugins it selects (no network)
+  version            print the host and plugin ABI versions
+
+Options:
+  --config FILE      read FILE (default: ./fleet.toml if present, else built-in defaults)
+  --set KEY=VALUE    override a config key, e.g. --set device.backend=cpu (repeatable)
+  --log-level LEVEL  trace, debug, info, warn, error or off (overrides log.level)
+  -h, --help         show this help
+  --version          same as the version command
+
+Plugins are searched in [plugins] dirs of the config, then FLEET_PLUGIN_PATH (colon-separated),
+then this installation's plugin directory.
+)";
+
+const std::vector<std::string> kCommands = {"plugins", "check", "version", "help"};
+
+void PrintVersion(std::ostream& out) {
+  out << "fleet-host " << FLEET_VERSION << " (plugin ABI " << FLEET_ABI_MAJOR << "."
+      << FLEET_ABI_MINOR << ")\n";
+}
+
+}  // namespace
+
+StatusOr<Config> LoadConfigFor(const GlobalOptions& options) {
+  std::filesystem::path path =
+      options.config_path.empty() ? DefaultConfigPath() : std::filesystem::path(options.config_path);
+  FLEET_ASSIGN_OR_RETURN(Config config, LoadConfig(path, options.overrides));
+  FLEET_RETURN_IF_ERROR(
+      SetLogLevel(options.log_level.empty() ? config.log_level : options.log_level));
+  return config;
+}
+
+int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  GlobalOptions global;
+  size_t i = 0;
+  // Global options come before the command name.
+  for (; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&](const char* flag) -> const std::string* {
+      if (i + 1 >= args.size()) {
+        err << "fleet-host: " << flag << " needs a value\n";
+        return nullptr;
+      }
+      return &args[++i];
+    };
+    if (a == "-h" || a == "--help") {
+      out << kUsage;
+      return kExitOk;
+    } else if (a == "--version") {
+      PrintVersion(out);
+      return kExitOk;
+    } else if (a == "--config") {
+      const std::string* v = value("--config");
+      if (v == nullptr) return kExitUsage;
+      global.config_path = *v;
+    } else if (a == "--set") {
+      const std::string* v = value("--set");
+      if (v == nullptr) return kExitUsage;
+      global.overrides.push_back(*v);
+    } else if (a == "--log-level") {
+      const std::string* v = value("--log-level");
+      if (v == nullptr) return kExitUsage;
+      global.log_level = *v;
+      if (Status s = SetLogLevel(*v); !s.ok()) {
+        err << "fleet-host: --log-level: " << s.message() << "\n";
+        return kExitUsage;
+      }
+    } else if (!a.empty() && a[0] == '-') {
+      err << "fleet-host: unknown option '" << a << "'; see fleet-host --help\n";
+      return kExitUsage;
+    } else {
+      break;
+    }
+  }
+  if (i == args.size()) {
+    err << kUsage;
+    return kExitUsage;
+  }
+  const std::string& command = args[i];
+  std::vector<std::string> rest(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+  if (command == "plugins") return PluginsCommand(global, rest, out, err);
+  if (command == "check") return CheckCommand(global, rest, out, err);
+  if (command == "version") {
+    PrintVersion(out);
+    return kExitOk;
+  }
+  if (command == "help") {
+    out << kUsage;
+    return kExitOk;
+  }
+  err << "fleet-host: unknown command '" << command << "'";
+  if (std::string close = ClosestMatch(command, kCommands); !close.empty()) {
+    err << " (did you mean '" << close << "'?)";
+  }
+  err << "; see fleet-host --help\n";
+  return kExitUsage;
+}
+
+}  // namespace fleet

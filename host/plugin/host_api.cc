@@ -1,0 +1,357 @@
+#include "plugin/host_api.h"
+
+#include <cstring>
+
+#include "dist/memory_store.h"
+#include "plugin/component_check.h"
+#include "plugin/registry.h"
+#include "support/logging.h"
+
+namespace fleet {
+namespace {
+
+// ---- status slots (no context) ----
+
+FleetStatus* StatusNew(int32_t code, const char* msg) {
+  if (code == FLEET_CODE_OK) return nullptr;
+  if (code < 0 || code > FLEET_CODE_UNAUTHENTICATED) code = FLEET_CODE_UNKNOWN;
+  return new FleetStatus{code, msg != nullptr ? msg : ""};
+}
+int32_t StatusCode(const FleetStatus* s) { return s == nullptr ? FLEET_CODE_OK : s->code; }
+const char* StatusMessage(const FleetStatus* s) { return s == nullptr ? "" : s->message.c_str(); }
+void StatusFree(FleetStatus* s) { delete s; }
+
+PluginContext* Ctx(void* host_ctx) { return static_cast<PluginContext*>(host_ctx); }
+
+// ---- slots that forward to the plugin's context ----
+
+void LogSlot(void* host_ctx, int32_t level, const char* msg) { Ctx(host_ctx)->LogLine(level, msg); }
+int32_t LogEnabledSlot(void* host_ctx, int32_t level) {
+  return Ctx(host_ctx)->LogEnabled(level) ? 1 : 0;
+}
+FleetStatus* RegisterSlot(void* host_ctx, const FleetComponent* c) {
+  return Ctx(host_ctx)->RegisterComponent(c);
+}
+size_t ConfigCountSlot(void* host_ctx) { return Ctx(host_ctx)->ConfigCount(); }
+FleetStatus* ConfigAtSlot(void* host_ctx, size_t index, FleetAttr* out) {
+  return Ctx(host_ctx)->ConfigAt(index, out);
+}
+FleetStatus* ConfigGetSlot(void* host_ctx, const char* key, FleetAttr* out) {
+  return Ctx(host_ctx)->ConfigGet(key, out);
+}
+int32_t DeviceTypeIdSlot(void* host_ctx, const char* name) {
+  return Ctx(host_ctx)->DeviceTypeId(name);
+}
+FleetStatus* StoreOpenSlot(void* host_ctx, const char* scope, const FleetStore** out) {
+  return Ctx(host_ctx)->StoreOpen(scope, out);
+}
+
+// ---- the rendezvous store, over the process's MemoryStore ----
+
+MemoryStore& ProcessStore() {
+  static MemoryStore* store = new MemoryStore();  // lives as long as any plugin may use it
+  return *store;
+}
+
+// A store's ctx is its key prefix, "plugin/scope/", owned by the plugin's context.
+std::string ScopedKey(void* ctx, const char* key) {
+  return *static_cast<const std::string*>(ctx) + (key != nullptr ? key : "");
+}
+
+FleetStatus* StoreSet(void* ctx, const char* key, const void* value, size_t len) {
+  ProcessStore().Set(ScopedKey(ctx, key), std::string(static_cast<const char*>(value), len));
+  return nullptr;
+}
+
+FleetStatus* StoreGet(void* ctx, const char* key, int64_t timeout_ms,
+                      void* (*alloc)(void*, size_t), void* alloc_ctx, size_t* len) {
+  auto value = ProcessStore().Get(ScopedKey(ctx, key), std::chrono::milliseconds(timeout_ms));
+  if (!value.ok()) return MakeFleetStatus(value.status());
+  void* buffer = alloc(alloc_ctx, value->size());
+  if (buffer == nullptr && !value->empty()) {
+    return StatusNew(FLEET_CODE_RESOURCE_EXHAUSTED, "store get: alloc returned NULL");
+  }
+  if (!value->empty()) std::memcpy(buffer, value->data(), value->size());
+  *len = value->size();
+  return nullptr;
+}
+
+FleetStatus* StoreAdd(void* ctx, const char* key, int64_t delta, int64_t* result) {
+  auto sum = ProcessStore().Add(ScopedKey(ctx, key), delta);
+  if (!sum.ok()) return MakeFleetStatus(sum.status());
+  *result = *sum;
+  return nullptr;
+}
+
+FleetStatus* StoreWait(void* ctx, const char* const* keys, size_t n, int64_t timeout_ms) {
+  std::vector<std::string> scoped;
+  for (size_t i = 0; i < n; ++i) scoped.push_back(ScopedKey(ctx, keys[i]));
+  return MakeFleetStatus(ProcessStore().Wait(scoped, std::chrono::milliseconds(timeout_ms)));
+}
+
+// ---- program editing: needs the IR, which this host does not have yet ----
+
+FleetStatus* NoIr() {
+  return StatusNew(FLEET_CODE_UNIMPLEMENTED,
+                   "program editing is not available: this host has no program IR yet");
+}
+size_t ProgramCount(FleetProgramSet*) { return 0; }
+const char* ProgramName(FleetProgramSet*, size_t) { return nullptr; }
+FleetStatus* ProgramGet(FleetProgramSet*, const char*, FleetProgram**) { return NoIr(); }
+FleetStatus* ProgramAdd(FleetProgramSet*, const char*, FleetProgram**) { return NoIr(); }
+int32_t BlockCount(FleetProgram*) { return 0; }
+FleetStatus* BlockAdd(FleetProgram*, int32_t, int32_t*) { return NoIr(); }
+int64_t OpCount(FleetProgram*, int32_t) { return 0; }
+FleetStatus* OpGet(FleetProgram*, int32_t, int64_t, FleetOpDesc*) { return NoIr(); }
+FleetStatus* OpInsert(FleetProgram*, int32_t, int64_t, const FleetOpDesc*) { return NoIr(); }
+FleetStatus* OpRemove(FleetProgram*, int32_t, int64_t) { return NoIr(); }
+FleetStatus* OpSetAttr(FleetProgram*, int32_t, int64_t, const FleetAttr*) { return NoIr(); }
+FleetStatus* OpSetSlot(FleetProgram*, int32_t, int64_t, int32_t, const FleetSlot*) {
+  return NoIr();
+}
+size_t VarCount(FleetProgram*, int32_t) { return 0; }
+FleetStatus* VarAt(FleetProgram*, int32_t, size_t, FleetVarDesc*) { return NoIr(); }
+FleetStatus* VarGet(FleetProgram*, int32_t, const char*, FleetVarDesc*) { return NoIr(); }
+FleetStatus* VarAdd(FleetProgram*, int32_t, const FleetVarDesc*) { return NoIr(); }
+FleetStatus* VarRemove(FleetProgram*, int32_t, const char*) { return NoIr(); }
+
+spdlog::level::level_enum SpdLevel(int32_t level) {
+  switch (level) {
+    case FLEET_LOG_TRACE: return spdlog::level::trace;
+    case FLEET_LOG_DEBUG: return spdlog::level::debug;
+    case FLEET_LOG_INFO: return spdlog::level::info;
+    case FLEET_LOG_WARN: return spdlog::level::warn;
+    default: return spdlog::level::err;
+  }
+}
+
+}  // namespace
+
+Status TakeStatus(FleetStatus* status, std::string_view context) {
+  if (status == nullptr) return OkStatus();
+  Status out(static_cast<Code>(status->code), std::string(context) + ": " + status->message);
+  delete status;
+  return out;
+}
+
+FleetStatus* MakeFleetStatus(const Status& status) {
+  if (status.ok()) return nullptr;
+  return new FleetStatus{static_cast<int32_t>(status.code()), status.message()};
+}
+
+const FleetProgramApi* HostProgramApi() {
+  static const FleetProgramApi api = {
+      FLEET_STRUCT_SIZE(FleetProgramApi, var_remove),
+      ProgramCount, ProgramName, ProgramGet, ProgramAdd, BlockCount, BlockAdd,
+      OpCount, OpGet, OpInsert, OpRemove, OpSetAttr, OpSetSlot,
+      VarCount, VarAt, VarGet, VarAdd, VarRemove};
+  return &api;
+}
+
+PluginContext::PluginContext(PluginRegistry* registry, std::string plugin_name,
+                             const std::vector<ConfigValue>* config)
+    : registry_(registry),
+      plugin_name_(std::move(plugin_name)),
+      config_(config),
+      logger_(PluginLogger(plugin_name_)) {
+  api_.struct_size = FLEET_STRUCT_SIZE(FleetHostApi, program);
+  api_.abi_major = FLEET_ABI_MAJOR;
+  api_.abi_minor = FLEET_ABI_MINOR;
+  api_.host_version = FLEET_VERSION;
+  api_.host_ctx = this;
+  api_.status_new = StatusNew;
+  api_.status_code = StatusCode;
+  api_.status_message = StatusMessage;
+  api_.status_free = StatusFree;
+  api_.log = LogSlot;
+  api_.log_enabled = LogEnabledSlot;
+  api_.register_component = RegisterSlot;
+  api_.config_count = ConfigCountSlot;
+  api_.config_at = ConfigAtSlot;
+  api_.config_get = ConfigGetSlot;
+  api_.device_type_id = DeviceTypeIdSlot;
+  api_.store_open = StoreOpenSlot;
+  api_.program = HostProgramApi();
+  BuildConfigAttrs();
+}
+
+void PluginContext::LogLine(int32_t level, const char* msg) {
+  logger_->log(SpdLevel(level), "{}", msg != nullptr ? msg : "");
+}
+
+bool PluginContext::LogEnabled(int32_t level) const {
+  return logger_->should_log(SpdLevel(level));
+}
+
+FleetStatus* PluginContext::RegisterComponent(const FleetComponent* c) {
+  if (!registration_open_) {
+    return StatusNew(FLEET_CODE_FAILED_PRECONDITION,
+                     "register_component may only be called from the plugin's entry point");
+  }
+  if (c == nullptr || c->struct_size < FLEET_STRUCT_SIZE(FleetComponent, vtable) ||
+      c->struct_size > kMaxStructSize) {
+    return StatusNew(FLEET_CODE_INVALID_ARGUMENT,
+                     "register_component: FleetComponent is NULL or has an impossible "
+                     "struct_size");
+  }
+  std::string name = c->name != nullptr ? c->name : "";
+  if (!IsKnownComponentKind(c->kind)) {
+    notes_.push_back("skipped component '" + name + "' of kind " + std::to_string(c->kind) +
+                     ", unknown to this host (ABI " + std::to_string(FLEET_ABI_MAJOR) + "." +
+                     std::to_string(FLEET_ABI_MINOR) + ")");
+    return StatusNew(FLEET_CODE_UNIMPLEMENTED,
+                     ("component kind " + std::to_string(c->kind) + " is unknown to this host")
+                         .c_str());
+  }
+  auto record = std::make_unique<ComponentRecord>();
+  Status checked = CheckComponent(*c, record.get());
+  if (checked.ok()) {
+    record->plugin = plugin_name_;
+    for (const auto& p : pending_) {
+      if (p->kind == record->kind && p->name == record->name) {
+        checked = AlreadyExists(ComponentKindName(c->kind) + " '" + name +
+                                "' registered twice by this plugin");
+      }
+    }
+  }
+  if (checked.ok()) {
+    if (const ComponentRecord* other = registry_->Find(record->kind, record->name)) {
+      checked = AlreadyExists(ComponentKindName(c->kind) + " '" + name +
+                              "' is already provided by plugin '" + other->plugin + "'");
+    }
+  }
+  if (!checked.ok()) {
+    // Remember the first failure: the loader rejects the plugin even if the entry ignores it.
+    notes_.push_back("error: " + checked.message());
+    return MakeFleetStatus(checked);
+  }
+  if (record->kind == FLEET_COMPONENT_DEVICE) {
+    record->device_type_id = registry_->next_device_type_id_++;
+  }
+  pending_.push_back(std::move(record));
+  return nullptr;
+}
+
+void PluginContext::BuildConfigAttrs() {
+  if (config_ == nullptr) return;
+  // Reserve first: attrs point into these vectors.
+  attrs_.reserve(config_->size());
+  int_storage_.reserve(config_->size());
+  float_storage_.reserve(config_->size());
+  string_storage_.reserve(config_->size());
+  for (const ConfigValue& v : *config_) {
+    FleetAttr a{};
+    a.struct_size = FLEET_STRUCT_SIZE(FleetAttr, strings);
+    a.name = v.key.c_str();
+    std::visit(
+        [&](const auto& x) {
+          using T = std::decay_t<decltype(x)>;
+          if constexpr (std::is_same_v<T, int64_t>) {
+            a.type = FLEET_ATTR_INT64;
+            a.i = x;
+          } else if constexpr (std::is_same_v<T, double>) {
+            a.type = FLEET_ATTR_DOUBLE;
+            a.f = x;
+          } else if constexpr (std::is_same_v<T, bool>) {
+            a.type = FLEET_ATTR_BOOL;
+            a.i = x ? 1 : 0;
+          } else if constexpr (std::is_same_v<T, std::string>) {
+            a.type = FLEET_ATTR_STRING;
+            a.s = x.c_str();
+            a.s_len = x.size();
+          } else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
+            a.type = FLEET_ATTR_INT64S;
+            a.ints = int_storage_.emplace_back(x).data();
+            a.count = x.size();
+          } else if constexpr (std::is_same_v<T, std::vector<double>>) {
+            a.type = FLEET_ATTR_DOUBLES;
+            a.floats = float_storage_.emplace_back(x).data();
+            a.count = x.size();
+          } else if constexpr (std::is_same_v<T, std::vector<bool>>) {
+            a.type = FLEET_ATTR_BOOLS;
+            auto& ints = int_storage_.emplace_back();
+            for (bool b : x) ints.push_back(b ? 1 : 0);
+            a.ints = ints.data();
+            a.count = x.size();
+          } else {
+            a.type = FLEET_ATTR_STRINGS;
+            auto& ptrs = string_storage_.emplace_back();
+            for (const std::string& s : x) ptrs.push_back(s.c_str());
+            a.strings = ptrs.data();
+            a.count = x.size();
+          }
+        },
+        v.value);
+    attrs_.push_back(a);
+  }
+}
+
+// Copies only what the caller's FleetAttr has room for: a plugin built against an older minor
+// passes a smaller struct.
+static FleetStatus* CopyAttr(const FleetAttr& from, FleetAttr* out) {
+  if (out == nullptr || out->struct_size == 0) {
+    return StatusNew(FLEET_CODE_INVALID_ARGUMENT, "config: out is NULL or struct_size is 0");
+  }
+  size_t size = std::min(out->struct_size, sizeof(FleetAttr));
+  std::memcpy(reinterpret_cast<char*>(out) + sizeof(size_t),
+              reinterpret_cast<const char*>(&from) + sizeof(size_t), size - sizeof(size_t));
+  return nullptr;
+}
+
+FleetStatus* PluginContext::ConfigAt(size_t index, FleetAttr* out) {
+  if (index >= attrs_.size()) {
+    return StatusNew(FLEET_CODE_OUT_OF_RANGE, "config_at: index past the end");
+  }
+  read_keys_.insert(attrs_[index].name);
+  return CopyAttr(attrs_[index], out);
+}
+
+FleetStatus* PluginContext::ConfigGet(const char* key, FleetAttr* out) {
+  std::string k = key != nullptr ? key : "";
+  read_keys_.insert(k);
+  for (const FleetAttr& a : attrs_) {
+    if (k == a.name) return CopyAttr(a, out);
+  }
+  return StatusNew(FLEET_CODE_NOT_FOUND,
+                   ("no key '" + k + "' in [plugins.config." + plugin_name_ + "]").c_str());
+}
+
+std::vector<std::string> PluginContext::UnreadConfigNotes() const {
+  std::vector<std::string> notes;
+  if (config_ == nullptr) return notes;
+  for (const ConfigValue& v : *config_) {
+    if (read_keys_.count(v.key) == 0) {
+      notes.push_back("config key 'plugins.config." + plugin_name_ + "." + v.key + "' (" +
+                      v.where + ") is not used by this plugin");
+    }
+  }
+  return notes;
+}
+
+int32_t PluginContext::DeviceTypeId(const char* name) const {
+  if (name == nullptr) return -1;
+  for (const auto& p : pending_) {
+    if (p->kind == FLEET_COMPONENT_DEVICE && p->name == name) return p->device_type_id;
+  }
+  const ComponentRecord* c = registry_->Find(FLEET_COMPONENT_DEVICE, name);
+  return c != nullptr ? c->device_type_id : -1;
+}
+
+FleetStatus* PluginContext::StoreOpen(const char* scope, const FleetStore** out) {
+  if (scope == nullptr || *scope == '\0' || out == nullptr) {
+    return StatusNew(FLEET_CODE_INVALID_ARGUMENT, "store_open: scope must be non-empty");
+  }
+  store_prefixes_.push_back(std::make_unique<std::string>(plugin_name_ + "/" + scope + "/"));
+  auto store = std::make_unique<FleetStore>();
+  store->struct_size = FLEET_STRUCT_SIZE(FleetStore, wait);
+  store->ctx = store_prefixes_.back().get();
+  store->set = StoreSet;
+  store->get = StoreGet;
+  store->add = StoreAdd;
+  store->wait = StoreWait;
+  *out = store.get();
+  stores_.push_back(std::move(store));
+  return nullptr;
+}
+
+}  // namespace fleet

@@ -1,0 +1,314 @@
+#include "plugin/registry.h"
+
+#include <dlfcn.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+
+#include <boost/dll/shared_library.hpp>
+#include <boost/dll/runtime_symbol_info.hpp>
+
+#include "plugin/component_check.h"
+#include "plugin/host_api.h"
+#include "support/logging.h"
+#include "support/text.h"
+
+namespace fs = std::filesystem;
+
+namespace fleet {
+
+struct PluginRegistry::Loaded {
+  // Never unloaded: a plugin may have started threads or registered exit handlers, and its
+  // code may be on some stack until the process ends. The handle is leaked on purpose.
+  boost::dll::shared_library* library = nullptr;
+  std::unique_ptr<PluginContext> context;
+  FleetPluginInfo info{};
+};
+
+namespace {
+
+constexpr std::string_view kFilePrefix = "libfleet_";
+constexpr std::string_view kFileSuffix = ".so";
+
+std::string AbiString(uint32_t major, uint32_t minor) {
+  return std::to_string(major) + "." + std::to_string(minor);
+}
+
+const std::string& HostAbi() {
+  static const std::string abi = AbiString(FLEET_ABI_MAJOR, FLEET_ABI_MINOR);
+  return abi;
+}
+
+// Refuses a path that users other than its owner could replace: a world-writable file, or a
+// world-writable directory without the sticky bit.
+Status CheckNotWritableByOthers(const fs::path& file) {
+  struct stat st;
+  if (::stat(file.c_str(), &st) != 0) {
+    return NotFound("cannot stat: " + std::string(std::strerror(errno)));
+  }
+  if (st.st_mode & S_IWOTH) {
+    char mode[8];
+    std::snprintf(mode, sizeof(mode), "%03o", static_cast<unsigned>(st.st_mode & 0777));
+    return PermissionDenied(std::string("the file is writable by others (mode ") + mode +
+                            "); fix its permissions or set plugins.allow_insecure = true");
+  }
+  fs::path dir = file.parent_path().empty() ? fs::path(".") : file.parent_path();
+  if (::stat(dir.c_str(), &st) == 0 && (st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX)) {
+    return PermissionDenied("its directory " + dir.string() +
+                            " is writable by others; fix its permissions or set "
+                            "plugins.allow_insecure = true");
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+std::string ComponentKindName(int32_t kind) {
+  switch (kind) {
+    case FLEET_COMPONENT_DEVICE: return "device";
+    case FLEET_COMPONENT_KERNELS: return "kernels";
+    case FLEET_COMPONENT_COMMUNICATOR: return "communicator";
+    case FLEET_COMPONENT_PASS: return "pass";
+    case FLEET_COMPONENT_TRANSPORT: return "transport";
+    case FLEET_COMPONENT_OP_SCHEMA: return "op_schema";
+    default: return "unknown(" + std::to_string(kind) + ")";
+  }
+}
+
+std::string PluginNameFromFile(const fs::path& file) {
+  std::string base = file.filename().string();
+  if (base.size() <= kFilePrefix.size() + kFileSuffix.size()) return "";
+  if (base.compare(0, kFilePrefix.size(), kFilePrefix) != 0) return "";
+  if (base.compare(base.size() - kFileSuffix.size(), kFileSuffix.size(), kFileSuffix) != 0) {
+    return "";
+  }
+  return base.substr(kFilePrefix.size(), base.size() - kFilePrefix.size() - kFileSuffix.size());
+}
+
+std::vector<fs::path> PluginSearchPath(const Config& config) {
+  std::vector<fs::path> dirs = config.plugins.dirs;
+  if (const char* env = std::getenv("FLEET_PLUGIN_PATH")) {
+    for (const std::string& d : Split(env, ':')) {
+      if (!d.empty()) dirs.push_back(fs::absolute(d));
+    }
+  }
+  std::error_code ec;
+  fs::path exe = boost::dll::program_location(ec);
+  if (!ec) {
+    dirs.push_back(fs::weakly_canonical(exe.parent_path() / FLEET_PLUGIN_DIR_FROM_BIN, ec));
+  }
+  return dirs;
+}
+
+PluginRegistry::PluginRegistry(LoadOptions options) : options_(std::move(options)) {}
+
+PluginRegistry::~PluginRegistry() {
+  for (auto it = loaded_.rbegin(); it != loaded_.rend(); ++it) {
+    Loaded& l = **it;
+    if (FLEET_HAS_FIELD(&l.info, FleetPluginInfo, shutdown) && l.info.shutdown != nullptr) {
+      l.info.shutdown(l.info.plugin_ctx);
+    }
+  }
+}
+
+std::vector<fs::path> PluginRegistry::Discover() const {
+  std::vector<fs::path> found;
+  std::set<std::string> names;
+  for (const fs::path& dir : options_.search_dirs) {
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) continue;
+    std::vector<fs::path> entries;
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+      if (entry.is_regular_file(ec) && entry.path().extension() == kFileSuffix) {
+        entries.push_back(entry.path());
+      }
+    }
+    std::sort(entries.begin(), entries.end());  // directory order is not stable
+    for (const fs::path& p : entries) {
+      std::string name = PluginNameFromFile(p);
+      std::string key = name.empty() ? p.string() : name;
+      if (names.insert(key).second) found.push_back(p);
+    }
+  }
+  return found;
+}
+
+Status PluginRegistry::Reject(const fs::path& file, Status reason) {
+  Status named = reason.WithContext("plugin " + file.string());
+  rejected_.push_back({file, PluginNameFromFile(file), named});
+  return named;
+}
+
+StatusOr<const PluginRecord*> PluginRegistry::Load(std::string_view name_or_path) {
+  std::string what(name_or_path);
+  if (what.find('/') != std::string::npos) {
+    return LoadFile(fs::absolute(what));
+  }
+  if (const PluginRecord* existing = FindPlugin(what)) return existing;
+  std::string file_name = std::string(kFilePrefix) + what + std::string(kFileSuffix);
+  for (const fs::path& dir : options_.search_dirs) {
+    fs::path candidate = dir / file_name;
+    std::error_code ec;
+    if (fs::exists(candidate, ec)) return LoadFile(candidate);
+  }
+  std::vector<std::string> searched;
+  for (const fs::path& dir : options_.search_dirs) searched.push_back(dir.string());
+  std::vector<std::string> known;
+  for (const fs::path& p : Discover()) known.push_back(PluginNameFromFile(p));
+  std::string hint;
+  if (std::string close = ClosestMatch(what, known); !close.empty()) {
+    hint = " (did you mean '" + close + "'?)";
+  }
+  return NotFound("plugin '" + what + "' not found: no " + file_name + " in " +
+                  (searched.empty() ? std::string("any search directory")
+                                    : JoinWords(searched, ", ")) +
+                  hint);
+}
+
+StatusOr<const PluginRecord*> PluginRegistry::LoadFile(const fs::path& file) {
+  for (const auto& p : plugins_) {
+    if (p->file == file) return p.get();
+  }
+  for (const Rejection& r : rejected_) {
+    if (r.file == file) return r.reason;
+  }
+  std::string name = PluginNameFromFile(file);
+  if (name.empty()) {
+    return Reject(file, InvalidArgument("file name does not follow libfleet_NAME.so"));
+  }
+  if (const PluginRecord* same = FindPlugin(name)) {
+    return Reject(file, AlreadyExists("a plugin named '" + name + "' is already loaded from " +
+                                      same->file.string()));
+  }
+  if (!options_.allow_insecure) {
+    if (Status s = CheckNotWritableByOthers(file); !s.ok()) return Reject(file, s);
+  }
+
+  auto loaded = std::make_unique<Loaded>();
+  boost::dll::fs::error_code ec;
+  dlerror();  // clear, so the message below is this load's
+  loaded->library = new boost::dll::shared_library(
+      file, ec, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
+  if (ec || !loaded->library->is_loaded()) {
+    const char* why = dlerror();
+    return Reject(file, InvalidArgument(std::string("not a loadable library: ") +
+                                        (why != nullptr ? why : ec.message())));
+  }
+  if (!loaded->library->has(FLEET_PLUGIN_ENTRY_V1)) {
+    std::vector<std::string> majors;
+    for (int m = 2; m <= 9; ++m) {
+      if (loaded->library->has("fleet_plugin_entry_v" + std::to_string(m))) {
+        majors.push_back(std::to_string(m));
+      }
+    }
+    if (!majors.empty()) {
+      return Reject(file, FailedPrecondition(
+                              "built for plugin ABI major " + JoinWords(majors, " and ") +
+                              ", but this host speaks ABI " + HostAbi() + " (it needs the symbol " +
+                              FLEET_PLUGIN_ENTRY_V1 + "); rebuild the plugin against this Fleet"));
+    }
+    return Reject(file, NotFound(std::string("entry symbol ") + FLEET_PLUGIN_ENTRY_V1 +
+                                 " is missing; is this a Fleet plugin, and is the entry marked "
+                                 "FLEET_EXPORT?"));
+  }
+  auto entry = loaded->library->get<FleetStatus*(const FleetHostApi*, FleetPluginInfo*)>(
+      FLEET_PLUGIN_ENTRY_V1);
+
+  auto config_it = options_.plugin_config.find(name);
+  loaded->context = std::make_unique<PluginContext>(
+      this, name, config_it == options_.plugin_config.end() ? nullptr : &config_it->second);
+  PluginContext& ctx = *loaded->context;
+  loaded->info.struct_size = FLEET_STRUCT_SIZE(FleetPluginInfo, shutdown);
+
+  ctx.set_registration_open(true);
+  FleetStatus* raw = nullptr;
+  try {
+    raw = entry(ctx.api(), &loaded->info);
+  } catch (...) {
+    raw = MakeFleetStatus(Internal("the entry point threw a C++ exception across the ABI"));
+  }
+  ctx.set_registration_open(false);
+  const FleetPluginInfo& info = loaded->info;
+  // A plugin rejected from here on may already have handed out pointers; they are dropped with
+  // its context, and its library stays mapped (see Loaded).
+  if (raw != nullptr) {
+    Status s = TakeStatus(raw, "its entry point failed");
+    loaded_.push_back(std::move(loaded));
+    return Reject(file, s);
+  }
+  auto reject_loaded = [&](Status s) {
+    loaded_.push_back(std::move(loaded));
+    return Reject(file, std::move(s));
+  };
+  if (info.abi_major != FLEET_ABI_MAJOR) {
+    return reject_loaded(FailedPrecondition(
+        "its info says ABI major " + std::to_string(info.abi_major) + ", but it exports " +
+        FLEET_PLUGIN_ENTRY_V1 + " and this host speaks ABI " + HostAbi()));
+  }
+  if (info.name == nullptr || name != info.name) {
+    return reject_loaded(InvalidArgument(
+        "the file says plugin '" + name + "' but the plugin calls itself '" +
+        (info.name != nullptr ? info.name : "(null)") + "'; rename the file or fix info->name"));
+  }
+  for (const std::string& note : ctx.notes()) {
+    if (note.rfind("error: ", 0) == 0) {
+      return reject_loaded(InvalidArgument("a component was refused: " + note.substr(7)));
+    }
+  }
+
+  auto record = std::make_unique<PluginRecord>();
+  record->name = name;
+  record->file = file;
+  record->version = info.version != nullptr ? info.version : "";
+  record->description = info.description != nullptr ? info.description : "";
+  record->abi_major = info.abi_major;
+  record->abi_minor = info.abi_minor;
+  record->notes = ctx.notes();
+  for (std::string& n : ctx.UnreadConfigNotes()) record->notes.push_back(std::move(n));
+  for (auto& c : ctx.pending()) {
+    record->components.push_back(ComponentKindName(c->kind) + ":" + c->name);
+    components_.push_back(std::move(c));
+  }
+  ctx.pending().clear();
+
+  Log().debug("loaded plugin '{}' {} (ABI {}) from {} with {} component(s)", name,
+              record->version, AbiString(info.abi_major, info.abi_minor), file.string(),
+              record->components.size());
+  for (const std::string& n : record->notes) Log().warn("plugin '{}': {}", name, n);
+  loaded_.push_back(std::move(loaded));
+  plugins_.push_back(std::move(record));
+  return plugins_.back().get();
+}
+
+void PluginRegistry::LoadAll() {
+  for (const fs::path& p : Discover()) (void)LoadFile(p);
+}
+
+const ComponentRecord* PluginRegistry::Find(int32_t kind, std::string_view name) const {
+  for (const auto& c : components_) {
+    if (c->kind == kind && c->name == name) return c.get();
+  }
+  return nullptr;
+}
+
+std::vector<const ComponentRecord*> PluginRegistry::Components(int32_t kind) const {
+  std::vector<const ComponentRecord*> out;
+  for (const auto& c : components_) {
+    if (c->kind == kind) out.push_back(c.get());
+  }
+  return out;
+}
+
+const PluginRecord* PluginRegistry::FindPlugin(std::string_view name) const {
+  for (const auto& p : plugins_) {
+    if (p->name == name) return p.get();
+  }
+  return nullptr;
+}
+
+}  // namespace fleet

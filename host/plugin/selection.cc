@@ -1,0 +1,90 @@
+#include "plugin/selection.h"
+
+#include <algorithm>
+
+#include "fleet/fleet_host.h"
+
+
+
+#include "support/text.h"
+
+namespace fleet {
+namespace {
+
+bool IsOptional(const Config& config, const std::string& plugin) {
+  const auto& opt = config.plugins.optional;
+  return std::find(opt.begin(), opt.end(), plugin) != opt.end();
+}
+
+// Loads the plugin behind one backend choice and finds the component in it.
+StatusOr<const ComponentRecord*> Resolve(const Config& config, PluginRegistry& registry,
+                                         int32_t kind, const std::string& key,
+                                         const BackendChoice& choice) {
+  auto plugin = registry.Load(choice.plugin);
+  if (!plugin.ok()) {
+    return plugin.status().WithContext(config.source + ": " + key + " = \"" + choice.backend +
+                                       "\" needs plugin '" + choice.plugin + "'");
+  }
+  const ComponentRecord* c = registry.Find(kind, choice.backend);
+  if (c == nullptr || c->plugin != choice.plugin) {
+    std::vector<std::string> offered;
+    for (const ComponentRecord* o : registry.Components(kind)) {
+      if (o->plugin == choice.plugin) offered.push_back("'" + o->name + "'");
+    }
+    return NotFound(config.source + ": " + key + " = \"" + choice.backend + "\": plugin '" +
+                    choice.plugin + "' (" + (*plugin)->file.string() + ") provides no " +
+                    ComponentKindName(kind) + " named '" + choice.backend + "'" +
+                    (offered.empty() ? " (it provides no " + ComponentKindName(kind) + " at all)"
+                                     : " (it provides " + JoinWords(offered) + ")"));
+  }
+  return c;
+}
+
+}  // namespace
+
+LoadOptions LoadOptionsFor(const Config& config) {
+  LoadOptions options;
+  options.search_dirs = PluginSearchPath(config);
+  options.allow_insecure = config.plugins.allow_insecure;
+  options.plugin_config = config.plugins.config;
+  return options;
+}
+
+StatusOr<Selection> LoadSelected(const Config& config, PluginRegistry& registry) {
+  Selection selection;
+  FLEET_ASSIGN_OR_RETURN(selection.device, Resolve(config, registry, FLEET_COMPONENT_DEVICE,
+                                                   "device.backend", config.device));
+  if (config.strategy_mode == "collective") {
+    FLEET_ASSIGN_OR_RETURN(selection.comm, Resolve(config, registry, FLEET_COMPONENT_COMMUNICATOR,
+                                                   "comm.backend", config.comm));
+  }
+  if (config.strategy_mode == "pserver") {
+    FLEET_ASSIGN_OR_RETURN(selection.transport,
+                           Resolve(config, registry, FLEET_COMPONENT_TRANSPORT,
+                                   "transport.backend", config.transport));
+  }
+  for (const std::string& name : config.plugins.load) {
+    auto plugin = registry.Load(name);
+    if (plugin.ok()) continue;
+    if (IsOptional(config, name)) {
+      selection.warnings.push_back("optional plugin '" + name +
+                                   "' was not loaded: " + plugin.status().message());
+    } else {
+      return plugin.status().WithContext(config.source + ": plugins.load");
+    }
+  }
+  for (const std::string& name : config.plugins.optional) {
+    if (registry.FindPlugin(name) != nullptr) continue;
+    bool in_load = std::find(config.plugins.load.begin(), config.plugins.load.end(), name) !=
+                   config.plugins.load.end();
+    if (in_load) continue;  // already reported above
+    auto plugin = registry.Load(name);
+    if (!plugin.ok()) {
+      selection.warnings.push_back("optional plugin '" + name +
+                                   "' was not loaded: " + plugin.status().message());
+    }
+  }
+  return selection;
+}
+
+}  // namespace fleet

@@ -1,0 +1,83 @@
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "dist/memory_store.h"
+#include "support/status.h"
+#include "support/text.h"
+
+namespace fleet {
+namespace {
+
+TEST(StatusTest, OkAndErrorsPrintTheirCode) {
+  EXPECT_TRUE(OkStatus().ok());
+  EXPECT_EQ(OkStatus().ToString(), "OK");
+  Status s = NotFound("no such plugin");
+  EXPECT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), Code::kNotFound);
+  EXPECT_EQ(s.ToString(), "NotFound: no such plugin");
+  EXPECT_EQ(s.WithContext("plugin x").message(), "plugin x: no such plugin");
+  EXPECT_TRUE(OkStatus().WithContext("ignored").ok());
+}
+
+StatusOr<int> Half(int x) {
+  if (x % 2 != 0) return InvalidArgument(std::to_string(x) + " is odd");
+  return x / 2;
+}
+
+Status Quarter(int x, int* out) {
+  FLEET_ASSIGN_OR_RETURN(int half, Half(x));
+  FLEET_ASSIGN_OR_RETURN(*out, Half(half));
+  return OkStatus();
+}
+
+TEST(StatusTest, MacrosPropagateTheFirstError) {
+  int q = 0;
+  EXPECT_TRUE(Quarter(12, &q).ok());
+  EXPECT_EQ(q, 3);
+  Status s = Quarter(6, &q);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_EQ(s.message(), "3 is odd");
+}
+
+TEST(TextTest, EditDistanceAndClosestMatch) {
+  EXPECT_EQ(EditDistance("kitten", "sitting"), 3u);
+  EXPECT_EQ(EditDistance("", "abc"), 3u);
+  EXPECT_EQ(ClosestMatch("backnd", {"backend", "plugin"}), "backend");
+  EXPECT_EQ(ClosestMatch("zzzzzz", {"backend", "plugin"}), "");
+  EXPECT_EQ(JoinWords({"a", "b", "c"}), "a, b and c");
+  EXPECT_EQ(JoinWords({"a"}), "a");
+  EXPECT_EQ(Split("a::b", ':'), (std::vector<std::string>{"a", "", "b"}));
+}
+
+TEST(MemoryStoreTest, GetWaitsForSetFromAnotherThread) {
+  MemoryStore store;
+  std::thread writer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    store.Set("uid", "abc");
+  });
+  auto v = store.Get("uid", std::chrono::milliseconds(5000));
+  writer.join();
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_EQ(*v, "abc");
+}
+
+TEST(MemoryStoreTest, WaitPastDeadlineNamesMissingKeys) {
+  MemoryStore store;
+  store.Set("rank0", "x");
+  Status s = store.Wait({"rank0", "rank1", "rank2"}, std::chrono::milliseconds(30));
+  EXPECT_EQ(s.code(), Code::kDeadlineExceeded);
+  EXPECT_NE(s.message().find("'rank1' and 'rank2'"), std::string::npos) << s.message();
+  EXPECT_EQ(s.message().find("'rank0'"), std::string::npos) << s.message();
+}
+
+TEST(MemoryStoreTest, AddCountsAndRejectsNonIntegers) {
+  MemoryStore store;
+  EXPECT_EQ(*store.Add("n", 2), 2);
+  EXPECT_EQ(*store.Add("n", 3), 5);
+  store.Set("s", "text");
+  EXPECT_EQ(store.Add("s", 1).status().code(), Code::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace fleet
