@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages Fleet builds and tests with. Idempotent: packages already
+# present are not fetched again, and the package index is refreshed only when something is
+# missing. Needs root (or sudo). The CUDA Toolkit, cuDNN and NCCL are not Debian packages; the
+# CUDA plugins build when CMake finds them and are skipped otherwise.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config python3 python3-numpy
+  libboost-dev libtomlplusplus-dev libspdlog-dev nlohmann-json3-dev
+  libgtest-dev libgmock-dev libdnnl-dev libgloo-dev
+  libgrpc++-dev libprotobuf-dev protobuf-compiler-grpc
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+echo "install-deps: installing ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
