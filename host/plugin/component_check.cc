@@ -44,10 +44,8 @@ KindLayout LayoutOf(int32_t kind) {
   }
 }
 
-// Names of required slots that are NULL, for the kinds whose slots are all function pointers in
-// a known order. Returns the first missing one, or nullptr.
-template <typename T>
-const char* FirstNullSlot(const T* t, std::initializer_list<std::pair<const char*, const void*>> slots) {
+// The name of the first required slot that is NULL, or nullptr when all are set.
+const char* FirstNullSlot(std::initializer_list<std::pair<const char*, const void*>> slots) {
   for (const auto& [name, ptr] : slots) {
     if (ptr == nullptr) return name;
   }
@@ -60,7 +58,7 @@ const char* MissingRequiredSlot(int32_t kind, const void* table) {
   switch (kind) {
     case FLEET_COMPONENT_DEVICE: {
       auto* t = static_cast<const FleetDeviceVTable*>(table);
-      return FirstNullSlot(t, {FLEET_SLOT(t, count), FLEET_SLOT(t, props), FLEET_SLOT(t, alloc),
+      return FirstNullSlot({FLEET_SLOT(t, count), FLEET_SLOT(t, props), FLEET_SLOT(t, alloc),
                                FLEET_SLOT(t, free), FLEET_SLOT(t, stream_create),
                                FLEET_SLOT(t, stream_destroy), FLEET_SLOT(t, stream_synchronize),
                                FLEET_SLOT(t, copy_h2d), FLEET_SLOT(t, copy_d2h),
@@ -71,7 +69,7 @@ const char* MissingRequiredSlot(int32_t kind, const void* table) {
     }
     case FLEET_COMPONENT_COMMUNICATOR: {
       auto* t = static_cast<const FleetCommVTable*>(table);
-      return FirstNullSlot(t, {FLEET_SLOT(t, create), FLEET_SLOT(t, destroy), FLEET_SLOT(t, abort),
+      return FirstNullSlot({FLEET_SLOT(t, create), FLEET_SLOT(t, destroy), FLEET_SLOT(t, abort),
                                FLEET_SLOT(t, all_reduce), FLEET_SLOT(t, broadcast),
                                FLEET_SLOT(t, all_gather), FLEET_SLOT(t, reduce_scatter),
                                FLEET_SLOT(t, reduce), FLEET_SLOT(t, all_to_all),
@@ -79,12 +77,12 @@ const char* MissingRequiredSlot(int32_t kind, const void* table) {
     }
     case FLEET_COMPONENT_PASS: {
       auto* t = static_cast<const FleetPassVTable*>(table);
-      return FirstNullSlot(t, {FLEET_SLOT(t, run)});
+      return FirstNullSlot({FLEET_SLOT(t, run)});
     }
     case FLEET_COMPONENT_TRANSPORT: {
       auto* t = static_cast<const FleetTransportVTable*>(table);
       return FirstNullSlot(
-          t, {FLEET_SLOT(t, server_start), FLEET_SLOT(t, server_endpoint),
+          {FLEET_SLOT(t, server_start), FLEET_SLOT(t, server_endpoint),
               FLEET_SLOT(t, server_stop), FLEET_SLOT(t, server_destroy),
               FLEET_SLOT(t, client_connect), FLEET_SLOT(t, client_send), FLEET_SLOT(t, client_get),
               FLEET_SLOT(t, client_barrier), FLEET_SLOT(t, client_complete),
@@ -92,7 +90,7 @@ const char* MissingRequiredSlot(int32_t kind, const void* table) {
     }
     case FLEET_COMPONENT_OP_SCHEMA: {
       auto* t = static_cast<const FleetOpSchemaVTable*>(table);
-      return FirstNullSlot(t, {FLEET_SLOT(t, infer_shape)});
+      return FirstNullSlot({FLEET_SLOT(t, infer_shape)});
     }
     default:
       return nullptr;
