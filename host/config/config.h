@@ -1,0 +1,75 @@
+// fleet.toml as a typed configuration.
+//
+// The file says everything about a run except the model: which plugins to load and from where,
+// which backends to use, logging. LoadConfig reads it with TOML++, applies command-line overrides
+// (`--set a.b=v`) and checks every key against the schema in one pass, so the user sees all
+// mistakes at once: unknown keys (with "did you mean"), wrong types and bad values, each as
+// "FILE:LINE:COL: KEY: what was expected".
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "support/status.h"
+
+namespace fleet {
+
+// One value of a plugin's own table ([plugins.config.NAME]). Arrays hold one type.
+using ConfigScalar = std::variant<int64_t, double, bool, std::string>;
+struct ConfigValue {
+  std::string key;
+  std::variant<int64_t, double, bool, std::string, std::vector<int64_t>, std::vector<double>,
+               std::vector<bool>, std::vector<std::string>>
+      value;
+  std::string where;  // "fleet.toml:12:3" or "--set plugins.config.cpu.threads"
+};
+
+// A backend choice: which component to use, and which plugin provides it.
+struct BackendChoice {
+  std::string backend;  // component name, e.g. "cpu", "gloo"
+  std::string plugin;   // plugin name; defaults to a name derived from the backend
+};
+
+struct Config {
+  // Where the config came from: a file path, or "<defaults>" when no file was read.
+  std::string source;
+
+  struct Plugins {
+    std::vector<std::filesystem::path> dirs;  // absolute (relative ones resolved against the file)
+    bool allow_insecure = false;
+    std::vector<std::string> load;            // extra plugins to initialise
+    std::vector<std::string> optional;        // plugins whose failure is only a warning
+    std::map<std::string, std::vector<ConfigValue>> config;  // per plugin name
+  } plugins;
+
+  BackendChoice device{"cpu", "cpu"};                  // plugin default: the backend name
+  BackendChoice comm{"gloo", "comm_gloo"};             // plugin default: "comm_" + backend
+  double comm_timeout_s = 300.0;
+  BackendChoice transport{"rpc", "transport_rpc"};     // plugin default: "transport_" + backend
+
+  std::string log_level = "info";  // trace, debug, info, warn, error
+
+  std::string strategy_mode = "none";  // none, collective, pserver
+};
+
+// Reads `path` (or, when path is empty, uses the defaults) and applies `overrides`, each of the
+// form "a.b.c=value" where value is a TOML value or, failing that, a bare string.
+StatusOr<Config> LoadConfig(const std::filesystem::path& path,
+                            const std::vector<std::string>& overrides);
+
+// As LoadConfig, on text already in memory; `source_name` is used in messages and relative
+// plugin dirs resolve against `base_dir`.
+StatusOr<Config> ParseConfig(std::string_view text, std::string_view source_name,
+                             const std::filesystem::path& base_dir,
+                             const std::vector<std::string>& overrides);
+
+// The file LoadConfig should read when the user gave no --config: "./fleet.toml" if it exists,
+// else empty (defaults).
+std::filesystem::path DefaultConfigPath();
+
+}  // namespace fleet

@@ -1,0 +1,446 @@
+#include "config/config_schema.h"
+
+#include <algorithm>
+#include <initializer_list>
+#include <limits>
+#include <optional>
+#include <sstream>
+#include <tuple>
+#include <utility>
+
+#include "support/text.h"
+
+namespace fleet::config_internal {
+
+// ---- Diagnostics ------------------------------------------------------------------------------
+
+void Diagnostics::AddOverrideSource(const toml::source_path_ptr& path, size_t index) {
+  if (path) override_sources_[path.get()] = index;
+}
+
+long Diagnostics::OverrideIndex(const toml::node& node) const {
+  auto it = override_sources_.find(node.source().path.get());
+  return it == override_sources_.end() ? -1 : static_cast<long>(it->second);
+}
+
+bool Diagnostics::IsOverride(const toml::node& node) const { return OverrideIndex(node) >= 0; }
+
+std::string Diagnostics::Where(const toml::node& node, std::string_view key_path) const {
+  if (IsOverride(node)) return "--set " + std::string(key_path);
+  const toml::source_position& begin = node.source().begin;
+  return file_name_ + ":" + std::to_string(begin.line) + ":" + std::to_string(begin.column);
+}
+
+void Diagnostics::AtPosition(const toml::node& origin, const toml::source_position& position,
+                             std::string_view key_path, std::string_view message) {
+  long index = OverrideIndex(origin);
+  Entry entry;
+  if (index >= 0) {
+    // An override has no line and column worth showing; the key it set says it all.
+    entry = {static_cast<size_t>(index) + 1, 0, 0, "--set " + std::string(key_path)};
+  } else {
+    entry = {0, position.line, position.column,
+             file_name_ + ":" + std::to_string(position.line) + ":" +
+                 std::to_string(position.column) + ": " + std::string(key_path)};
+  }
+  entry.text += ": ";
+  entry.text += message;
+  errors_.push_back(std::move(entry));
+}
+
+void Diagnostics::AtValue(const toml::node& node, std::string_view key_path,
+                          std::string_view message) {
+  AtPosition(node, node.source().begin, key_path, message);
+}
+
+void Diagnostics::AtKey(const toml::key& key, const toml::node& value, std::string_view key_path,
+                        std::string_view message) {
+  // A key moved in from an override may have lost its position; the value always keeps its own.
+  const toml::source_position& key_begin = key.source().begin;
+  AtPosition(value, key_begin.line > 0 ? key_begin : value.source().begin, key_path, message);
+}
+
+void Diagnostics::ForOverride(size_t index, std::string line) {
+  errors_.push_back({index + 1, 0, 0, std::move(line)});
+}
+
+Status Diagnostics::ToStatus() const {
+  if (errors_.empty()) return OkStatus();
+  std::vector<Entry> sorted = errors_;
+  std::stable_sort(sorted.begin(), sorted.end(), [](const Entry& a, const Entry& b) {
+    return std::tie(a.rank, a.line, a.column) < std::tie(b.rank, b.line, b.column);
+  });
+  std::string message;
+  for (const Entry& e : sorted) {
+    if (!message.empty()) message += '\n';
+    message += e.text;
+  }
+  return InvalidArgument(std::move(message));
+}
+
+// ---- Schema -----------------------------------------------------------------------------------
+
+std::string TypeName(const toml::node& node, bool plural) {
+  switch (node.type()) {
+    case toml::node_type::table:
+      return plural ? "tables" : "a table";
+    case toml::node_type::array:
+      return plural ? "arrays" : "an array";
+    case toml::node_type::string:
+      return plural ? "strings" : "a string";
+    case toml::node_type::integer:
+      return plural ? "integers" : "an integer";
+    case toml::node_type::floating_point:
+      return plural ? "floats" : "a float";
+    case toml::node_type::boolean:
+      return plural ? "booleans" : "a boolean";
+    case toml::node_type::date:
+      return plural ? "dates" : "a date";
+    case toml::node_type::time:
+      return plural ? "times" : "a time";
+    case toml::node_type::date_time:
+      return plural ? "date-times" : "a date-time";
+    case toml::node_type::none:
+      break;
+  }
+  return "nothing";
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::vector<std::string> kLogLevels = {"trace", "debug", "info", "warn", "error"};
+const std::vector<std::string> kStrategyModes = {"none", "collective", "pserver"};
+
+// A value as the user wrote it, for "got ..." when the type was right but the value was not.
+std::string ValueText(const toml::node& node) {
+  if (const auto* s = node.as_string()) return "'" + s->get() + "'";
+  std::ostringstream out;
+  node.visit([&](const auto& value) { out << value; });
+  return out.str();
+}
+
+bool IsNameChar(char c, bool allow_dot_dash) {
+  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_') {
+    return true;
+  }
+  return allow_dot_dash && (c == '.' || c == '-');
+}
+
+// Component names appear in messages and APIs; plugin names also become file names
+// (libfleet_NAME.so), hence the stricter set.
+bool IsName(std::string_view s, bool allow_dot_dash) {
+  return !s.empty() &&
+         std::all_of(s.begin(), s.end(), [&](char c) { return IsNameChar(c, allow_dot_dash); });
+}
+bool IsComponentName(std::string_view s) { return IsName(s, true); }
+bool IsPluginName(std::string_view s) { return IsName(s, false); }
+
+constexpr std::string_view kComponentNameRule = "a component name ([A-Za-z0-9_.-]+)";
+constexpr std::string_view kPluginNameRule = "a plugin name ([A-Za-z0-9_]+)";
+
+std::string Join(std::string_view prefix, std::string_view key) {
+  if (prefix.empty()) return std::string(key);
+  return std::string(prefix) + "." + std::string(key);
+}
+
+fs::path Absolute(const fs::path& base, const fs::path& p) {
+  fs::path out = (p.is_absolute() ? p : base / p).lexically_normal();
+  // "plugins/" and "plugins" are the same directory; keep one spelling.
+  if (!out.has_filename() && out.has_relative_path()) out = out.parent_path();
+  return out;
+}
+
+// A number node as a double. TOML++'s own conversion refuses integers beyond 2^53; a timeout or
+// a plugin's float list can live with the rounding.
+double AsDouble(const toml::node& number) {
+  if (const auto* i = number.as_integer()) return static_cast<double>(i->get());
+  return number.as_floating_point()->get();
+}
+
+using PluginValue = decltype(ConfigValue::value);
+
+class Checker {
+ public:
+  Checker(const fs::path& base_dir, const fs::path& cwd, Diagnostics& diag)
+      : base_dir_(base_dir), cwd_(cwd), diag_(diag) {}
+
+  Config Check(const toml::table& root) {
+    Config config;
+    CheckKeys(root, "", {"plugins", "device", "comm", "transport", "log", "strategy"});
+    if (const toml::table* t = Table(root, "", "plugins")) ReadPlugins(*t, config.plugins);
+    if (const toml::table* t = Table(root, "", "device")) {
+      CheckKeys(*t, "device", {"backend", "plugin"});
+      ReadBackend(*t, "device", "", config.device);
+    }
+    if (const toml::table* t = Table(root, "", "comm")) {
+      CheckKeys(*t, "comm", {"backend", "plugin", "timeout_s"});
+      ReadBackend(*t, "comm", "comm_", config.comm);
+      if (const toml::node* n = t->get("timeout_s")) ReadTimeout(*n, config.comm_timeout_s);
+    }
+    if (const toml::table* t = Table(root, "", "transport")) {
+      CheckKeys(*t, "transport", {"backend", "plugin"});
+      ReadBackend(*t, "transport", "transport_", config.transport);
+    }
+    if (const toml::table* t = Table(root, "", "log")) {
+      CheckKeys(*t, "log", {"level"});
+      ReadEnum(*t, "log", "level", kLogLevels, config.log_level);
+    }
+    if (const toml::table* t = Table(root, "", "strategy")) {
+      CheckKeys(*t, "strategy", {"mode"});
+      ReadEnum(*t, "strategy", "mode", kStrategyModes, config.strategy_mode);
+    }
+    return config;
+  }
+
+ private:
+  // Reports every key of `table` outside `known`, suggesting the closest known one.
+  void CheckKeys(const toml::table& table, std::string_view prefix,
+                 std::initializer_list<std::string> known) {
+    std::vector<std::string> candidates(known);
+    for (const auto& [key, node] : table) {
+      if (std::find(candidates.begin(), candidates.end(), key.str()) != candidates.end()) continue;
+      bool is_table = node.is_table() && !node.as_table()->is_inline();
+      std::string message = is_table ? "unknown table" : "unknown key";
+      std::string match = ClosestMatch(key.str(), candidates);
+      if (!match.empty()) message += " (did you mean '" + Join(prefix, match) + "'?)";
+      std::string path = Join(prefix, key.str());
+      // A [table] header is the table's position; a key's is where the key starts.
+      if (is_table) {
+        diag_.AtValue(node, path, message);
+      } else {
+        diag_.AtKey(key, node, path, message);
+      }
+    }
+  }
+
+  // The sub-table `name` of `parent`, or null when absent or not a table (reported).
+  const toml::table* Table(const toml::table& parent, std::string_view prefix,
+                           std::string_view name) {
+    const toml::node* node = parent.get(name);
+    if (node == nullptr) return nullptr;
+    if (!node->is_table()) {
+      diag_.AtValue(*node, Join(prefix, name), "expected a table, got " + TypeName(*node));
+      return nullptr;
+    }
+    return node->as_table();
+  }
+
+  std::optional<std::string> String(const toml::node& node, std::string_view path) {
+    if (const auto* s = node.as_string()) return s->get();
+    diag_.AtValue(node, path, "expected a string, got " + TypeName(node));
+    return std::nullopt;
+  }
+
+  void ReadPlugins(const toml::table& t, Config::Plugins& out) {
+    CheckKeys(t, "plugins", {"dirs", "allow_insecure", "load", "optional", "config"});
+    if (const toml::node* n = t.get("dirs")) {
+      ReadStrings(*n, "plugins.dirs",
+                  [&](const toml::node& item, const std::string& path, const std::string& value) {
+                    if (value.empty()) {
+                      diag_.AtValue(item, path, "expected a directory path, got ''");
+                      return;
+                    }
+                    out.dirs.push_back(Absolute(diag_.IsOverride(item) ? cwd_ : base_dir_, value));
+                  });
+    }
+    if (const toml::node* n = t.get("allow_insecure")) {
+      if (const auto* b = n->as_boolean()) {
+        out.allow_insecure = b->get();
+      } else {
+        diag_.AtValue(*n, "plugins.allow_insecure", "expected a boolean, got " + TypeName(*n));
+      }
+    }
+    for (auto [key, list] : {std::pair{"load", &out.load}, std::pair{"optional", &out.optional}}) {
+      const toml::node* n = t.get(key);
+      if (n == nullptr) continue;
+      ReadStrings(*n, Join("plugins", key),
+                  [&](const toml::node& item, const std::string& path, const std::string& value) {
+                    if (IsPluginName(value)) {
+                      list->push_back(value);
+                    } else {
+                      diag_.AtValue(
+                          item, path,
+                          "expected " + std::string(kPluginNameRule) + ", got '" + value + "'");
+                    }
+                  });
+    }
+    if (const toml::table* config = Table(t, "plugins", "config")) {
+      for (const auto& [name, node] : *config) {
+        std::string path = Join("plugins.config", name.str());
+        if (!IsPluginName(name.str())) {
+          diag_.AtKey(name, node, path,
+                      "expected " + std::string(kPluginNameRule) + ", got '" +
+                          std::string(name.str()) + "'");
+          continue;
+        }
+        if (!node.is_table()) {
+          diag_.AtValue(node, path, "expected a table, got " + TypeName(node));
+          continue;
+        }
+        std::vector<ConfigValue>& values = out.config[std::string(name.str())];
+        for (const auto& [key, value_node] : *node.as_table()) {
+          std::string value_path = Join(path, key.str());
+          if (std::optional<PluginValue> value = PluginConfigValue(value_node, value_path)) {
+            values.push_back(
+                {std::string(key.str()), std::move(*value), diag_.Where(value_node, value_path)});
+          }
+        }
+      }
+    }
+  }
+
+  // Calls `on_item(node, path, value)` for each string of the array `node`; reports the rest.
+  template <typename OnItem>
+  void ReadStrings(const toml::node& node, std::string_view path, OnItem on_item) {
+    const toml::array* array = node.as_array();
+    if (array == nullptr) {
+      diag_.AtValue(node, path, "expected an array of strings, got " + TypeName(node));
+      return;
+    }
+    for (size_t i = 0; i < array->size(); ++i) {
+      const toml::node& item = *array->get(i);
+      std::string item_path = std::string(path) + "[" + std::to_string(i) + "]";
+      if (std::optional<std::string> s = String(item, item_path)) on_item(item, item_path, *s);
+    }
+  }
+
+  void ReadBackend(const toml::table& t, std::string_view section, std::string_view plugin_prefix,
+                   BackendChoice& out) {
+    const toml::node* backend_node = t.get("backend");
+    std::string backend_path = Join(section, "backend");
+    if (backend_node != nullptr) {
+      if (std::optional<std::string> s = String(*backend_node, backend_path)) {
+        if (IsComponentName(*s)) {
+          out.backend = *s;
+        } else {
+          diag_.AtValue(*backend_node, backend_path,
+                        "expected " + std::string(kComponentNameRule) + ", got '" + *s + "'");
+          backend_node = nullptr;  // one error about the backend is enough
+        }
+      } else {
+        backend_node = nullptr;
+      }
+    }
+    std::string plugin;
+    if (const toml::node* n = t.get("plugin")) {
+      std::string path = Join(section, "plugin");
+      if (std::optional<std::string> s = String(*n, path)) {
+        if (s->empty() || IsPluginName(*s)) {
+          plugin = *s;
+        } else {
+          diag_.AtValue(*n, path,
+                        "expected " + std::string(kPluginNameRule) + ", got '" + *s + "'");
+        }
+      }
+    }
+    if (plugin.empty()) {
+      plugin = std::string(plugin_prefix) + out.backend;
+      // Component names may hold '.' and '-', plugin names may not: such a backend needs its
+      // plugin named explicitly rather than a file name that can never exist.
+      if (!IsPluginName(plugin) && backend_node != nullptr) {
+        diag_.AtValue(*backend_node, backend_path,
+                      "the default plugin name '" + plugin + "' is not " +
+                          std::string(kPluginNameRule) + "; set " + Join(section, "plugin"));
+      }
+    }
+    out.plugin = plugin;
+  }
+
+  void ReadTimeout(const toml::node& node, double& out) {
+    constexpr std::string_view kExpected = "expected a number > 0, got ";
+    if (!node.is_number()) {
+      diag_.AtValue(node, "comm.timeout_s", std::string(kExpected) + TypeName(node));
+      return;
+    }
+    double value = AsDouble(node);
+    if (!(value > 0) || value == std::numeric_limits<double>::infinity()) {
+      diag_.AtValue(node, "comm.timeout_s", std::string(kExpected) + ValueText(node));
+    } else {
+      out = value;
+    }
+  }
+
+  void ReadEnum(const toml::table& t, std::string_view section, std::string_view key,
+                const std::vector<std::string>& allowed, std::string& out) {
+    const toml::node* node = t.get(key);
+    if (node == nullptr) return;
+    std::string path = Join(section, key);
+    std::string expected = "expected one of " + JoinWords(allowed, " or ") + ", got ";
+    const auto* s = node->as_string();
+    if (s == nullptr) {
+      diag_.AtValue(*node, path, expected + TypeName(*node));
+    } else if (std::find(allowed.begin(), allowed.end(), s->get()) == allowed.end()) {
+      diag_.AtValue(*node, path, expected + ValueText(*node));
+    } else {
+      out = s->get();
+    }
+  }
+
+  // A plugin's own value: a scalar or an array of one scalar type (integers widen to doubles
+  // when mixed with floats). Plugins see these through FleetAttr, which has no nesting.
+  std::optional<PluginValue> PluginConfigValue(const toml::node& node, std::string_view path) {
+    if (const auto* v = node.as_integer()) return PluginValue(v->get());
+    if (const auto* v = node.as_floating_point()) return PluginValue(v->get());
+    if (const auto* v = node.as_boolean()) return PluginValue(v->get());
+    if (const auto* v = node.as_string()) return PluginValue(v->get());
+    const toml::array* array = node.as_array();
+    if (array == nullptr) {
+      diag_.AtValue(node, path,
+                    "expected an integer, float, boolean, string or array, got " + TypeName(node));
+      return std::nullopt;
+    }
+    // The element kinds in order of first appearance, for the message.
+    std::vector<std::string> kinds;
+    bool all_scalar = true;
+    for (const toml::node& item : *array) {
+      std::string kind = TypeName(item, /*plural=*/true);
+      if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) kinds.push_back(kind);
+      all_scalar = all_scalar && (item.is_number() || item.is_boolean() || item.is_string());
+    }
+    if (!all_scalar) {
+      diag_.AtValue(node, path,
+                    "expected an array of integers, floats, booleans or strings, got an array of " +
+                        JoinWords(kinds));
+      return std::nullopt;
+    }
+    // An empty array has no element type; strings are the least surprising guess.
+    if (array->empty() || array->is_homogeneous(toml::node_type::string)) {
+      std::vector<std::string> out;
+      for (const toml::node& item : *array) out.push_back(item.as_string()->get());
+      return PluginValue(std::move(out));
+    }
+    if (array->is_homogeneous(toml::node_type::integer)) {
+      std::vector<int64_t> out;
+      for (const toml::node& item : *array) out.push_back(item.as_integer()->get());
+      return PluginValue(std::move(out));
+    }
+    if (array->is_homogeneous(toml::node_type::boolean)) {
+      std::vector<bool> out;
+      for (const toml::node& item : *array) out.push_back(item.as_boolean()->get());
+      return PluginValue(std::move(out));
+    }
+    if (std::all_of(array->begin(), array->end(),
+                    [](const toml::node& n) { return n.is_number(); })) {
+      std::vector<double> out;
+      for (const toml::node& item : *array) out.push_back(AsDouble(item));
+      return PluginValue(std::move(out));
+    }
+    diag_.AtValue(node, path, "expected an array of one type, got " + JoinWords(kinds));
+    return std::nullopt;
+  }
+
+  fs::path base_dir_;
+  fs::path cwd_;
+  Diagnostics& diag_;
+};
+
+}  // namespace
+
+Config CheckSchema(const toml::table& root, const fs::path& base_dir, const fs::path& cwd,
+                   Diagnostics& diag) {
+  return Checker(base_dir, cwd, diag).Check(root);
+}
+
+}  // namespace fleet::config_internal

@@ -1,0 +1,520 @@
+#include "config/config.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace fleet {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kDataDir = fs::path(FLEET_TEST_DATA_DIR "/config").lexically_normal();
+const fs::path kExample =
+    fs::path(FLEET_TEST_DATA_DIR "/../../../examples/fleet.toml").lexically_normal();
+
+StatusOr<Config> Parse(std::string_view text, const std::vector<std::string>& overrides = {}) {
+  return ParseConfig(text, "fleet.toml", "/etc/fleet", overrides);
+}
+
+// The error message for `text`, or a note that there was none.
+std::string ErrorOf(std::string_view text, const std::vector<std::string>& overrides = {}) {
+  StatusOr<Config> config = Parse(text, overrides);
+  if (config.ok()) return "<no error>";
+  EXPECT_EQ(config.status().code(), Code::kInvalidArgument);
+  return config.status().message();
+}
+
+void ExpectDefaults(const Config& config) {
+  EXPECT_TRUE(config.plugins.dirs.empty());
+  EXPECT_FALSE(config.plugins.allow_insecure);
+  EXPECT_TRUE(config.plugins.load.empty());
+  EXPECT_TRUE(config.plugins.optional.empty());
+  EXPECT_TRUE(config.plugins.config.empty());
+  EXPECT_EQ(config.device.backend, "cpu");
+  EXPECT_EQ(config.device.plugin, "cpu");
+  EXPECT_EQ(config.comm.backend, "gloo");
+  EXPECT_EQ(config.comm.plugin, "comm_gloo");
+  EXPECT_EQ(config.comm_timeout_s, 300.0);
+  EXPECT_EQ(config.transport.backend, "rpc");
+  EXPECT_EQ(config.transport.plugin, "transport_rpc");
+  EXPECT_EQ(config.log_level, "info");
+  EXPECT_EQ(config.strategy_mode, "none");
+}
+
+// ---- whole files ------------------------------------------------------------------------------
+
+TEST(ConfigTest, NoFileGivesDefaults) {
+  StatusOr<Config> config = LoadConfig("", {});
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->source, "<defaults>");
+  ExpectDefaults(*config);
+}
+
+TEST(ConfigTest, EmptyFileGivesDefaults) {
+  StatusOr<Config> config = Parse("# nothing but a comment\n");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->source, "fleet.toml");
+  ExpectDefaults(*config);
+}
+
+TEST(ConfigTest, ExampleFileParsesToTheDefaults) {
+  StatusOr<Config> config = LoadConfig(kExample, {});
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->source, kExample.string());
+  ExpectDefaults(*config);
+}
+
+TEST(ConfigTest, ExampleFileShowsEveryKey) {
+  std::ifstream in(kExample);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string example = text.str();
+  // In schema order: each table header, then its keys.
+  size_t at = 0;
+  for (const char* line : {"[plugins]", "dirs = ", "allow_insecure = ", "load = ", "optional = ",
+                           "[plugins.config.", "[device]", "backend = ", "plugin = ", "[comm]",
+                           "backend = ", "plugin = ", "timeout_s = ", "[transport]", "backend = ",
+                           "plugin = ", "[log]", "level = ", "[strategy]", "mode = "}) {
+    size_t found = example.find(line, at);
+    ASSERT_NE(found, std::string::npos) << "no '" << line << "' after offset " << at;
+    at = found + 1;
+  }
+  for (const char* mention : {"--config FILE", "--set", "FLEET_PLUGIN_PATH"}) {
+    EXPECT_NE(example.find(mention), std::string::npos) << mention;
+  }
+}
+
+TEST(ConfigTest, ReadsEveryKey) {
+  StatusOr<Config> config = Parse(R"(
+[plugins]
+dirs = ["/opt/fleet/plugins"]
+allow_insecure = true
+load = ["profiler"]
+optional = ["profiler", "cuda"]
+[device]
+backend = "cuda"
+[comm]
+backend = "nccl"
+timeout_s = 60
+[transport]
+backend = "grpc.v2"
+plugin = "grpc"
+[log]
+level = "debug"
+[strategy]
+mode = "collective"
+)");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->plugins.dirs, std::vector<fs::path>{"/opt/fleet/plugins"});
+  EXPECT_TRUE(config->plugins.allow_insecure);
+  EXPECT_EQ(config->plugins.load, std::vector<std::string>{"profiler"});
+  EXPECT_EQ(config->plugins.optional, (std::vector<std::string>{"profiler", "cuda"}));
+  EXPECT_EQ(config->device.backend, "cuda");
+  EXPECT_EQ(config->device.plugin, "cuda");  // derived from the backend
+  EXPECT_EQ(config->comm.backend, "nccl");
+  EXPECT_EQ(config->comm.plugin, "comm_nccl");
+  EXPECT_EQ(config->comm_timeout_s, 60.0);  // an integer is a number too
+  EXPECT_EQ(config->transport.backend, "grpc.v2");
+  EXPECT_EQ(config->transport.plugin, "grpc");
+  EXPECT_EQ(config->log_level, "debug");
+  EXPECT_EQ(config->strategy_mode, "collective");
+}
+
+TEST(ConfigTest, EmptyPluginMeansTheDerivedName) {
+  StatusOr<Config> config = Parse("[comm]\nbackend = \"mpi\"\nplugin = \"\"\n");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->comm.plugin, "comm_mpi");
+}
+
+// ---- error messages ---------------------------------------------------------------------------
+
+TEST(ConfigTest, UnknownKeySuggestsTheClosestKnownKey) {
+  EXPECT_EQ(ErrorOf("[device]\nbackend = \"cpu\"\nbackendd = \"cuda\"\n"),
+            "fleet.toml:3:1: device.backendd: unknown key (did you mean 'device.backend'?)");
+  EXPECT_EQ(ErrorOf("[comm]\n  timeout = 5\n"),
+            "fleet.toml:2:3: comm.timeout: unknown key (did you mean 'comm.timeout_s'?)");
+}
+
+TEST(ConfigTest, UnknownKeyFarFromEveryKnownOneHasNoSuggestion) {
+  EXPECT_EQ(ErrorOf("[log]\ncolour = true\n"), "fleet.toml:2:1: log.colour: unknown key");
+}
+
+TEST(ConfigTest, UnknownTopLevelTable) {
+  EXPECT_EQ(ErrorOf("[devices]\nbackend = \"cpu\"\n"),
+            "fleet.toml:1:1: devices: unknown table (did you mean 'device'?)");
+  EXPECT_EQ(ErrorOf("\n[network]\nport = 1\n"), "fleet.toml:2:1: network: unknown table");
+  EXPECT_EQ(ErrorOf("verbose = true\n"), "fleet.toml:1:1: verbose: unknown key");
+  EXPECT_EQ(ErrorOf("[device.extra]\n"), "fleet.toml:1:1: device.extra: unknown table");
+}
+
+TEST(ConfigTest, WrongTypes) {
+  EXPECT_EQ(ErrorOf("[plugins]\nallow_insecure = \"yes\"\n"),
+            "fleet.toml:2:18: plugins.allow_insecure: expected a boolean, got a string");
+  EXPECT_EQ(ErrorOf("[plugins]\ndirs = \"/opt\"\n"),
+            "fleet.toml:2:8: plugins.dirs: expected an array of strings, got a string");
+  EXPECT_EQ(ErrorOf("[plugins]\nload = [\"a\", 2]\n"),
+            "fleet.toml:2:14: plugins.load[1]: expected a string, got an integer");
+  EXPECT_EQ(ErrorOf("[device]\nbackend = 3\n"),
+            "fleet.toml:2:11: device.backend: expected a string, got an integer");
+  EXPECT_EQ(ErrorOf("[comm]\ntimeout_s = \"10\"\n"),
+            "fleet.toml:2:13: comm.timeout_s: expected a number > 0, got a string");
+  EXPECT_EQ(ErrorOf("[log]\nlevel = 1.5\n"),
+            "fleet.toml:2:9: log.level: expected one of trace, debug, info, warn or error, got a "
+            "float");
+  EXPECT_EQ(ErrorOf("device = \"cpu\"\n"),
+            "fleet.toml:1:10: device: expected a table, got a string");
+  EXPECT_EQ(ErrorOf("[plugins]\nconfig = [1]\n"),
+            "fleet.toml:2:10: plugins.config: expected a table, got an array");
+}
+
+TEST(ConfigTest, BadEnumValues) {
+  EXPECT_EQ(ErrorOf("[log]\nlevel = \"loud\"\n"),
+            "fleet.toml:2:9: log.level: expected one of trace, debug, info, warn or error, got "
+            "'loud'");
+  EXPECT_EQ(ErrorOf("[strategy]\nmode = \"Collective\"\n"),
+            "fleet.toml:2:8: strategy.mode: expected one of none, collective or pserver, got "
+            "'Collective'");
+}
+
+TEST(ConfigTest, BadNumbers) {
+  EXPECT_EQ(ErrorOf("[comm]\ntimeout_s = -1\n"),
+            "fleet.toml:2:13: comm.timeout_s: expected a number > 0, got -1");
+  EXPECT_EQ(ErrorOf("[comm]\ntimeout_s = 0.0\n"),
+            "fleet.toml:2:13: comm.timeout_s: expected a number > 0, got 0.0");
+  EXPECT_EQ(ErrorOf("[comm]\ntimeout_s = nan\n"),
+            "fleet.toml:2:13: comm.timeout_s: expected a number > 0, got nan");
+  EXPECT_EQ(ErrorOf("[comm]\ntimeout_s = inf\n"),
+            "fleet.toml:2:13: comm.timeout_s: expected a number > 0, got inf");
+}
+
+TEST(ConfigTest, BadNames) {
+  EXPECT_EQ(ErrorOf("[device]\nbackend = \"\"\n"),
+            "fleet.toml:2:11: device.backend: expected a component name ([A-Za-z0-9_.-]+), got "
+            "''");
+  EXPECT_EQ(ErrorOf("[comm]\nplugin = \"comm-x\"\n"),
+            "fleet.toml:2:10: comm.plugin: expected a plugin name ([A-Za-z0-9_]+), got 'comm-x'");
+  EXPECT_EQ(ErrorOf("[plugins]\noptional = [\"ok\", \"lib/x\"]\n"),
+            "fleet.toml:2:19: plugins.optional[1]: expected a plugin name ([A-Za-z0-9_]+), got "
+            "'lib/x'");
+  // A valid component name that cannot be a plugin name needs its plugin named.
+  EXPECT_EQ(ErrorOf("[comm]\nbackend = \"nccl-2\"\n"),
+            "fleet.toml:2:11: comm.backend: the default plugin name 'comm_nccl-2' is not a plugin "
+            "name ([A-Za-z0-9_]+); set comm.plugin");
+  EXPECT_EQ(ErrorOf("[comm]\nbackend = \"nccl-2\"\nplugin = \"nccl2\"\n"), "<no error>");
+}
+
+TEST(ConfigTest, SyntaxErrorHasItsPosition) {
+  StatusOr<Config> config = Parse("[device]\nbackend = = \"cpu\"\n");
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(config.status().message(),
+            "fleet.toml:2:11: syntax error: Error while parsing value: could not determine value "
+            "type");
+  EXPECT_EQ(ErrorOf("[log]\n[log]\n"),
+            "fleet.toml:2:1: syntax error: Error while parsing table header: cannot redefine "
+            "existing table 'log'");
+}
+
+TEST(ConfigTest, ReportsEveryErrorInFileOrder) {
+  // Tables are stored sorted by name; the report must still follow the file.
+  EXPECT_EQ(
+      ErrorOf(R"([strategy]
+mode = "all"
+[comm]
+timeout_s = -5
+backend = 7
+[device]
+backendd = "cpu"
+[wat]
+)"),
+      "fleet.toml:2:8: strategy.mode: expected one of none, collective or pserver, got 'all'\n"
+      "fleet.toml:4:13: comm.timeout_s: expected a number > 0, got -5\n"
+      "fleet.toml:5:11: comm.backend: expected a string, got an integer\n"
+      "fleet.toml:7:1: device.backendd: unknown key (did you mean 'device.backend'?)\n"
+      "fleet.toml:8:1: wat: unknown table");
+}
+
+// ---- plugin dirs ------------------------------------------------------------------------------
+
+TEST(ConfigTest, RelativePluginDirsResolveAgainstTheBaseDir) {
+  StatusOr<Config> config =
+      Parse("[plugins]\ndirs = [\"plugins\", \"../lib/fleet/\", \"/abs/dir\", \"./a/../b\"]\n");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->plugins.dirs, (std::vector<fs::path>{"/etc/fleet/plugins", "/etc/lib/fleet",
+                                                         "/abs/dir", "/etc/fleet/b"}));
+  EXPECT_EQ(ErrorOf("[plugins]\ndirs = [\"\"]\n"),
+            "fleet.toml:2:9: plugins.dirs[0]: expected a directory path, got ''");
+}
+
+TEST(ConfigTest, RelativePluginDirsInAFileResolveAgainstItsDirectory) {
+  StatusOr<Config> config = LoadConfig(kDataDir / "relative_dirs.toml", {});
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->plugins.dirs,
+            (std::vector<fs::path>{kDataDir / "plugins", kDataDir.parent_path() / "shared",
+                                   "/opt/fleet/plugins"}));
+  ASSERT_EQ(config->plugins.config["cpu"].size(), 1u);
+  EXPECT_EQ(config->plugins.config["cpu"][0].where,
+            (kDataDir / "relative_dirs.toml").string() + ":6:11");
+}
+
+TEST(ConfigTest, ErrorsInALoadedFileNameThePathAsGiven) {
+  fs::path path = kDataDir / "two_errors.toml";
+  StatusOr<Config> config = LoadConfig(path, {});
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(config.status().message(),
+            path.string() +
+                ":2:1: device.backendd: unknown key (did you mean 'device.backend'?)\n" +
+                path.string() +
+                ":5:9: log.level: expected one of trace, debug, info, warn or error, got 'loud'");
+}
+
+TEST(ConfigTest, MissingFileIsNotFound) {
+  StatusOr<Config> config = LoadConfig(kDataDir / "no_such_file.toml", {});
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.status().code(), Code::kNotFound);
+  EXPECT_EQ(config.status().message(), "cannot read config '" +
+                                           (kDataDir / "no_such_file.toml").string() +
+                                           "': No such file or directory");
+}
+
+TEST(ConfigTest, DirectoryIsNotReadable) {
+  StatusOr<Config> config = LoadConfig(kDataDir, {});
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.status().code(), Code::kNotFound);
+  EXPECT_EQ(config.status().message(),
+            "cannot read config '" + kDataDir.string() + "': Is a directory");
+}
+
+TEST(ConfigTest, DefaultConfigPathIsTheCurrentDirectorysFleetToml) {
+  fs::path old_cwd = fs::current_path();
+  fs::path dir = fs::temp_directory_path() / ("fleet_config_test_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  fs::current_path(dir);
+  EXPECT_EQ(DefaultConfigPath(), fs::path());
+  std::ofstream("fleet.toml") << "[plugins]\ndirs = [\"here\"]\n";
+  EXPECT_EQ(DefaultConfigPath(), fs::path("fleet.toml"));
+  StatusOr<Config> config = LoadConfig(DefaultConfigPath(), {});
+  fs::path cwd = fs::current_path();
+  fs::current_path(old_cwd);
+  fs::remove_all(dir);
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->source, "fleet.toml");
+  EXPECT_EQ(config->plugins.dirs, std::vector<fs::path>{cwd / "here"});
+}
+
+// ---- --set overrides --------------------------------------------------------------------------
+
+TEST(ConfigOverrideTest, TomlValuesAndBareStrings) {
+  StatusOr<Config> config =
+      Parse("[comm]\nbackend = \"gloo\"\n",
+            {"comm.timeout_s=60.5", "comm.backend=nccl", "log.level = \"debug\"",
+             "plugins.allow_insecure=true", "plugins.load=[\"a\", \"b\"]", "device.backend=2"});
+  // "2" is a TOML integer, not a bare string, so the last one is an error.
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.status().message(), "--set device.backend: expected a string, got an integer");
+
+  config = Parse("[comm]\nbackend = \"gloo\"\n",
+                 {"comm.timeout_s=60.5", "comm.backend=nccl", "log.level = \"debug\"",
+                  "plugins.allow_insecure=true", "plugins.load=[\"a\", \"b\"]",
+                  "device.backend='2'", "strategy.mode=pserver"});
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->comm_timeout_s, 60.5);
+  EXPECT_EQ(config->comm.backend, "nccl");
+  EXPECT_EQ(config->comm.plugin, "comm_nccl");
+  EXPECT_EQ(config->log_level, "debug");
+  EXPECT_TRUE(config->plugins.allow_insecure);
+  EXPECT_EQ(config->plugins.load, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(config->device.backend, "2");
+  EXPECT_EQ(config->strategy_mode, "pserver");
+}
+
+TEST(ConfigOverrideTest, BareStringsKeepTheirText) {
+  StatusOr<Config> config =
+      Parse("", {"plugins.config.x.path=/opt/a \"b\"\\c", "plugins.config.x.empty="});
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  const std::vector<ConfigValue>& values = config->plugins.config["x"];
+  ASSERT_EQ(values.size(), 2u);
+  EXPECT_EQ(values[0].key, "empty");
+  EXPECT_EQ(std::get<std::string>(values[0].value), "");
+  EXPECT_EQ(values[1].key, "path");
+  EXPECT_EQ(std::get<std::string>(values[1].value), "/opt/a \"b\"\\c");
+}
+
+TEST(ConfigOverrideTest, ReplacesTheFileValue) {
+  // The file's bad value is gone, so it is not reported.
+  StatusOr<Config> config =
+      Parse("[log]\nlevel = \"loud\"\n", {"log.level=warn", "log.level=error"});
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->log_level, "error");  // the last one wins
+}
+
+TEST(ConfigOverrideTest, CreatesPluginConfig) {
+  StatusOr<Config> config =
+      Parse("[plugins.config.cpu]\npin = true\n",
+            {"plugins.config.cpu.threads=4", "plugins.config.nccl.ring=[0,1]"});
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  const std::vector<ConfigValue>& cpu = config->plugins.config["cpu"];
+  ASSERT_EQ(cpu.size(), 2u);
+  EXPECT_EQ(cpu[0].key, "pin");
+  EXPECT_EQ(cpu[0].where, "fleet.toml:2:7");
+  EXPECT_EQ(cpu[1].key, "threads");
+  EXPECT_EQ(std::get<int64_t>(cpu[1].value), 4);
+  EXPECT_EQ(cpu[1].where, "--set plugins.config.cpu.threads");
+  const std::vector<ConfigValue>& nccl = config->plugins.config["nccl"];
+  ASSERT_EQ(nccl.size(), 1u);
+  EXPECT_EQ(std::get<std::vector<int64_t>>(nccl[0].value), (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(nccl[0].where, "--set plugins.config.nccl.ring");
+}
+
+TEST(ConfigOverrideTest, UnknownKeysAndBadValues) {
+  EXPECT_EQ(ErrorOf("", {"device.backendd=cpu"}),
+            "--set device.backendd: unknown key (did you mean 'device.backend'?)");
+  EXPECT_EQ(ErrorOf("", {"devcie.backend=cpu"}),
+            "--set devcie: unknown table (did you mean 'device'?)");
+  EXPECT_EQ(ErrorOf("", {"log.level=loud"}),
+            "--set log.level: expected one of trace, debug, info, warn or error, got 'loud'");
+  EXPECT_EQ(ErrorOf("", {"plugins.load=[\"ok\", 3]"}),
+            "--set plugins.load[1]: expected a string, got an integer");
+}
+
+TEST(ConfigOverrideTest, Malformed) {
+  EXPECT_EQ(ErrorOf("", {"device.backend"}), "--set device.backend: expected KEY=VALUE");
+  EXPECT_EQ(ErrorOf("", {"=cpu"}), "--set =cpu: expected KEY=VALUE");
+  EXPECT_EQ(ErrorOf("", {" =cpu"}), "--set  =cpu: expected KEY=VALUE");
+  EXPECT_EQ(ErrorOf("", {"device..backend=cpu"}), "--set device..backend=cpu: expected KEY=VALUE");
+}
+
+TEST(ConfigOverrideTest, TablesAndScalarsDoNotMix) {
+  // Without a [device] table in the file there is nothing to replace, only a wrong type.
+  EXPECT_EQ(ErrorOf("", {"device=cpu"}), "--set device: expected a table, got a string");
+  EXPECT_EQ(ErrorOf("[device]\n", {"device=cpu"}),
+            "--set device: cannot replace a table with a string");
+  EXPECT_EQ(ErrorOf("[log]\nlevel = \"info\"\n", {"log.level.x=1"}),
+            "--set log.level.x: 'log.level' is a string, not a table");
+  // Replacing a table with a table is fine.
+  StatusOr<Config> config = Parse("[device]\nbackendd = 1\n", {"device={backend=\"cuda\"}"});
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->device.backend, "cuda");
+}
+
+TEST(ConfigOverrideTest, ErrorsFollowTheFileErrorsInOverrideOrder) {
+  EXPECT_EQ(
+      ErrorOf("[log]\nlevel = \"x\"\n[device]\nbackend = 1\n",
+              {"strategy.mode=all", "bad", "comm.timeout_s=0"}),
+      "fleet.toml:2:9: log.level: expected one of trace, debug, info, warn or error, got 'x'\n"
+      "fleet.toml:4:11: device.backend: expected a string, got an integer\n"
+      "--set strategy.mode: expected one of none, collective or pserver, got 'all'\n"
+      "--set bad: expected KEY=VALUE\n"
+      "--set comm.timeout_s: expected a number > 0, got 0");
+}
+
+TEST(ConfigOverrideTest, PluginDirsResolveAgainstTheCurrentDirectory) {
+  StatusOr<Config> config =
+      Parse("[plugins]\ndirs = [\"from_file\"]\n", {"plugins.dirs=[\"from_file\", \"/abs\"]"});
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->plugins.dirs,
+            (std::vector<fs::path>{fs::current_path() / "from_file", "/abs"}));
+  config = LoadConfig("", {"plugins.dirs=[\"p\"]"});
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->plugins.dirs, std::vector<fs::path>{fs::current_path() / "p"});
+}
+
+// ---- [plugins.config.NAME] values -------------------------------------------------------------
+
+TEST(ConfigPluginValuesTest, ScalarsAndArrays) {
+  StatusOr<Config> config = Parse(R"([plugins.config.cpu]
+a_int = -3
+b_float = 0.25
+c_bool = false
+d_string = "x"
+e_ints = [1, 2]
+f_floats = [1.5, 2]
+g_bools = [true, false]
+h_strings = ["p", "q"]
+i_empty = []
+)");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  const std::vector<ConfigValue>& v = config->plugins.config["cpu"];
+  ASSERT_EQ(v.size(), 9u);
+  EXPECT_EQ(std::get<int64_t>(v[0].value), -3);
+  EXPECT_EQ(std::get<double>(v[1].value), 0.25);
+  EXPECT_EQ(std::get<bool>(v[2].value), false);
+  EXPECT_EQ(std::get<std::string>(v[3].value), "x");
+  EXPECT_EQ(std::get<std::vector<int64_t>>(v[4].value), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(std::get<std::vector<double>>(v[5].value), (std::vector<double>{1.5, 2.0}));
+  EXPECT_EQ(std::get<std::vector<bool>>(v[6].value), (std::vector<bool>{true, false}));
+  EXPECT_EQ(std::get<std::vector<std::string>>(v[7].value), (std::vector<std::string>{"p", "q"}));
+  EXPECT_TRUE(std::get<std::vector<std::string>>(v[8].value).empty());
+  std::vector<std::string> keys, wheres;
+  for (const ConfigValue& value : v) {
+    keys.push_back(value.key);
+    wheres.push_back(value.where);
+  }
+  EXPECT_EQ(keys, (std::vector<std::string>{"a_int", "b_float", "c_bool", "d_string", "e_ints",
+                                            "f_floats", "g_bools", "h_strings", "i_empty"}));
+  EXPECT_EQ(wheres,
+            (std::vector<std::string>{"fleet.toml:2:9", "fleet.toml:3:11", "fleet.toml:4:10",
+                                      "fleet.toml:5:12", "fleet.toml:6:10", "fleet.toml:7:12",
+                                      "fleet.toml:8:11", "fleet.toml:9:13", "fleet.toml:10:11"}));
+}
+
+TEST(ConfigPluginValuesTest, IntegersAmongFloatsBecomeDoubles) {
+  StatusOr<Config> config = Parse("[plugins.config.x]\nv = [0.5, 9007199254740993, -2]\n");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  ASSERT_EQ(config->plugins.config["x"].size(), 1u);
+  EXPECT_EQ(std::get<std::vector<double>>(config->plugins.config["x"][0].value),
+            (std::vector<double>{0.5, 9007199254740992.0, -2.0}));
+}
+
+TEST(ConfigPluginValuesTest, InlineTablesAndDottedKeysWork) {
+  StatusOr<Config> config =
+      Parse("[plugins]\nconfig.gloo.iface = \"eth0\"\nconfig.mpi = { np = 4 }\n");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  ASSERT_EQ(config->plugins.config["gloo"].size(), 1u);
+  EXPECT_EQ(config->plugins.config["gloo"][0].where, "fleet.toml:2:21");
+  ASSERT_EQ(config->plugins.config["mpi"].size(), 1u);
+  EXPECT_EQ(config->plugins.config["mpi"][0].where, "fleet.toml:3:21");
+}
+
+TEST(ConfigPluginValuesTest, BadValues) {
+  EXPECT_EQ(
+      ErrorOf(R"([plugins.config.cpu]
+mixed = [1, "a", 2.0, true]
+nested = { a = 1 }
+tables = [{ a = 1 }, { a = 2 }]
+arrays = [[1], 2]
+when = 1979-05-27
+[plugins.config.cpu.sub]
+[plugins.config.bad-name]
+x = 1
+[plugins.config]
+plain = 3
+)"),
+      "fleet.toml:2:9: plugins.config.cpu.mixed: expected an array of one type, got integers, "
+      "strings, floats and booleans\n"
+      "fleet.toml:3:10: plugins.config.cpu.nested: expected an integer, float, boolean, "
+      "string or array, got a table\n"
+      "fleet.toml:4:10: plugins.config.cpu.tables: expected an array of integers, floats, "
+      "booleans or strings, got an array of tables\n"
+      "fleet.toml:5:10: plugins.config.cpu.arrays: expected an array of integers, floats, "
+      "booleans or strings, got an array of arrays and integers\n"
+      "fleet.toml:6:8: plugins.config.cpu.when: expected an integer, float, boolean, string "
+      "or array, got a date\n"
+      "fleet.toml:7:1: plugins.config.cpu.sub: expected an integer, float, boolean, string "
+      "or array, got a table\n"
+      "fleet.toml:8:17: plugins.config.bad-name: expected a plugin name ([A-Za-z0-9_]+), got "
+      "'bad-name'\n"
+      "fleet.toml:11:9: plugins.config.plain: expected a table, got an integer");
+}
+
+}  // namespace
+}  // namespace fleet
