@@ -20,6 +20,8 @@ install(FILES
   cmake/FleetPlugin.cmake
   DESTINATION "${FLEET_CMAKE_INSTALL_DIR}")
 
+# The .pc file finds its prefix from its own location, so the install can be moved.
+file(RELATIVE_PATH FLEET_PC_TO_PREFIX "/prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/prefix")
 configure_file(cmake/fleet-plugin.pc.in "${PROJECT_BINARY_DIR}/fleet-plugin.pc" @ONLY)
 install(FILES "${PROJECT_BINARY_DIR}/fleet-plugin.pc"
   DESTINATION "${CMAKE_INSTALL_LIBDIR}/pkgconfig")

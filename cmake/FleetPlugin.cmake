@@ -27,6 +27,12 @@ function(fleet_add_plugin name)
     CUDA_VISIBILITY_PRESET hidden
     VISIBILITY_INLINES_HIDDEN ON)
   target_link_options(${target} PRIVATE "LINKER:--no-undefined")
+  # Hidden visibility cannot hide GNU-unique symbols that inline library code (std::to_string)
+  # brings in; a version script exports the entry points and nothing else.
+  set(map "${CMAKE_CURRENT_BINARY_DIR}/${target}.map")
+  file(WRITE "${map}" "{ global: fleet_plugin_entry_v*; local: *; };\n")
+  target_link_options(${target} PRIVATE "LINKER:--version-script=${map}")
+  set_property(TARGET ${target} APPEND PROPERTY LINK_DEPENDS "${map}")
   if(ARG_OUTPUT_DIRECTORY)
     set_target_properties(${target} PROPERTIES LIBRARY_OUTPUT_DIRECTORY "${ARG_OUTPUT_DIRECTORY}")
   elseif(DEFINED FLEET_PLUGIN_OUTPUT_DIR)

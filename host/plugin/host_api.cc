@@ -221,8 +221,7 @@ FleetStatus* PluginContext::RegisterComponent(const FleetComponent* c) {
     }
   }
   if (!checked.ok()) {
-    // Remember the first failure: the loader rejects the plugin even if the entry ignores it.
-    notes_.push_back("error: " + checked.message());
+    if (refused_.ok()) refused_ = checked;
     return MakeFleetStatus(checked);
   }
   if (record->kind == FLEET_COMPONENT_DEVICE) {

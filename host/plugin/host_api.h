@@ -50,6 +50,9 @@ class PluginContext {
   void set_registration_open(bool open) { registration_open_ = open; }
   std::vector<std::unique_ptr<ComponentRecord>>& pending() { return pending_; }
   std::vector<std::string>& notes() { return notes_; }
+  // The first registration the host refused (OK if none). The loader rejects the plugin for it
+  // even when the entry ignores the refusal.
+  const Status& refused() const { return refused_; }
 
   // Config keys the plugin never looked up, as notes ("config key 'x' (where) was not read").
   std::vector<std::string> UnreadConfigNotes() const;
@@ -75,6 +78,7 @@ class PluginContext {
   bool registration_open_ = false;
   std::vector<std::unique_ptr<ComponentRecord>> pending_;
   std::vector<std::string> notes_;
+  Status refused_;
   // Config as FleetAttr; the vectors below own what the attrs point to.
   std::vector<FleetAttr> attrs_;
   std::vector<std::vector<int64_t>> int_storage_;

@@ -44,24 +44,35 @@ const std::string& HostAbi() {
   return abi;
 }
 
-// Refuses a path that users other than its owner could replace: a world-writable file, or a
-// world-writable directory without the sticky bit.
+// Refuses a plugin that someone other than this user (or root) could have written: a file or
+// directory owned by another user, a world-writable file, or a world-writable directory without
+// the sticky bit.
 Status CheckNotWritableByOthers(const fs::path& file) {
   struct stat st;
   if (::stat(file.c_str(), &st) != 0) {
     return NotFound("cannot stat: " + std::string(std::strerror(errno)));
   }
+  const std::string fix = "; fix its permissions or set plugins.allow_insecure = true";
+  uid_t me = ::geteuid();
+  if (st.st_uid != me && st.st_uid != 0) {
+    return PermissionDenied("the file is owned by another user (uid " +
+                            std::to_string(st.st_uid) + ")" + fix);
+  }
   if (st.st_mode & S_IWOTH) {
     char mode[8];
     std::snprintf(mode, sizeof(mode), "%03o", static_cast<unsigned>(st.st_mode & 0777));
-    return PermissionDenied(std::string("the file is writable by others (mode ") + mode +
-                            "); fix its permissions or set plugins.allow_insecure = true");
+    return PermissionDenied(std::string("the file is writable by others (mode ") + mode + ")" +
+                            fix);
   }
   fs::path dir = file.parent_path().empty() ? fs::path(".") : file.parent_path();
-  if (::stat(dir.c_str(), &st) == 0 && (st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX)) {
-    return PermissionDenied("its directory " + dir.string() +
-                            " is writable by others; fix its permissions or set "
-                            "plugins.allow_insecure = true");
+  if (::stat(dir.c_str(), &st) == 0) {
+    if (st.st_uid != me && st.st_uid != 0) {
+      return PermissionDenied("its directory " + dir.string() + " is owned by another user (uid " +
+                              std::to_string(st.st_uid) + ")" + fix);
+    }
+    if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX)) {
+      return PermissionDenied("its directory " + dir.string() + " is writable by others" + fix);
+    }
   }
   return OkStatus();
 }
@@ -238,6 +249,7 @@ StatusOr<const PluginRecord*> PluginRegistry::LoadFile(const fs::path& file) {
   // its context, and its library stays mapped (see Loaded).
   if (raw != nullptr) {
     Status s = TakeStatus(raw, "its entry point failed");
+    loaded->info.shutdown = nullptr;  // a failed entry cleans up itself (fleet_host.h)
     loaded_.push_back(std::move(loaded));
     return Reject(file, s);
   }
@@ -255,10 +267,8 @@ StatusOr<const PluginRecord*> PluginRegistry::LoadFile(const fs::path& file) {
         "the file says plugin '" + name + "' but the plugin calls itself '" +
         (info.name != nullptr ? info.name : "(null)") + "'; rename the file or fix info->name"));
   }
-  for (const std::string& note : ctx.notes()) {
-    if (note.rfind("error: ", 0) == 0) {
-      return reject_loaded(InvalidArgument("a component was refused: " + note.substr(7)));
-    }
+  if (!ctx.refused().ok()) {
+    return reject_loaded(ctx.refused().WithContext("a component was refused"));
   }
 
   auto record = std::make_unique<PluginRecord>();

@@ -18,7 +18,10 @@
  *   4. A non-NULL return rejects the whole plugin; the host reports the message with the file
  *      name, drops every component the plugin registered, and goes on.
  *   5. At exit the host calls info->shutdown(info->plugin_ctx) (if set), on the same thread, after
- *      every object created through the plugin's components was destroyed.
+ *      every object created through the plugin's components was destroyed. It does so whenever
+ *      the entry returned NULL, even if the host refused the plugin afterwards (a name clash,
+ *      say). A plugin whose entry returns an error must free what it made before returning;
+ *      shutdown is not called for it.
  *
  * Threading: every FleetHostApi function is thread-safe unless its comment says otherwise.
  */
@@ -159,6 +162,10 @@ typedef struct FleetPluginInfo {
 
 #define FLEET_PLUGIN_ENTRY_V1 "fleet_plugin_entry_v1"
 typedef FleetStatus* (*FleetPluginEntryV1)(const FleetHostApi* host, FleetPluginInfo* info);
+
+/* Declared here so that a C++ definition gets C linkage (an unmangled symbol) without the
+ * author having to remember extern "C". */
+FLEET_EXPORT FleetStatus* fleet_plugin_entry_v1(const FleetHostApi* host, FleetPluginInfo* info);
 
 #ifdef __cplusplus
 } /* extern "C" */
