@@ -40,6 +40,7 @@ Result RunHost(const std::string& args, const std::string& env = "", const fs::p
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   r.out = ReadFile(out);
   r.err = ReadFile(err);
+  fs::remove_all(dir);
   return r;
 }
 
