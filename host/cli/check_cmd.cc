@@ -5,7 +5,6 @@
 #include "plugin/device.h"
 #include "plugin/registry.h"
 #include "plugin/selection.h"
-#include "support/logging.h"
 
 namespace fleet {
 
@@ -16,34 +15,20 @@ int CheckCommand(const GlobalOptions& global, const std::vector<std::string>& ar
     return kExitUsage;
   }
   auto config = LoadConfigFor(global);
-  if (!config.ok()) {
-    err << "fleet-host: " << config.status().message() << "\n";
-    return kExitFailure;
-  }
+  if (!config.ok()) return Fail(err, config.status());
   PluginRegistry registry(LoadOptionsFor(*config));
   auto selection = LoadSelected(*config, registry);
-  if (!selection.ok()) {
-    err << "fleet-host: " << selection.status().message() << "\n";
-    return kExitFailure;
-  }
-  for (const std::string& w : selection->warnings) Log().warn("{}", w);
-
+  if (!selection.ok()) return Fail(err, selection.status());
   Device device(selection->device);
   auto count = device.Count();
-  if (!count.ok()) {
-    err << "fleet-host: " << count.status().message() << "\n";
-    return kExitFailure;
-  }
+  if (!count.ok()) return Fail(err, count.status());
   if (*count == 0) {
     err << "fleet-host: " << config->source << ": device.backend = \"" << device.name()
         << "\": no device of this kind is present on this machine\n";
     return kExitFailure;
   }
   auto props = device.Props(0);
-  if (!props.ok()) {
-    err << "fleet-host: " << props.status().message() << "\n";
-    return kExitFailure;
-  }
+  if (!props.ok()) return Fail(err, props.status());
 
   out << "config:    " << config->source << "\n";
   out << "device:    " << device.name() << " from plugin '" << selection->device->plugin << "' ("

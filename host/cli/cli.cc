@@ -36,6 +36,11 @@ void PrintVersion(std::ostream& out) {
 
 }  // namespace
 
+int Fail(std::ostream& err, const Status& status) {
+  err << "fleet-host: " << status.message() << "\n";
+  return kExitFailure;
+}
+
 StatusOr<Config> LoadConfigFor(const GlobalOptions& options) {
   std::filesystem::path path =
       options.config_path.empty() ? DefaultConfigPath() : std::filesystem::path(options.config_path);

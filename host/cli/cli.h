@@ -26,6 +26,10 @@ inline constexpr int kExitUsage = 2;
 // `err`.
 int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
+// Prints "fleet-host: MESSAGE" to err and returns kExitFailure: how every command reports a
+// failed Status.
+int Fail(std::ostream& err, const Status& status);
+
 // Loads the config named by the global options and applies its log level.
 StatusOr<Config> LoadConfigFor(const GlobalOptions& options);
 

@@ -154,10 +154,7 @@ int PluginsCommand(const GlobalOptions& global, const std::vector<std::string>& 
     }
   }
   auto config = LoadConfigFor(global);
-  if (!config.ok()) {
-    err << "fleet-host: " << config.status().message() << "\n";
-    return kExitFailure;
-  }
+  if (!config.ok()) return Fail(err, config.status());
   PluginRegistry registry(LoadOptionsFor(*config));
   Status target_status;
   if (target.empty()) {
@@ -208,10 +205,7 @@ int PluginsCommand(const GlobalOptions& global, const std::vector<std::string>& 
       out << "\n";
     }
   }
-  if (!target_status.ok()) {
-    err << "fleet-host: " << target_status.message() << "\n";
-    return kExitFailure;
-  }
+  if (!target_status.ok()) return Fail(err, target_status);
   return kExitOk;
 }
 
