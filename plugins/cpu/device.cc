@@ -141,6 +141,7 @@ FleetStatus* HostFree(void*, void* ptr) {
 }  // namespace
 
 void SetHost(const FleetHostApi* host) { g_host = host; }
+const FleetHostApi* GetHost() { return g_host; }
 
 const FleetDeviceVTable* DeviceVTable() {
   static const FleetDeviceVTable table = [] {

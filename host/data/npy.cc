@@ -1,0 +1,164 @@
+#include "data/npy.h"
+
+#include <cstring>
+#include <fstream>
+#include <string>
+
+namespace fleet::data {
+namespace {
+
+// NumPy's type strings for the dtypes Fleet moves through files.
+struct NpyType {
+  ir::DataType dtype;
+  const char* descr;
+};
+constexpr NpyType kTypes[] = {
+    {ir::DataType::kFloat32, "<f4"}, {ir::DataType::kFloat64, "<f8"},
+    {ir::DataType::kInt64, "<i8"},   {ir::DataType::kInt32, "<i4"},
+    {ir::DataType::kBool, "|b1"},    {ir::DataType::kUInt8, "|u1"},
+    {ir::DataType::kInt8, "|i1"},    {ir::DataType::kInt16, "<i2"},
+    {ir::DataType::kFloat16, "<f2"},
+};
+
+// The value of `key` in the header dict, e.g. 'descr': '<f4' -> <f4 (quotes stripped) or
+// 'shape': (2, 3) -> (2, 3).
+std::string HeaderValue(const std::string& header, const std::string& key) {
+  size_t k = header.find("'" + key + "'");
+  if (k == std::string::npos) return {};
+  size_t colon = header.find(':', k);
+  if (colon == std::string::npos) return {};
+  size_t start = header.find_first_not_of(' ', colon + 1);
+  if (start == std::string::npos) return {};
+  if (header[start] == '\'') {
+    size_t end = header.find('\'', start + 1);
+    return end == std::string::npos ? std::string() : header.substr(start + 1, end - start - 1);
+  }
+  if (header[start] == '(') {
+    size_t end = header.find(')', start);
+    return end == std::string::npos ? std::string() : header.substr(start, end - start + 1);
+  }
+  size_t end = header.find_first_of(",}", start);
+  return header.substr(start, end - start);
+}
+
+}  // namespace
+
+int64_t NpyArray::numel() const {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+StatusOr<NpyArray> ReadNpy(const std::filesystem::path& file) {
+  const std::string where = file.string();
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return NotFound(where + ": cannot open");
+  char magic[8];
+  if (!in.read(magic, 8) || std::memcmp(magic, "\x93NUMPY", 6) != 0) {
+    return InvalidArgument(where + ": not a .npy file (bad magic)");
+  }
+  const int major = static_cast<unsigned char>(magic[6]);
+  uint32_t header_len = 0;
+  if (major == 1) {
+    unsigned char b[2];
+    if (!in.read(reinterpret_cast<char*>(b), 2)) return InvalidArgument(where + ": truncated");
+    header_len = b[0] | (b[1] << 8);
+  } else if (major == 2 || major == 3) {
+    unsigned char b[4];
+    if (!in.read(reinterpret_cast<char*>(b), 4)) return InvalidArgument(where + ": truncated");
+    header_len = b[0] | (b[1] << 8) | (b[2] << 16) | (static_cast<uint32_t>(b[3]) << 24);
+  } else {
+    return InvalidArgument(where + ": unsupported .npy version " + std::to_string(major));
+  }
+  if (header_len > (1u << 20)) return InvalidArgument(where + ": header too large");
+  std::string header(header_len, '\0');
+  if (!in.read(header.data(), header_len)) return InvalidArgument(where + ": truncated header");
+
+  NpyArray out;
+  const std::string descr = HeaderValue(header, "descr");
+  for (const auto& t : kTypes) {
+    if (descr == t.descr) out.dtype = t.dtype;
+  }
+  if (out.dtype == ir::DataType::kInvalid) {
+    return InvalidArgument(where + ": unsupported dtype '" + descr +
+                           "' (expected little-endian float32/float64/int64/int32/bool/...)");
+  }
+  if (HeaderValue(header, "fortran_order") != "False") {
+    return InvalidArgument(where + ": Fortran-ordered arrays are not supported; save with "
+                           "np.ascontiguousarray");
+  }
+  const std::string shape = HeaderValue(header, "shape");
+  if (shape.size() < 2) return InvalidArgument(where + ": header has no shape");
+  std::string inner = shape.substr(1, shape.size() - 2);
+  size_t pos = 0;
+  while (pos < inner.size()) {
+    size_t comma = inner.find(',', pos);
+    std::string item = inner.substr(pos, comma == std::string::npos ? std::string::npos
+                                                                    : comma - pos);
+    item.erase(0, item.find_first_not_of(' '));
+    if (!item.empty()) {
+      try {
+        long long d = std::stoll(item);
+        if (d < 0) return InvalidArgument(where + ": negative dimension in shape " + shape);
+        out.dims.push_back(d);
+      } catch (...) {
+        return InvalidArgument(where + ": bad shape " + shape);
+      }
+    }
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  const size_t bytes = static_cast<size_t>(out.numel()) * ir::DataTypeSize(out.dtype);
+  out.bytes.resize(bytes);
+  if (bytes > 0 && !in.read(reinterpret_cast<char*>(out.bytes.data()),
+                            static_cast<std::streamsize>(bytes))) {
+    return InvalidArgument(where + ": data shorter than shape " + shape + " needs (" +
+                           std::to_string(bytes) + " bytes)");
+  }
+  return out;
+}
+
+Status WriteNpy(const std::filesystem::path& file, const NpyArray& array) {
+  const char* descr = nullptr;
+  for (const auto& t : kTypes) {
+    if (t.dtype == array.dtype) descr = t.descr;
+  }
+  if (descr == nullptr) {
+    return InvalidArgument(file.string() + ": cannot write dtype " +
+                           std::string(ir::DataTypeName(array.dtype)) + " as .npy");
+  }
+  std::string shape = "(";
+  for (size_t i = 0; i < array.dims.size(); ++i) {
+    shape += std::to_string(array.dims[i]);
+    shape += (array.dims.size() == 1 || i + 1 < array.dims.size()) ? "," : "";
+    if (i + 1 < array.dims.size()) shape += " ";
+  }
+  shape += ")";
+  std::string header = std::string("{'descr': '") + descr + "', 'fortran_order': False, " +
+                       "'shape': " + shape + ", }";
+  // Pad so the data starts on a 64-byte boundary, ending the header with a newline.
+  size_t total = 10 + header.size() + 1;
+  header.append((64 - total % 64) % 64, ' ');
+  header += '\n';
+
+  std::filesystem::path tmp = file;
+  tmp += ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return PermissionDenied(tmp.string() + ": cannot open for writing");
+    out.write("\x93NUMPY\x01\x00", 8);
+    const char len[2] = {static_cast<char>(header.size() & 0xff),
+                         static_cast<char>((header.size() >> 8) & 0xff)};
+    out.write(len, 2);
+    out.write(header.data(), static_cast<std::streamsize>(header.size()));
+    out.write(reinterpret_cast<const char*>(array.bytes.data()),
+              static_cast<std::streamsize>(array.bytes.size()));
+    if (!out) return DataLoss(tmp.string() + ": write failed");
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, file, ec);
+  if (ec) return DataLoss(file.string() + ": rename failed: " + ec.message());
+  return OkStatus();
+}
+
+}  // namespace fleet::data

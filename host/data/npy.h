@@ -1,0 +1,33 @@
+// Reading and writing NumPy .npy files (format versions 1.0-3.0, C order, little-endian), the
+// interchange format for data sources, reference results and exported tensors.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <vector>
+
+#include "ir/program.h"
+#include "support/status.h"
+
+namespace fleet::data {
+
+struct NpyArray {
+  ir::DataType dtype = ir::DataType::kInvalid;
+  std::vector<int64_t> dims;
+  std::vector<uint8_t> bytes;  // numel * element size, row-major
+
+  int64_t numel() const;
+  template <typename T>
+  T* data() { return reinterpret_cast<T*>(bytes.data()); }
+  template <typename T>
+  const T* data() const { return reinterpret_cast<const T*>(bytes.data()); }
+};
+
+// Errors name the file and what is wrong with it (bad magic, Fortran order, big-endian or an
+// unsupported dtype, a size that disagrees with the shape).
+StatusOr<NpyArray> ReadNpy(const std::filesystem::path& file);
+// Writes to a temporary file beside `file` and renames it into place, so a reader never sees a
+// half-written array.
+Status WriteNpy(const std::filesystem::path& file, const NpyArray& array);
+
+}  // namespace fleet::data

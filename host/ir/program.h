@@ -1,0 +1,162 @@
+// The program IR: Program -> Blocks -> Vars and Ops, with Paddle's vocabulary.
+//
+// A Program is plain data: copying one copies everything, and nothing here allocates behind the
+// caller's back or keeps pointers into other programs. Vars of a block are kept sorted by name
+// and slots/attributes of an op are kept sorted by name, so printing is deterministic without
+// any extra bookkeeping. Ops keep their order: it is the order of execution.
+//
+// Shapes use -1 for a dimension not known until run time (the batch dimension). A scalar has
+// an empty shape.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "fleet/fleet_abi.h"
+#include "support/status.h"
+
+namespace fleet::ir {
+
+// Element types; the values are the ABI's FLEET_DTYPE_* so they cross the boundary unchanged.
+enum class DataType : int32_t {
+  kInvalid = FLEET_DTYPE_INVALID,
+  kBool = FLEET_DTYPE_BOOL,
+  kInt8 = FLEET_DTYPE_INT8,
+  kUInt8 = FLEET_DTYPE_UINT8,
+  kInt16 = FLEET_DTYPE_INT16,
+  kInt32 = FLEET_DTYPE_INT32,
+  kInt64 = FLEET_DTYPE_INT64,
+  kFloat16 = FLEET_DTYPE_FLOAT16,
+  kBFloat16 = FLEET_DTYPE_BFLOAT16,
+  kFloat32 = FLEET_DTYPE_FLOAT32,
+  kFloat64 = FLEET_DTYPE_FLOAT64,
+};
+
+// "float32", "int64", ... (Paddle's spelling).
+std::string_view DataTypeName(DataType dtype);
+// Inverse of DataTypeName; kInvalid for anything else.
+DataType ParseDataType(std::string_view name);
+// Bytes per element; 0 for kInvalid.
+size_t DataTypeSize(DataType dtype);
+
+// An attribute referring to a sub-block of the same program.
+struct BlockRef {
+  int32_t index = 0;
+  bool operator==(const BlockRef&) const = default;
+};
+
+// Alternatives are in the order of FLEET_ATTR_* (index + 1 == FLEET_ATTR_*), which AttrTypeOf
+// relies on.
+using Attribute = std::variant<int32_t, int64_t, float, double, bool, std::string,
+                               std::vector<int32_t>, std::vector<int64_t>, std::vector<float>,
+                               std::vector<double>, std::vector<bool>, std::vector<std::string>,
+                               BlockRef>;
+
+// FLEET_ATTR_* of an attribute.
+int32_t AttrTypeOf(const Attribute& attr);
+// "int", "int64", "float", "double", "bool", "string", "ints", "int64s", "floats", "doubles",
+// "bools", "strings", "block".
+std::string_view AttrTypeName(int32_t fleet_attr_type);
+
+// Numeric attributes converted to the type a reader wants: an int attribute read as int64 or
+// double, a float read as double, ints read as int64s, and so on. Returns nullopt when the
+// stored type does not convert (a string read as a number, a double read as an int).
+std::optional<int64_t> AttrAsInt(const Attribute& attr);
+std::optional<double> AttrAsDouble(const Attribute& attr);
+std::optional<bool> AttrAsBool(const Attribute& attr);
+std::optional<std::vector<int64_t>> AttrAsInts(const Attribute& attr);
+std::optional<std::vector<double>> AttrAsDoubles(const Attribute& attr);
+
+// Options of a trainable parameter (Paddle's ParamAttr after layer expansion).
+struct ParamInfo {
+  bool trainable = true;
+  double learning_rate = 1.0;        // multiplies the optimizer's learning rate
+  std::string regularizer;           // "" (none), "l2" or "l1"
+  double regularization_coeff = 0.0;
+  bool operator==(const ParamInfo&) const = default;
+};
+
+struct Var {
+  std::string name;
+  DataType dtype = DataType::kFloat32;
+  std::vector<int64_t> shape;        // -1 = known at run time
+  bool persistable = false;
+  bool stop_gradient = false;
+  std::optional<ParamInfo> param;    // set for parameters (always persistable)
+  bool operator==(const Var&) const = default;
+};
+
+using SlotMap = std::map<std::string, std::vector<std::string>>;
+using AttrMap = std::map<std::string, Attribute>;
+
+struct Op {
+  std::string type;
+  SlotMap inputs;    // slot name ("X", "Y", ...) -> var names
+  SlotMap outputs;
+  AttrMap attrs;
+
+  // The var names of a slot; empty if the op lacks it.
+  const std::vector<std::string>& Input(std::string_view slot) const;
+  const std::vector<std::string>& Output(std::string_view slot) const;
+  // The single var of a slot, or "" if the slot is absent or empty.
+  std::string_view InputOne(std::string_view slot) const;
+  std::string_view OutputOne(std::string_view slot) const;
+  const Attribute* FindAttr(std::string_view name) const;
+  // Every var name the op reads / writes, in slot order.
+  std::vector<std::string> InputVars() const;
+  std::vector<std::string> OutputVars() const;
+
+  bool operator==(const Op&) const = default;
+};
+
+struct Block {
+  int32_t index = 0;
+  int32_t parent = -1;               // -1 for the global block
+  std::map<std::string, Var> vars;   // keyed by Var::name
+  std::vector<Op> ops;
+
+  Var* FindVar(std::string_view name);
+  const Var* FindVar(std::string_view name) const;
+  // Adds `var`; ALREADY_EXISTS if the name is taken in this block.
+  StatusOr<Var*> AddVar(Var var);
+
+  bool operator==(const Block&) const = default;
+};
+
+class Program {
+ public:
+  Program();  // one empty global block
+
+  std::vector<Block>& blocks() { return blocks_; }
+  const std::vector<Block>& blocks() const { return blocks_; }
+  Block& global() { return blocks_[0]; }
+  const Block& global() const { return blocks_[0]; }
+  Block& block(int32_t index) { return blocks_[static_cast<size_t>(index)]; }
+  const Block& block(int32_t index) const { return blocks_[static_cast<size_t>(index)]; }
+  int32_t num_blocks() const { return static_cast<int32_t>(blocks_.size()); }
+
+  // Appends an empty block whose parent is `parent` and returns its index.
+  int32_t AddBlock(int32_t parent);
+
+  // Looks a var up in `block` and then its ancestors; nullptr if none has it.
+  const Var* FindVarRecursive(int32_t block, std::string_view name) const;
+  Var* FindVarRecursive(int32_t block, std::string_view name);
+
+  bool operator==(const Program&) const = default;
+
+ private:
+  std::vector<Block> blocks_;
+};
+
+// Suffix of gradient variables, as in Paddle ("fc_0.w_0@GRAD").
+inline constexpr std::string_view kGradSuffix = "@GRAD";
+std::string GradVarName(std::string_view var);
+// "x@GRAD" -> "x"; "" when `name` is not a gradient name.
+std::string_view ForwardVarName(std::string_view name);
+
+}  // namespace fleet::ir

@@ -1,0 +1,162 @@
+#include "ops/op_registry.h"
+
+#include <cassert>
+#include <mutex>
+
+namespace fleet::ops {
+
+bool ShapeContext::HasInput(std::string_view slot) const {
+  auto it = inputs.find(std::string(slot));
+  return it != inputs.end() && !it->second.empty();
+}
+
+bool ShapeContext::HasOutput(std::string_view slot) const {
+  auto it = outputs.find(std::string(slot));
+  return it != outputs.end() && !it->second.empty();
+}
+
+const TensorInfo& ShapeContext::Input(std::string_view slot, size_t i) const {
+  auto it = inputs.find(std::string(slot));
+  assert(it != inputs.end() && i < it->second.size());
+  return it->second[i];
+}
+
+TensorInfo& ShapeContext::Output(std::string_view slot, size_t i) {
+  auto it = outputs.find(std::string(slot));
+  assert(it != outputs.end() && i < it->second.size());
+  return it->second[i];
+}
+
+size_t ShapeContext::InputCount(std::string_view slot) const {
+  auto it = inputs.find(std::string(slot));
+  return it == inputs.end() ? 0 : it->second.size();
+}
+
+size_t ShapeContext::OutputCount(std::string_view slot) const {
+  auto it = outputs.find(std::string(slot));
+  return it == outputs.end() ? 0 : it->second.size();
+}
+
+const ir::Attribute& ShapeContext::Attr(std::string_view name) const {
+  if (const ir::Attribute* a = op_.FindAttr(name)) return *a;
+  const AttrSpec* spec = schema_.FindAttr(name);
+  assert(spec != nullptr);
+  return spec->default_value;
+}
+
+int64_t ShapeContext::IntAttr(std::string_view name) const {
+  return ir::AttrAsInt(Attr(name)).value_or(0);
+}
+double ShapeContext::FloatAttr(std::string_view name) const {
+  return ir::AttrAsDouble(Attr(name)).value_or(0.0);
+}
+bool ShapeContext::BoolAttr(std::string_view name) const {
+  return ir::AttrAsBool(Attr(name)).value_or(false);
+}
+std::string ShapeContext::StringAttr(std::string_view name) const {
+  const auto* s = std::get_if<std::string>(&Attr(name));
+  return s ? *s : std::string();
+}
+std::vector<int64_t> ShapeContext::IntsAttr(std::string_view name) const {
+  return ir::AttrAsInts(Attr(name)).value_or(std::vector<int64_t>{});
+}
+std::vector<double> ShapeContext::FloatsAttr(std::string_view name) const {
+  return ir::AttrAsDoubles(Attr(name)).value_or(std::vector<double>{});
+}
+
+Status ShapeContext::Error(std::string_view message) const {
+  return InvalidArgument(op_.type + ": " + std::string(message));
+}
+
+const SlotSpec* OpSchema::FindInput(std::string_view name) const {
+  for (const auto& s : inputs) {
+    if (s.name == name) return &s;
+  }
+  return nullptr;
+}
+
+const SlotSpec* OpSchema::FindOutput(std::string_view name) const {
+  for (const auto& s : outputs) {
+    if (s.name == name) return &s;
+  }
+  return nullptr;
+}
+
+const AttrSpec* OpSchema::FindAttr(std::string_view name) const {
+  for (const auto& a : attrs) {
+    if (a.name == name) return &a;
+  }
+  return nullptr;
+}
+
+GradFn DefaultGrad(const OpSchema& forward_schema, std::string grad_type) {
+  if (grad_type.empty()) grad_type = forward_schema.type + "_grad";
+  std::vector<SlotSpec> in_slots = forward_schema.inputs;
+  std::vector<SlotSpec> out_slots = forward_schema.outputs;
+  return [grad_type, in_slots, out_slots](const ir::Op& fwd) {
+    ir::Op g;
+    g.type = grad_type;
+    g.attrs = fwd.attrs;
+    for (const auto& s : in_slots) {
+      const auto& vars = fwd.Input(s.name);
+      if (vars.empty()) continue;
+      g.inputs[s.name] = vars;
+      if (s.no_grad) continue;
+      std::vector<std::string> grads;
+      for (const auto& v : vars) grads.push_back(ir::GradVarName(v));
+      g.outputs[ir::GradVarName(s.name)] = std::move(grads);
+    }
+    for (const auto& s : out_slots) {
+      const auto& vars = fwd.Output(s.name);
+      if (vars.empty()) continue;
+      g.inputs[s.name] = vars;
+      std::vector<std::string> grads;
+      for (const auto& v : vars) grads.push_back(ir::GradVarName(v));
+      g.inputs[ir::GradVarName(s.name)] = std::move(grads);
+    }
+    return std::vector<ir::Op>{std::move(g)};
+  };
+}
+
+Status OpRegistry::Register(OpSchema schema) {
+  if (schema.type.empty()) return InvalidArgument("op schema without a type");
+  if (!schema.infer_shape) {
+    return InvalidArgument("op schema '" + schema.type + "' has no shape function");
+  }
+  std::string type = schema.type;
+  auto [it, inserted] = schemas_.emplace(type, std::move(schema));
+  if (!inserted) return AlreadyExists("op '" + type + "' is already registered");
+  return OkStatus();
+}
+
+const OpSchema* OpRegistry::Find(std::string_view type) const {
+  auto it = schemas_.find(type);
+  return it == schemas_.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> OpRegistry::Types() const {
+  std::vector<std::string> out;
+  out.reserve(schemas_.size());
+  for (const auto& [type, schema] : schemas_) out.push_back(type);
+  return out;
+}
+
+const OpRegistry& BuiltinOps() {
+  static const OpRegistry* registry = [] {
+    auto* r = new OpRegistry();
+    RegisterMathOps(*r);
+    RegisterNnOps(*r);
+    RegisterTensorOps(*r);
+    RegisterOptimizerOps(*r);
+    return r;
+  }();
+  return *registry;
+}
+
+ir::AttrMap AttrsWithDefaults(const OpSchema& schema, const ir::Op& op) {
+  ir::AttrMap out = op.attrs;
+  for (const auto& a : schema.attrs) out.emplace(a.name, a.default_value);
+  return out;
+}
+
+}  // namespace fleet::ops

@@ -1,0 +1,140 @@
+// Op schemas: for every op type the host knows, its slots, attributes with defaults, shape
+// inference and gradient rule. Kernels live in device plugins; everything else about an op
+// lives here, so a program can be checked, differentiated and shaped without any plugin.
+//
+// Vocabulary is Paddle's: slot names "X", "Y", "Out", attribute names "x_num_col_dims", gradient
+// ops "<type>_grad" whose slots are the forward slots plus "<Out>@GRAD" inputs and "<In>@GRAD"
+// outputs.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/program.h"
+#include "support/status.h"
+
+namespace fleet::ops {
+
+struct SlotSpec {
+  std::string name;
+  bool optional = false;     // may be absent or empty
+  bool duplicable = false;   // may hold several vars
+  bool no_grad = false;      // inputs only: never differentiated (labels, indices, seeds)
+};
+
+struct AttrSpec {
+  std::string name;
+  ir::Attribute default_value;  // also fixes the attribute's type
+};
+
+// What a shape function sees. `inputs` has an entry per present input slot, one TensorInfo per
+// var; `outputs` has an entry per output slot the op uses, pre-sized to its var count, for the
+// shape function to fill in. Dims of -1 are unknown (the batch dimension before run time):
+// shape functions propagate them and skip them in consistency checks.
+struct TensorInfo {
+  ir::DataType dtype = ir::DataType::kInvalid;
+  std::vector<int64_t> dims;
+  bool operator==(const TensorInfo&) const = default;
+};
+
+struct OpSchema;
+
+class ShapeContext {
+ public:
+  ShapeContext(const OpSchema& schema, const ir::Op& op) : schema_(schema), op_(op) {}
+
+  std::map<std::string, std::vector<TensorInfo>> inputs;
+  std::map<std::string, std::vector<TensorInfo>> outputs;
+
+  const ir::Op& op() const { return op_; }
+  bool HasInput(std::string_view slot) const;
+  bool HasOutput(std::string_view slot) const;
+  // Slot `slot`, var `i`. Asking for an absent one is a bug in the shape function (asserted);
+  // check HasInput for optional slots.
+  const TensorInfo& Input(std::string_view slot, size_t i = 0) const;
+  TensorInfo& Output(std::string_view slot, size_t i = 0);
+  size_t InputCount(std::string_view slot) const;
+  size_t OutputCount(std::string_view slot) const;
+
+  // The attribute as set on the op, else the schema's default. Asking for an attribute the
+  // schema lacks is a bug (asserted).
+  const ir::Attribute& Attr(std::string_view name) const;
+  int64_t IntAttr(std::string_view name) const;
+  double FloatAttr(std::string_view name) const;
+  bool BoolAttr(std::string_view name) const;
+  std::string StringAttr(std::string_view name) const;
+  std::vector<int64_t> IntsAttr(std::string_view name) const;
+  std::vector<double> FloatsAttr(std::string_view name) const;
+
+  // INVALID_ARGUMENT "<op type>: message" for shape functions to return.
+  Status Error(std::string_view message) const;
+
+ private:
+  const OpSchema& schema_;
+  const ir::Op& op_;
+};
+
+using ShapeFn = std::function<Status(ShapeContext&)>;
+
+// Builds the gradient ops of one forward op, Paddle style: reads the forward op's vars, writes
+// "<var>@GRAD" for the inputs it differentiates, reads "<out>@GRAD" for the outputs. Autodiff
+// renames and prunes afterwards (no-grad inputs, fan-out accumulation); a grad maker always emits
+// every input gradient it can compute.
+using GradFn = std::function<std::vector<ir::Op>(const ir::Op& forward)>;
+
+struct OpSchema {
+  std::string type;
+  std::vector<SlotSpec> inputs;
+  std::vector<SlotSpec> outputs;
+  std::vector<AttrSpec> attrs;
+  ShapeFn infer_shape;         // required
+  GradFn grad;                 // empty: not differentiable
+  // The slot (input or output) whose first var's dtype selects the kernel; "" = the first
+  // declared input slot that is present, else the first output slot.
+  std::string kernel_dtype_slot;
+  std::string summary;
+
+  const SlotSpec* FindInput(std::string_view name) const;
+  const SlotSpec* FindOutput(std::string_view name) const;
+  const AttrSpec* FindAttr(std::string_view name) const;
+};
+
+// Paddle's DefaultGradOpMaker: a "<type>_grad" op (or `grad_type`) whose inputs are every
+// forward input and output plus "<Out>@GRAD" for every output slot, and whose outputs are
+// "<In>@GRAD" for every input slot not marked no_grad, with the forward attributes.
+GradFn DefaultGrad(const OpSchema& forward_schema, std::string grad_type = "");
+
+class OpRegistry {
+ public:
+  // INVALID_ARGUMENT for a schema without a type or shape function, ALREADY_EXISTS for a
+  // duplicate type.
+  Status Register(OpSchema schema);
+  const OpSchema* Find(std::string_view type) const;
+  std::vector<std::string> Types() const;  // sorted
+
+ private:
+  std::map<std::string, OpSchema, std::less<>> schemas_;
+};
+
+// Every op the host defines (built once, on first use; thread-safe).
+const OpRegistry& BuiltinOps();
+
+// Attributes of `op` with every schema default filled in.
+ir::AttrMap AttrsWithDefaults(const OpSchema& schema, const ir::Op& op);
+
+// Groups of built-in ops, each defined in its own file and called once by BuiltinOps().
+void RegisterMathOps(OpRegistry& registry);       // math_ops.cc: mul, matmul_v2, elementwise,
+                                                  // scale, sum, mean, reductions, activations,
+                                                  // softmax, log_softmax
+void RegisterNnOps(OpRegistry& registry);         // nn_ops.cc: losses, conv2d, pool2d, norms,
+                                                  // dropout, lookup_table_v2, accuracy, top_k_v2
+void RegisterTensorOps(OpRegistry& registry);     // tensor_ops.cc: reshape2, transpose2, flatten,
+                                                  // concat, split, slice, cast, fill_constant,
+                                                  // assign, random initializers
+void RegisterOptimizerOps(OpRegistry& registry);  // optimizer_ops.cc: sgd, momentum, adam(w),
+                                                  // learning-rate schedules, clipping helpers
+
+}  // namespace fleet::ops

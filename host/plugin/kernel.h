@@ -1,0 +1,109 @@
+// A C++ view of kernels components: finding the kernel for (op, device, dtype) and calling it.
+//
+// A KernelCall binds one kernel to one op with fixed shapes. It owns every argument struct the
+// kernel sees (slots, tensor descriptors, attributes), so after Create nothing is allocated:
+// the executor sets data pointers with SetData and calls Launch step after step.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fleet/fleet_kernels.h"
+#include "ir/program.h"
+#include "plugin/registry.h"
+#include "support/status.h"
+
+namespace fleet {
+
+// One kernel offered by a plugin, with the component it came from.
+struct KernelCandidate {
+  const ComponentRecord* component = nullptr;  // kind FLEET_COMPONENT_KERNELS
+  const FleetKernelDef* def = nullptr;
+};
+
+// Every kernel for (op_type, device, dtype) across the registry's kernels components, highest
+// priority first; ties keep registration order.
+std::vector<KernelCandidate> FindKernels(const PluginRegistry& registry, std::string_view op_type,
+                                         std::string_view device, ir::DataType dtype);
+
+// "op_type/device/dtype" triples of every registered kernel, sorted (for listings and tests).
+std::vector<std::string> ListKernels(const PluginRegistry& registry);
+
+// Shape of one tensor argument of a KernelCall.
+struct TensorShape {
+  ir::DataType dtype = ir::DataType::kInvalid;
+  std::vector<int64_t> dims;
+};
+
+// A slot's tensors by position. An absent optional input is an empty `tensors`.
+struct SlotShapes {
+  std::string name;
+  std::vector<TensorShape> tensors;
+};
+
+struct KernelCallArgs {
+  std::string op_type;
+  std::vector<SlotShapes> inputs;
+  std::vector<SlotShapes> outputs;
+  ir::AttrMap attrs;              // every schema attribute, defaults filled in
+  int32_t device_type = 0;        // the device component's type id
+  int32_t device_ordinal = 0;
+  int32_t num_threads = 0;
+  FleetStream* stream = nullptr;
+  uint64_t seed = 0;
+};
+
+class KernelCall {
+ public:
+  // Builds the argument structs; calls nothing in the plugin.
+  static std::unique_ptr<KernelCall> Create(const KernelCandidate& kernel, KernelCallArgs args);
+  ~KernelCall();  // calls release if prepare made state
+  KernelCall(const KernelCall&) = delete;
+  KernelCall& operator=(const KernelCall&) = delete;
+
+  // The kernel's `supports` (OK when it has none). Data pointers are NULL.
+  Status Supports() const;
+  // The kernel's `prepare` (once). Returns the scratch bytes it asked for.
+  StatusOr<size_t> Prepare();
+  // Points tensor `i` of input (or output) slot `slot` at `data`. Indices are those of the
+  // KernelCallArgs this call was created from.
+  void SetData(bool output, size_t slot, size_t i, void* data);
+  void SetScratch(void* scratch) { context_.scratch = scratch; }
+  void SetStream(FleetStream* stream) { context_.stream = stream; }
+  // The kernel's `launch`. Errors name the op and the plugin.
+  Status Launch();
+
+  const KernelCandidate& kernel() const { return kernel_; }
+  const std::string& op_type() const { return args_.op_type; }
+
+ private:
+  KernelCall() = default;
+  Status Convert(FleetStatus* status, std::string_view slot) const;
+
+  KernelCandidate kernel_;
+  KernelCallArgs args_;
+  // Argument storage; stable addresses after Create.
+  std::vector<std::vector<FleetTensor>> in_tensors_, out_tensors_;
+  std::vector<std::vector<const FleetTensor*>> in_ptrs_, out_ptrs_;
+  std::vector<FleetTensorSlot> in_slots_, out_slots_;
+  std::vector<const FleetTensorSlot*> in_slot_ptrs_, out_slot_ptrs_;
+  std::vector<std::string> attr_names_;
+  std::vector<std::vector<int64_t>> attr_ints_;
+  std::vector<std::vector<double>> attr_floats_;
+  std::vector<std::vector<const char*>> attr_strings_;
+  std::vector<FleetAttr> attrs_;
+  std::vector<const FleetAttr*> attr_ptrs_;
+  FleetKernelContext context_{};
+  void* state_ = nullptr;
+  bool prepared_ = false;
+};
+
+// Fills `out` from `attr` (name must outlive `out`); arrays go to the given storage vectors,
+// which must outlive `out` too. Shared with other places that hand attributes to plugins.
+void ToFleetAttr(const char* name, const ir::Attribute& attr, std::vector<int64_t>& ints,
+                 std::vector<double>& floats, std::vector<const char*>& strings, FleetAttr& out);
+
+}  // namespace fleet

@@ -1,0 +1,105 @@
+// What every CPU kernel file shares: reading the kernel context, reporting errors, the oneDNN
+// engine and stream, and the list kernels are registered into.
+//
+// Each group of kernels lives in its own file and adds its FleetKernelDefs to the list through
+// Add(); plugin.cc publishes the list as one kernels component. Definitions have static storage
+// for the life of the process, as the ABI requires.
+#pragma once
+
+#include <cstdint>
+#include <exception>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <dnnl.hpp>
+
+#include "fleet/fleet_plugin.h"
+
+namespace fleet_cpu {
+
+using KernelList = std::vector<const FleetKernelDef*>;
+
+using SupportsFn = FleetStatus* (*)(void*, const FleetKernelContext*);
+using PrepareFn = FleetStatus* (*)(void*, const FleetKernelContext*, void**, size_t*);
+using LaunchFn = FleetStatus* (*)(void*, const FleetKernelContext*, void*);
+using ReleaseFn = void (*)(void*, void*);
+
+// Appends a kernel for `op_type` on "cpu" with `dtype` (FLEET_DTYPE_*) to `list`.
+void Add(KernelList& list, const char* op_type, int32_t dtype, LaunchFn launch,
+         PrepareFn prepare = nullptr, ReleaseFn release = nullptr, SupportsFn supports = nullptr);
+
+// Groups, one file each.
+void AddMathKernels(KernelList& list);       // math_kernels.cc (+ any files it splits into)
+void AddNnKernels(KernelList& list);         // nn_kernels.cc
+void AddTensorKernels(KernelList& list);     // tensor_kernels.cc
+void AddOptimizerKernels(KernelList& list);  // optimizer_kernels.cc
+
+// The whole list, built once.
+const KernelList& AllKernels();
+
+// ---- reading the context ----------------------------------------------------------------
+// Tensor `i` of a slot, or nullptr when the slot is absent, shorter, or the entry is NULL.
+const FleetTensor* Input(const FleetKernelContext* kc, std::string_view slot, size_t i = 0);
+const FleetTensor* Output(const FleetKernelContext* kc, std::string_view slot, size_t i = 0);
+size_t InputCount(const FleetKernelContext* kc, std::string_view slot);
+size_t OutputCount(const FleetKernelContext* kc, std::string_view slot);
+const FleetAttr* FindAttr(const FleetKernelContext* kc, std::string_view name);
+// Typed reads with a fallback for an absent attribute (the host fills in schema defaults, so
+// fallbacks only matter for hand-built contexts).
+int64_t IntAttr(const FleetKernelContext* kc, std::string_view name, int64_t fallback = 0);
+double FloatAttr(const FleetKernelContext* kc, std::string_view name, double fallback = 0.0);
+bool BoolAttr(const FleetKernelContext* kc, std::string_view name, bool fallback = false);
+std::string_view StringAttr(const FleetKernelContext* kc, std::string_view name);
+std::vector<int64_t> IntsAttr(const FleetKernelContext* kc, std::string_view name);
+std::vector<double> FloatsAttr(const FleetKernelContext* kc, std::string_view name);
+
+int64_t Numel(const FleetTensor* t);
+std::vector<int64_t> Dims(const FleetTensor* t);
+template <typename T>
+T* Data(const FleetTensor* t) {
+  return static_cast<T*>(t->data);
+}
+
+// Threads a kernel may use (kc->num_threads, or the hardware's count when 0).
+int Threads(const FleetKernelContext* kc);
+
+// ---- errors -------------------------------------------------------------------------------
+FleetStatus* Error(int32_t code, const std::string& message);
+inline FleetStatus* InvalidArgument(const std::string& m) {
+  return Error(FLEET_CODE_INVALID_ARGUMENT, m);
+}
+inline FleetStatus* Unimplemented(const std::string& m) {
+  return Error(FLEET_CODE_UNIMPLEMENTED, m);
+}
+
+// Runs `body` (returning FleetStatus*), turning any exception — dnnl::error, std::bad_alloc —
+// into an INTERNAL status, since none may cross the ABI.
+template <typename F>
+FleetStatus* Guard(const FleetKernelContext* kc, F&& body) {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    return Error(FLEET_CODE_INTERNAL,
+                 std::string(kc != nullptr ? kc->op_type : "kernel") + ": " + e.what());
+  } catch (...) {
+    return Error(FLEET_CODE_INTERNAL, std::string(kc != nullptr ? kc->op_type : "kernel") +
+                                          ": unknown exception");
+  }
+}
+
+// ---- oneDNN -------------------------------------------------------------------------------
+// One CPU engine for the plugin; a stream per thread (created on first use, then reused, so a
+// launch in steady state creates nothing).
+const dnnl::engine& DnnlEngine();
+dnnl::stream& DnnlStream();
+// The oneDNN data type of a FLEET_DTYPE_* (f32 for float32; undef for types oneDNN lacks).
+dnnl::memory::data_type DnnlType(int32_t fleet_dtype);
+
+}  // namespace fleet_cpu
+
+namespace fleet_cpu {
+// Sets the OpenMP thread count (used by oneDNN and by parallel loops) for this launch.
+// Call at the start of every launch that runs parallel work.
+void UseThreads(const FleetKernelContext* kc);
+}  // namespace fleet_cpu

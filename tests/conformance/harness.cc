@@ -1,0 +1,477 @@
+#include "harness.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "fleet/fleet_plugin.h"
+#include "ops/op_registry.h"
+#include "plugin/device.h"
+#include "plugin/kernel.h"
+
+namespace fleet::conformance {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string DeviceUnderTest() {
+  const char* d = std::getenv("FLEET_CONFORMANCE_DEVICE");
+  return (d != nullptr && *d != '\0') ? std::string(d) : std::string("cpu");
+}
+
+ops::TensorInfo InfoOf(const HostTensor& t) { return {t.dtype, t.dims}; }
+
+bool IsFloat(ir::DataType t) {
+  return t == ir::DataType::kFloat32 || t == ir::DataType::kFloat64;
+}
+
+double ElementAsDouble(const HostTensor& t, int64_t i) {
+  switch (t.dtype) {
+    case ir::DataType::kFloat32: return t.data<float>()[i];
+    case ir::DataType::kFloat64: return t.data<double>()[i];
+    case ir::DataType::kInt64: return static_cast<double>(t.data<int64_t>()[i]);
+    case ir::DataType::kInt32: return t.data<int32_t>()[i];
+    case ir::DataType::kBool:
+    case ir::DataType::kUInt8: return t.data<uint8_t>()[i];
+    default: return std::nan("");
+  }
+}
+
+nlohmann::json AttrToJson(const ir::Attribute& a) {
+  return std::visit(
+      [](const auto& v) -> nlohmann::json {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, ir::BlockRef>) {
+          return v.index;
+        } else if constexpr (std::is_same_v<T, std::vector<bool>>) {
+          nlohmann::json arr = nlohmann::json::array();
+          for (bool b : v) arr.push_back(b);
+          return arr;
+        } else {
+          return v;
+        }
+      },
+      a);
+}
+
+std::string DimsText(const std::vector<int64_t>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+}  // namespace
+
+HostTensor RandomInts(std::vector<int64_t> dims, uint64_t seed, int64_t lo, int64_t hi) {
+  std::mt19937_64 gen(seed);
+  std::uniform_int_distribution<int64_t> dist(lo, hi - 1);
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  std::vector<int64_t> v(static_cast<size_t>(n));
+  for (auto& x : v) x = dist(gen);
+  return MakeTensor<int64_t>(std::move(dims), v);
+}
+
+HostTensor Cast(const HostTensor& t, ir::DataType dtype) {
+  HostTensor out;
+  out.dtype = dtype;
+  out.dims = t.dims;
+  const int64_t n = t.numel();
+  out.bytes.resize(static_cast<size_t>(n) * ir::DataTypeSize(dtype));
+  for (int64_t i = 0; i < n; ++i) {
+    double v = ElementAsDouble(t, i);
+    if (dtype == ir::DataType::kFloat32) out.data<float>()[i] = static_cast<float>(v);
+    if (dtype == ir::DataType::kFloat64) out.data<double>()[i] = v;
+    if (dtype == ir::DataType::kInt64) out.data<int64_t>()[i] = static_cast<int64_t>(v);
+  }
+  return out;
+}
+
+OpRunner* OpRunner::Get(std::string* skip_reason, Status* error) {
+  static OpRunner* runner = nullptr;
+  static std::string skip;
+  static Status failure;
+  static bool initialised = false;
+  if (!initialised) {
+    initialised = true;
+    auto r = std::unique_ptr<OpRunner>(new OpRunner());
+    r->device_ = DeviceUnderTest();
+    LoadOptions options;
+    if (const char* extra = std::getenv("FLEET_PLUGIN_PATH")) {
+      std::stringstream ss(extra);
+      std::string dir;
+      while (std::getline(ss, dir, ':')) {
+        if (!dir.empty()) options.search_dirs.emplace_back(dir);
+      }
+    }
+    options.search_dirs.emplace_back(FLEET_BUILD_PLUGIN_DIR);
+    r->registry_ = std::make_unique<PluginRegistry>(options);
+    // A device plugin is named after its device in the plugins shipped here ("cpu", "cuda");
+    // a third-party one is found by loading everything and looking for the device component.
+    auto loaded = r->registry_->Load(r->device_);
+    if (!loaded.ok()) r->registry_->LoadAll();
+    const ComponentRecord* dev = r->registry_->Find(FLEET_COMPONENT_DEVICE, r->device_);
+    if (dev == nullptr) {
+      failure = NotFound("no plugin provides device '" + r->device_ + "'" +
+                         (loaded.ok() ? "" : ": " + loaded.status().ToString()));
+    } else {
+      Device device(dev);
+      auto count = device.Count();
+      if (!count.ok() || *count == 0) {
+        skip = "device '" + r->device_ + "' has no usable unit on this machine" +
+               (count.ok() ? "" : ": " + count.status().ToString());
+      } else {
+        runner = r.release();
+      }
+    }
+  }
+  *skip_reason = skip;
+  *error = failure;
+  return runner;
+}
+
+Status OpRunner::Run(const ir::Op& op, VarMap& vars, uint64_t seed) {
+  const ops::OpSchema* schema = ops::BuiltinOps().Find(op.type);
+  if (schema == nullptr) return NotFound("no schema for op '" + op.type + "'");
+
+  ops::ShapeContext shapes(*schema, op);
+  std::vector<SlotShapes> in_slots, out_slots;
+  std::vector<std::vector<const HostTensor*>> in_tensors;
+  for (const auto& spec : schema->inputs) {
+    const auto& names = op.Input(spec.name);
+    if (names.empty()) continue;
+    SlotShapes slot{spec.name, {}};
+    std::vector<const HostTensor*> ts;
+    for (const auto& n : names) {
+      auto it = vars.find(n);
+      if (it == vars.end()) return NotFound(op.type + ": input var '" + n + "' has no value");
+      shapes.inputs[spec.name].push_back(InfoOf(it->second));
+      slot.tensors.push_back({it->second.dtype, it->second.dims});
+      ts.push_back(&it->second);
+    }
+    in_slots.push_back(std::move(slot));
+    in_tensors.push_back(std::move(ts));
+  }
+  for (const auto& [slot, names] : op.outputs) {
+    shapes.outputs[slot].resize(names.size());
+  }
+  FLEET_RETURN_IF_ERROR(schema->infer_shape(shapes));
+  for (const auto& spec : schema->outputs) {
+    auto it = shapes.outputs.find(spec.name);
+    if (it == shapes.outputs.end() || it->second.empty()) continue;
+    SlotShapes slot{spec.name, {}};
+    for (const auto& info : it->second) {
+      for (int64_t d : info.dims) {
+        if (d < 0) {
+          return Internal(op.type + ": output " + spec.name + " has unknown shape " +
+                          DimsText(info.dims) + " after inference from known inputs");
+        }
+      }
+      slot.tensors.push_back({info.dtype, info.dims});
+    }
+    out_slots.push_back(std::move(slot));
+  }
+
+  // The kernel's dtype: the schema's chosen slot, else the first present input, else output.
+  ir::DataType dtype = ir::DataType::kInvalid;
+  if (!schema->kernel_dtype_slot.empty()) {
+    for (const auto* list : {&in_slots, &out_slots}) {
+      for (const auto& s : *list) {
+        if (s.name == schema->kernel_dtype_slot && !s.tensors.empty() &&
+            dtype == ir::DataType::kInvalid) {
+          dtype = s.tensors[0].dtype;
+        }
+      }
+    }
+  }
+  if (dtype == ir::DataType::kInvalid && !in_slots.empty()) dtype = in_slots[0].tensors[0].dtype;
+  if (dtype == ir::DataType::kInvalid && !out_slots.empty()) {
+    dtype = out_slots[0].tensors[0].dtype;
+  }
+
+  const ComponentRecord* dev_rec = registry_->Find(FLEET_COMPONENT_DEVICE, device_);
+  Device device(dev_rec);
+  auto candidates = FindKernels(*registry_, op.type, device_, dtype);
+  if (candidates.empty()) {
+    return NotFound("no kernel for op '" + op.type + "' on device '" + device_ + "' for dtype " +
+                    std::string(ir::DataTypeName(dtype)));
+  }
+
+  KernelCallArgs args;
+  args.op_type = op.type;
+  args.inputs = in_slots;
+  args.outputs = out_slots;
+  args.attrs = ops::AttrsWithDefaults(*schema, op);
+  args.device_type = device.type_id();
+  args.device_ordinal = 0;
+  args.num_threads = 2;
+  args.seed = seed;
+
+  std::unique_ptr<KernelCall> call;
+  Status last;
+  for (const auto& c : candidates) {
+    auto attempt = KernelCall::Create(c, args);
+    last = attempt->Supports();
+    if (last.ok()) {
+      call = std::move(attempt);
+      break;
+    }
+  }
+  if (call == nullptr) return last;
+  FLEET_ASSIGN_OR_RETURN(size_t scratch_bytes, call->Prepare());
+
+  std::vector<void*> allocations;
+  auto cleanup = [&]() {
+    for (void* p : allocations) (void)device.Free(0, p);
+  };
+  auto alloc = [&](size_t bytes) -> StatusOr<void*> {
+    auto p = device.Alloc(0, bytes == 0 ? 1 : bytes);
+    if (p.ok()) allocations.push_back(*p);
+    return p;
+  };
+
+  Status status;
+  for (size_t s = 0; s < in_slots.size() && status.ok(); ++s) {
+    for (size_t i = 0; i < in_tensors[s].size() && status.ok(); ++i) {
+      const HostTensor& t = *in_tensors[s][i];
+      auto p = alloc(t.bytes.size());
+      if (!p.ok()) { status = p.status(); break; }
+      if (!t.bytes.empty()) status = device.CopyToDevice(0, *p, t.bytes.data(), t.bytes.size());
+      call->SetData(false, s, i, *p);
+    }
+  }
+  std::vector<std::vector<void*>> out_ptrs(out_slots.size());
+  for (size_t s = 0; s < out_slots.size() && status.ok(); ++s) {
+    for (size_t i = 0; i < out_slots[s].tensors.size() && status.ok(); ++i) {
+      const TensorShape& shape = out_slots[s].tensors[i];
+      int64_t n = 1;
+      for (int64_t d : shape.dims) n *= d;
+      auto p = alloc(static_cast<size_t>(n) * ir::DataTypeSize(shape.dtype));
+      if (!p.ok()) { status = p.status(); break; }
+      out_ptrs[s].push_back(*p);
+      call->SetData(true, s, i, *p);
+    }
+  }
+  if (status.ok() && scratch_bytes > 0) {
+    auto p = alloc(scratch_bytes);
+    if (p.ok()) call->SetScratch(*p);
+    else status = p.status();
+  }
+  if (status.ok()) status = call->Launch();
+  if (status.ok()) status = device.Synchronize(0);
+  for (size_t s = 0; s < out_slots.size() && status.ok(); ++s) {
+    const auto& names = op.Output(out_slots[s].name);
+    for (size_t i = 0; i < out_ptrs[s].size() && status.ok(); ++i) {
+      HostTensor t;
+      t.dtype = out_slots[s].tensors[i].dtype;
+      t.dims = out_slots[s].tensors[i].dims;
+      t.bytes.resize(static_cast<size_t>(t.numel()) * ir::DataTypeSize(t.dtype));
+      if (!t.bytes.empty()) {
+        status = device.CopyToHost(0, t.bytes.data(), out_ptrs[s][i], t.bytes.size());
+      }
+      vars[names[i]] = std::move(t);
+    }
+  }
+  call.reset();
+  cleanup();
+  return status;
+}
+
+StatusOr<std::map<std::string, std::vector<HostTensor>>> NumpyReference(
+    const std::string& function, const ir::Op& op, const VarMap& vars) {
+  char tmpl[] = "/tmp/fleet-ref-XXXXXX";
+  if (mkdtemp(tmpl) == nullptr) return Internal("mkdtemp failed");
+  fs::path dir(tmpl);
+  nlohmann::json manifest;
+  manifest["function"] = function;
+  manifest["attrs"] = nlohmann::json::object();
+  for (const auto& [name, value] : op.attrs) manifest["attrs"][name] = AttrToJson(value);
+  manifest["inputs"] = nlohmann::json::object();
+  for (const auto& [slot, names] : op.inputs) {
+    nlohmann::json files = nlohmann::json::array();
+    for (size_t i = 0; i < names.size(); ++i) {
+      auto it = vars.find(names[i]);
+      if (it == vars.end()) return NotFound("reference input '" + names[i] + "' has no value");
+      std::string file = "in_" + slot + "_" + std::to_string(i) + ".npy";
+      FLEET_RETURN_IF_ERROR(data::WriteNpy(dir / file, it->second));
+      files.push_back(file);
+    }
+    manifest["inputs"][slot] = files;
+  }
+  {
+    std::ofstream m(dir / "manifest.json");
+    m << manifest.dump();
+  }
+  std::string cmd = "timeout 120 python3 '" FLEET_CONFORMANCE_REF_DIR "/run_reference.py' '" +
+                    dir.string() + "' > '" + (dir / "log.txt").string() + "' 2>&1";
+  int rc = std::system(cmd.c_str());
+  std::map<std::string, std::vector<HostTensor>> out;
+  Status status;
+  if (rc != 0) {
+    std::ifstream log(dir / "log.txt");
+    std::stringstream ss;
+    ss << log.rdbuf();
+    status = Internal("reference '" + function + "' failed (exit " + std::to_string(rc) +
+                      "):\n" + ss.str());
+  } else {
+    std::ifstream r(dir / "outputs.json");
+    nlohmann::json outputs = nlohmann::json::parse(r, nullptr, false);
+    if (outputs.is_discarded()) status = Internal("reference wrote no outputs.json");
+    else {
+      for (auto& [slot, files] : outputs.items()) {
+        for (const auto& f : files) {
+          auto t = data::ReadNpy(dir / f.get<std::string>());
+          if (!t.ok()) { status = t.status(); break; }
+          out[slot].push_back(std::move(*t));
+        }
+      }
+    }
+  }
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  if (!status.ok()) return status;
+  return out;
+}
+
+::testing::AssertionResult AllClose(const HostTensor& actual, const HostTensor& expected,
+                                    double rtol, double atol) {
+  if (actual.dims != expected.dims) {
+    return ::testing::AssertionFailure() << "shape " << DimsText(actual.dims) << " != expected "
+                                         << DimsText(expected.dims);
+  }
+  const int64_t n = actual.numel();
+  int bad = 0;
+  std::stringstream msg;
+  double worst = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double a = ElementAsDouble(actual, i), e = ElementAsDouble(expected, i);
+    double err = std::fabs(a - e);
+    bool ok = err <= atol + rtol * std::fabs(e) || (std::isnan(a) && std::isnan(e)) ||
+              (std::isinf(a) && a == e);
+    if (!ok) {
+      worst = std::max(worst, err);
+      if (bad < 5) msg << "\n  [" << i << "] " << a << " vs expected " << e;
+      ++bad;
+    }
+  }
+  if (bad == 0) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << bad << " of " << n << " elements differ (worst "
+                                       << worst << ", rtol " << rtol << ", atol " << atol << ")"
+                                       << msg.str();
+}
+
+namespace {
+
+// L = sum over weighted outputs of <w, out>.
+StatusOr<double> Objective(OpRunner& runner, const ir::Op& op, VarMap env,
+                           const std::vector<std::string>& outs, const VarMap& weights) {
+  FLEET_RETURN_IF_ERROR(runner.Run(op, env));
+  double total = 0;
+  for (const auto& o : outs) {
+    const HostTensor& t = env.at(o);
+    const HostTensor& w = weights.at(o);
+    for (int64_t i = 0; i < t.numel(); ++i) total += ElementAsDouble(t, i) * ElementAsDouble(w, i);
+  }
+  return total;
+}
+
+}  // namespace
+
+::testing::AssertionResult CheckGradients(OpRunner& runner, const ir::Op& forward,
+                                          const VarMap& vars, const GradCheckOptions& options) {
+  const ops::OpSchema* schema = ops::BuiltinOps().Find(forward.type);
+  if (schema == nullptr) return ::testing::AssertionFailure() << "no schema for " << forward.type;
+  if (!schema->grad) {
+    return ::testing::AssertionFailure() << forward.type << " has no gradient rule";
+  }
+  VarMap env = vars;
+  if (Status s = runner.Run(forward, env, options.seed); !s.ok()) {
+    return ::testing::AssertionFailure() << "forward: " << s.ToString();
+  }
+
+  std::vector<std::string> out_slots = options.outputs;
+  if (out_slots.empty()) {
+    for (const auto& [slot, names] : forward.outputs) {
+      if (!names.empty() && IsFloat(env.at(names[0]).dtype)) out_slots.push_back(slot);
+    }
+  }
+  std::vector<std::string> outs;
+  VarMap weights;
+  uint64_t wseed = options.seed;
+  for (const auto& slot : out_slots) {
+    for (const auto& name : forward.Output(slot)) {
+      outs.push_back(name);
+      weights[name] = RandomTensor<double>(env.at(name).dims, ++wseed, -1.0, 1.0);
+      env[ir::GradVarName(name)] = weights[name];
+    }
+  }
+
+  // Analytic: run the grad ops. A gradient input of an output that is not in the objective is
+  // zero.
+  for (const ir::Op& g : schema->grad(forward)) {
+    for (const auto& name : g.InputVars()) {
+      if (env.count(name)) continue;
+      std::string_view fwd = ir::ForwardVarName(name);
+      if (fwd.empty() || !env.count(std::string(fwd))) {
+        return ::testing::AssertionFailure() << g.type << " reads '" << name
+                                             << "', which the forward op does not provide";
+      }
+      HostTensor zeros = env.at(std::string(fwd));
+      std::fill(zeros.bytes.begin(), zeros.bytes.end(), 0);
+      env[name] = zeros;
+    }
+    if (Status s = runner.Run(g, env, options.seed); !s.ok()) {
+      return ::testing::AssertionFailure() << g.type << ": " << s.ToString();
+    }
+  }
+
+  std::vector<std::string> in_slots = options.inputs;
+  if (in_slots.empty()) {
+    for (const auto& spec : schema->inputs) {
+      const auto& names = forward.Input(spec.name);
+      if (spec.no_grad || names.empty()) continue;
+      if (IsFloat(vars.at(names[0]).dtype)) in_slots.push_back(spec.name);
+    }
+  }
+  for (const auto& slot : in_slots) {
+    for (const auto& name : forward.Input(slot)) {
+      auto g = env.find(ir::GradVarName(name));
+      if (g == env.end()) {
+        return ::testing::AssertionFailure() << "the grad rule of " << forward.type
+                                             << " gives no gradient for " << slot << " ("
+                                             << name << ")";
+      }
+      const HostTensor& x = vars.at(name);
+      if (x.dtype != ir::DataType::kFloat64) {
+        return ::testing::AssertionFailure() << "gradient checks need float64 inputs; " << name
+                                             << " is " << ir::DataTypeName(x.dtype);
+      }
+      HostTensor numeric = x;
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        VarMap plus = vars, minus = vars;
+        plus[name].data<double>()[i] += options.eps;
+        minus[name].data<double>()[i] -= options.eps;
+        auto lp = Objective(runner, forward, plus, outs, weights);
+        auto lm = Objective(runner, forward, minus, outs, weights);
+        if (!lp.ok() || !lm.ok()) {
+          return ::testing::AssertionFailure()
+                 << "forward during differencing: "
+                 << (lp.ok() ? lm.status() : lp.status()).ToString();
+        }
+        numeric.data<double>()[i] = (*lp - *lm) / (2 * options.eps);
+      }
+      auto r = AllClose(g->second, numeric, options.rtol, options.atol);
+      if (!r) return ::testing::AssertionFailure() << "d/d" << slot << " (" << name << "): "
+                                                   << r.message();
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+}  // namespace fleet::conformance
