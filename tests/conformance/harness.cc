@@ -308,7 +308,7 @@ StatusOr<std::map<std::string, std::vector<HostTensor>>> NumpyReference(
     std::ofstream m(dir / "manifest.json");
     m << manifest.dump();
   }
-  std::string cmd = "timeout 120 python3 '" FLEET_CONFORMANCE_REF_DIR "/run_reference.py' '" +
+  std::string cmd = "timeout 120 '" FLEET_PYTHON3 "' '" FLEET_CONFORMANCE_REF_DIR "/run_reference.py' '" +
                     dir.string() + "' > '" + (dir / "log.txt").string() + "' 2>&1";
   int rc = std::system(cmd.c_str());
   std::map<std::string, std::vector<HostTensor>> out;
