@@ -1,0 +1,35 @@
+// append_backward: differentiates a program's loss with respect to its trainable parameters,
+// appending Paddle-style gradient ops to the same block.
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ir/program.h"
+#include "ops/op_registry.h"
+#include "support/status.h"
+
+namespace fleet::autodiff {
+
+struct ParamGrad {
+  std::string param;  // "fc_0.w_0"
+  std::string grad;   // "fc_0.w_0@GRAD"
+};
+
+struct BackwardOptions {
+  std::set<std::string> no_grad_set;  // vars whose gradient is never computed or propagated
+};
+
+// Appends to the global block of `main`: a fill_constant seeding "<loss>@GRAD" with 1 (the loss
+// must be a scalar or a one-element tensor), then the grad ops of every op on a path from a
+// trainable parameter to the loss, in reverse order, with gradient vars declared (shapes from
+// the ops' shape functions). Where a var feeds several ops its partial gradients are renamed
+// and accumulated with `sum`. Returns (param, grad) for every trainable parameter that reaches
+// the loss, in parameter-name order. A forward op on the path without a gradient rule is an
+// error naming the op (its index and type) and the var that needed a gradient.
+StatusOr<std::vector<ParamGrad>> AppendBackward(ir::Program& main, const std::string& loss,
+                                                const BackwardOptions& options = {},
+                                                const ops::OpRegistry& registry = ops::BuiltinOps());
+
+}  // namespace fleet::autodiff

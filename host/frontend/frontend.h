@@ -1,0 +1,31 @@
+// The program file: a small Python-like language mirroring paddle.static (see docs/program.md).
+// Parsing runs the file: each statement calls a layer, an op or data(), which appends ops and
+// vars to a main program and initializers to a startup program.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/program.h"
+#include "optim/optimizer.h"
+#include "support/status.h"
+
+namespace fleet::frontend {
+
+struct ParsedProgram {
+  ir::Program startup;
+  ir::Program main;
+  std::vector<std::string> feeds;    // data() vars, in declaration order
+  std::string loss;                  // minimize's loss var; "" when the file has no minimize
+  std::optional<optim::OptimizerSpec> optimizer;
+  std::vector<std::string> no_grad;  // vars the file marks stop_gradient beyond data()
+};
+
+// Errors are INVALID_ARGUMENT "FILE:LINE:COL: message" saying what was expected.
+StatusOr<ParsedProgram> ParseProgramFile(const std::filesystem::path& file);
+StatusOr<ParsedProgram> ParseProgramText(std::string_view text, std::string_view file_name);
+
+}  // namespace fleet::frontend

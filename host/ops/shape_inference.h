@@ -1,0 +1,28 @@
+// Shape inference over a program: runs an op's shape function on the vars it reads.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/program.h"
+#include "ops/op_registry.h"
+#include "support/status.h"
+
+namespace fleet::ops {
+
+using SlotInfos = std::map<std::string, std::vector<TensorInfo>>;
+
+// The output shapes of `op` computed from the vars it reads, as declared in `program` (looked up
+// from `block` outwards). Errors: an unknown op type, an input var that is not declared, and
+// whatever the shape function reports, prefixed with the op.
+StatusOr<SlotInfos> InferOpShapes(const OpRegistry& registry, const ir::Program& program,
+                                  int32_t block, const ir::Op& op);
+
+// InferOpShapes, then declares each output var that does not exist yet in `block` (not
+// persistable) and sets dtype and shape of existing non-persistable ones. A persistable output
+// keeps its declaration, and a disagreement with it is an error (a parameter's shape is fixed).
+Status InferAndDeclareOutputs(const OpRegistry& registry, ir::Program& program, int32_t block,
+                              const ir::Op& op);
+
+}  // namespace fleet::ops

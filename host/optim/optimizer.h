@@ -1,0 +1,46 @@
+// Optimizers: append update ops (and their accumulators) for each (param, grad) pair, with the
+// learning rate as a var computed by schedule ops in the program.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "autodiff/backward.h"
+#include "ir/program.h"
+#include "support/status.h"
+
+namespace fleet::optim {
+
+// A learning-rate schedule. `type` is "constant", "piecewise" (boundaries, values),
+// "exponential" (gamma, decay_steps, staircase), "cosine" (T_max / decay_steps, eta_min) or
+// "linear_warmup" (warmup_steps, start_lr, end_lr, wrapping `inner` or a constant end_lr).
+struct LrSchedule {
+  std::string type = "constant";
+  double learning_rate = 0.01;                 // base rate (constant, exponential, cosine)
+  std::map<std::string, ir::Attribute> args;   // the type's parameters, Paddle's names
+  std::shared_ptr<const LrSchedule> inner;     // linear_warmup: the schedule after warm-up
+};
+
+struct OptimizerSpec {
+  std::string type = "sgd";                    // sgd | momentum | adam | adamw
+  LrSchedule lr;
+  // The type's options with Paddle's names: momentum, use_nesterov (momentum); beta1, beta2,
+  // epsilon, lazy_mode (adam, adamw); weight_decay (adamw's decoupled coefficient).
+  std::map<std::string, ir::Attribute> options;
+  double l2_coeff = 0.0;           // regularization=L2Decay(c) for every param without its own
+  double clip_global_norm = 0.0;   // grad_clip=ClipGradByGlobalNorm(c); 0 = no clipping
+};
+
+// Appends to `main`: regularization, clipping, the learning-rate ops and one update op per
+// parameter (with per-parameter learning-rate scale), in parameter-name order; declares the
+// accumulators (moments, beta powers, the step counter, the learning-rate var) as persistable
+// vars in both programs and appends their initializers to `startup`. Errors name the option or
+// parameter at fault.
+Status ApplyOptimizer(ir::Program& main, ir::Program& startup,
+                      const std::vector<autodiff::ParamGrad>& params_grads,
+                      const OptimizerSpec& spec);
+
+}  // namespace fleet::optim
