@@ -169,7 +169,8 @@ int32_t Program::AddBlock(int32_t parent) {
 }
 
 const Var* Program::FindVarRecursive(int32_t block, std::string_view name) const {
-  while (block >= 0 && block < num_blocks()) {
+  // At most num_blocks() hops, so a malformed parent chain (a cycle) cannot loop forever.
+  for (int32_t hops = 0; block >= 0 && block < num_blocks() && hops < num_blocks(); ++hops) {
     const Block& b = blocks_[static_cast<size_t>(block)];
     if (const Var* v = b.FindVar(name)) return v;
     block = b.parent;

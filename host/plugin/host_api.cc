@@ -4,6 +4,7 @@
 
 #include "dist/memory_store.h"
 #include "plugin/component_check.h"
+#include "plugin/program_api.h"
 #include "plugin/registry.h"
 #include "support/logging.h"
 
@@ -89,32 +90,6 @@ FleetStatus* StoreWait(void* ctx, const char* const* keys, size_t n, int64_t tim
   return MakeFleetStatus(ProcessStore().Wait(scoped, std::chrono::milliseconds(timeout_ms)));
 }
 
-// ---- program editing: needs the IR, which this host does not have yet ----
-
-FleetStatus* NoIr() {
-  return StatusNew(FLEET_CODE_UNIMPLEMENTED,
-                   "program editing is not available: this host has no program IR yet");
-}
-size_t ProgramCount(FleetProgramSet*) { return 0; }
-const char* ProgramName(FleetProgramSet*, size_t) { return nullptr; }
-FleetStatus* ProgramGet(FleetProgramSet*, const char*, FleetProgram**) { return NoIr(); }
-FleetStatus* ProgramAdd(FleetProgramSet*, const char*, FleetProgram**) { return NoIr(); }
-int32_t BlockCount(FleetProgram*) { return 0; }
-FleetStatus* BlockAdd(FleetProgram*, int32_t, int32_t*) { return NoIr(); }
-int64_t OpCount(FleetProgram*, int32_t) { return 0; }
-FleetStatus* OpGet(FleetProgram*, int32_t, int64_t, FleetOpDesc*) { return NoIr(); }
-FleetStatus* OpInsert(FleetProgram*, int32_t, int64_t, const FleetOpDesc*) { return NoIr(); }
-FleetStatus* OpRemove(FleetProgram*, int32_t, int64_t) { return NoIr(); }
-FleetStatus* OpSetAttr(FleetProgram*, int32_t, int64_t, const FleetAttr*) { return NoIr(); }
-FleetStatus* OpSetSlot(FleetProgram*, int32_t, int64_t, int32_t, const FleetSlot*) {
-  return NoIr();
-}
-size_t VarCount(FleetProgram*, int32_t) { return 0; }
-FleetStatus* VarAt(FleetProgram*, int32_t, size_t, FleetVarDesc*) { return NoIr(); }
-FleetStatus* VarGet(FleetProgram*, int32_t, const char*, FleetVarDesc*) { return NoIr(); }
-FleetStatus* VarAdd(FleetProgram*, int32_t, const FleetVarDesc*) { return NoIr(); }
-FleetStatus* VarRemove(FleetProgram*, int32_t, const char*) { return NoIr(); }
-
 spdlog::level::level_enum SpdLevel(int32_t level) {
   switch (level) {
     case FLEET_LOG_TRACE: return spdlog::level::trace;
@@ -139,14 +114,7 @@ FleetStatus* MakeFleetStatus(const Status& status) {
   return new FleetStatus{static_cast<int32_t>(status.code()), status.message()};
 }
 
-const FleetProgramApi* HostProgramApi() {
-  static const FleetProgramApi api = {
-      FLEET_STRUCT_SIZE(FleetProgramApi, var_remove),
-      ProgramCount, ProgramName, ProgramGet, ProgramAdd, BlockCount, BlockAdd,
-      OpCount, OpGet, OpInsert, OpRemove, OpSetAttr, OpSetSlot,
-      VarCount, VarAt, VarGet, VarAdd, VarRemove};
-  return &api;
-}
+const FleetProgramApi* HostProgramApi() { return ProgramApi(); }
 
 PluginContext::PluginContext(PluginRegistry* registry, std::string plugin_name,
                              const std::vector<ConfigValue>* config)

@@ -89,8 +89,7 @@ class PluginContext {
   std::vector<std::unique_ptr<std::string>> store_prefixes_;  // ctx of each opened store
 };
 
-// The program-editing API handed to plugins. Until the host has an IR, every slot answers
-// UNIMPLEMENTED.
+// The program-editing API handed to plugins (implemented over the IR in plugin/program_api.h).
 const FleetProgramApi* HostProgramApi();
 
 }  // namespace fleet
