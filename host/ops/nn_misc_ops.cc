@@ -1,0 +1,216 @@
+// dropout, lookup_table_v2 (embedding), accuracy and top_k_v2, with gradient ops where Paddle
+// has them.
+#include "ops/nn_util.h"
+
+namespace fleet::ops {
+namespace {
+
+std::vector<AttrSpec> DropoutAttrs() {
+  return {{"dropout_prob", 0.5f},
+          {"is_test", false},
+          {"fix_seed", false},
+          {"seed", int32_t{0}},
+          {"dropout_implementation", std::string("downgrade_in_infer")}};
+}
+
+Status CheckDropoutAttrs(const ShapeContext& c) {
+  double p = c.FloatAttr("dropout_prob");
+  if (!(p >= 0.0 && p <= 1.0)) {
+    return c.Error("dropout_prob must be in [0, 1], got " + std::to_string(p));
+  }
+  std::string impl = c.StringAttr("dropout_implementation");
+  if (impl != "downgrade_in_infer" && impl != "upscale_in_train") {
+    return c.Error("dropout_implementation must be 'downgrade_in_infer' or 'upscale_in_train', "
+                   "got '" + impl + "'");
+  }
+  return OkStatus();
+}
+
+void RegisterDropout(OpRegistry& registry) {
+  OpSchema s;
+  s.type = "dropout";
+  s.summary = "Out = X * Mask (scaled per dropout_implementation); Mask is uint8 keep flags";
+  s.inputs = {{"X"}, {"Seed", true, false, true}};
+  s.outputs = {{"Out"}, {"Mask", true}};
+  s.attrs = DropoutAttrs();
+  s.infer_shape = [](ShapeContext& c) {
+    FLEET_RETURN_IF_ERROR(CheckDropoutAttrs(c));
+    if (c.HasInput("Seed")) {
+      const TensorInfo& seed = c.Input("Seed");
+      if (seed.dtype != ir::DataType::kInt32 && seed.dtype != ir::DataType::kInt64) {
+        return c.Error("Seed must be an int32 or int64 tensor");
+      }
+    }
+    c.Output("Out") = c.Input("X");
+    if (c.HasOutput("Mask")) c.Output("Mask") = TensorInfo{ir::DataType::kUInt8, c.Input("X").dims};
+    return OkStatus();
+  };
+  s.grad = [](const ir::Op& fwd) {
+    return std::vector<ir::Op>{GradOp(fwd, "dropout_grad", {"Mask"}, {"Out"}, {"X"})};
+  };
+  RegisterOrDie(registry, std::move(s));
+
+  OpSchema g;
+  g.type = "dropout_grad";
+  g.inputs = {{"Mask"}, {"Out@GRAD"}};
+  g.outputs = {{"X@GRAD", true}};
+  g.attrs = DropoutAttrs();
+  g.kernel_dtype_slot = "Out@GRAD";
+  g.infer_shape = [](ShapeContext& c) {
+    FLEET_RETURN_IF_ERROR(CheckDropoutAttrs(c));
+    const TensorInfo& dy = c.Input("Out@GRAD");
+    const TensorInfo& mask = c.Input("Mask");
+    if (mask.dtype != ir::DataType::kUInt8 || mask.dims.size() != dy.dims.size()) {
+      return c.Error("Mask must be uint8 of Out@GRAD's shape " + DimsString(dy.dims));
+    }
+    if (c.HasOutput("X@GRAD")) c.Output("X@GRAD") = dy;
+    return OkStatus();
+  };
+  RegisterOrDie(registry, std::move(g));
+}
+
+std::vector<AttrSpec> LookupAttrs() {
+  return {{"padding_idx", int64_t{-1}},
+          {"is_sparse", false},
+          {"is_distributed", false},
+          {"remote_prefetch", false}};
+}
+
+void RegisterLookupTableV2(OpRegistry& registry) {
+  OpSchema s;
+  s.type = "lookup_table_v2";
+  s.summary = "Out[..., :] = W[Ids[...], :]; rows of padding_idx are zero";
+  s.inputs = {{"W"}, {"Ids", false, false, true}};
+  s.outputs = {{"Out"}};
+  s.attrs = LookupAttrs();
+  s.kernel_dtype_slot = "W";
+  s.infer_shape = [](ShapeContext& c) {
+    const TensorInfo& w = c.Input("W");
+    const TensorInfo& ids = c.Input("Ids");
+    if (w.dims.size() != 2) return c.Error("W must be 2-D [vocab, dim], got " + DimsString(w.dims));
+    if (ids.dtype != ir::DataType::kInt64 && ids.dtype != ir::DataType::kInt32) {
+      return c.Error("Ids must be int64, got " + std::string(ir::DataTypeName(ids.dtype)));
+    }
+    int64_t pad = c.IntAttr("padding_idx");
+    if (pad < -1 || (w.dims[0] >= 0 && pad >= w.dims[0])) {
+      return c.Error("padding_idx " + std::to_string(pad) + " is outside the vocabulary of " +
+                     std::to_string(w.dims[0]) + " rows (-1 = none)");
+    }
+    TensorInfo out{w.dtype, ids.dims};
+    out.dims.push_back(w.dims[1]);
+    c.Output("Out") = out;
+    return OkStatus();
+  };
+  s.grad = [](const ir::Op& fwd) {
+    return std::vector<ir::Op>{GradOp(fwd, "lookup_table_v2_grad", {"W", "Ids"}, {"Out"}, {"W"})};
+  };
+  RegisterOrDie(registry, std::move(s));
+
+  OpSchema g;
+  g.type = "lookup_table_v2_grad";
+  g.inputs = {{"W"}, {"Ids", false, false, true}, {"Out@GRAD"}};
+  g.outputs = {{"W@GRAD", true}};
+  g.attrs = LookupAttrs();
+  g.kernel_dtype_slot = "W";
+  g.infer_shape = [](ShapeContext& c) {
+    if (c.HasOutput("W@GRAD")) c.Output("W@GRAD") = c.Input("W");
+    return OkStatus();
+  };
+  RegisterOrDie(registry, std::move(g));
+}
+
+void RegisterAccuracy(OpRegistry& registry) {
+  OpSchema s;
+  s.type = "accuracy";
+  s.summary = "fraction of rows whose Label is among the top-k Indices";
+  s.inputs = {{"Out", false, false, true},
+              {"Indices", false, false, true},
+              {"Label", false, false, true}};
+  s.outputs = {{"Accuracy"}, {"Correct", true}, {"Total", true}};
+  s.infer_shape = [](ShapeContext& c) {
+    const TensorInfo& idx = c.Input("Indices");
+    const TensorInfo& label = c.Input("Label");
+    if (idx.dims.size() != 2) {
+      return c.Error("Indices must be [N, k], got " + DimsString(idx.dims));
+    }
+    if (idx.dtype != ir::DataType::kInt64 || label.dtype != ir::DataType::kInt64) {
+      return c.Error("Indices and Label must be int64");
+    }
+    if (label.dims.size() != 2 || !DimsMatch(label.dims[1], 1) ||
+        !DimsMatch(label.dims[0], idx.dims[0])) {
+      return c.Error("Label must be [N, 1] with N of Indices " + DimsString(idx.dims) +
+                     ", got " + DimsString(label.dims));
+    }
+    c.Output("Accuracy") = TensorInfo{ir::DataType::kFloat32, {1}};
+    if (c.HasOutput("Correct")) c.Output("Correct") = TensorInfo{ir::DataType::kInt32, {1}};
+    if (c.HasOutput("Total")) c.Output("Total") = TensorInfo{ir::DataType::kInt32, {1}};
+    return OkStatus();
+  };
+  RegisterOrDie(registry, std::move(s));
+}
+
+std::vector<AttrSpec> TopKAttrs() {
+  return {{"k", int32_t{1}}, {"axis", int32_t{-1}}, {"largest", true}, {"sorted", true}};
+}
+
+StatusOr<size_t> TopKAxis(const ShapeContext& c, const TensorInfo& x) {
+  int64_t r = static_cast<int64_t>(x.dims.size());
+  int64_t axis = c.IntAttr("axis");
+  if (r == 0 || axis < -r || axis >= r) {
+    return c.Error("axis " + std::to_string(axis) + " is out of range for X " +
+                   DimsString(x.dims));
+  }
+  return static_cast<size_t>(axis < 0 ? axis + r : axis);
+}
+
+void RegisterTopK(OpRegistry& registry) {
+  OpSchema s;
+  s.type = "top_k_v2";
+  s.summary = "the k largest (or smallest) values along axis, with their int64 indices";
+  s.inputs = {{"X"}};
+  s.outputs = {{"Out"}, {"Indices"}};
+  s.attrs = TopKAttrs();
+  s.infer_shape = [](ShapeContext& c) {
+    const TensorInfo& x = c.Input("X");
+    FLEET_ASSIGN_OR_RETURN(size_t axis, TopKAxis(c, x));
+    int64_t k = c.IntAttr("k");
+    if (k < 1 || (x.dims[axis] >= 0 && k > x.dims[axis])) {
+      return c.Error("k = " + std::to_string(k) + " must be in [1, " +
+                     std::to_string(x.dims[axis]) + "] for X " + DimsString(x.dims));
+    }
+    TensorInfo out = x;
+    out.dims[axis] = k;
+    c.Output("Out") = out;
+    out.dtype = ir::DataType::kInt64;
+    c.Output("Indices") = out;
+    return OkStatus();
+  };
+  s.grad = [](const ir::Op& fwd) {
+    return std::vector<ir::Op>{GradOp(fwd, "top_k_v2_grad", {"X", "Indices"}, {"Out"}, {"X"})};
+  };
+  RegisterOrDie(registry, std::move(s));
+
+  OpSchema g;
+  g.type = "top_k_v2_grad";
+  g.inputs = {{"X"}, {"Indices", false, false, true}, {"Out@GRAD"}};
+  g.outputs = {{"X@GRAD", true}};
+  g.attrs = TopKAttrs();
+  g.infer_shape = [](ShapeContext& c) {
+    FLEET_ASSIGN_OR_RETURN(size_t axis, TopKAxis(c, c.Input("X")));
+    (void)axis;
+    if (c.HasOutput("X@GRAD")) c.Output("X@GRAD") = c.Input("X");
+    return OkStatus();
+  };
+  RegisterOrDie(registry, std::move(g));
+}
+
+}  // namespace
+
+void RegisterNnMiscOps(OpRegistry& registry) {
+  RegisterDropout(registry);
+  RegisterLookupTableV2(registry);
+  RegisterAccuracy(registry);
+  RegisterTopK(registry);
+}
+
+}  // namespace fleet::ops

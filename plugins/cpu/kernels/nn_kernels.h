@@ -1,0 +1,53 @@
+// Shared pieces of the nn kernel group (nn_*.cc): each file's registration function, Paddle's
+// 2-D window geometry as the kernels see it, and small helpers for kernel state.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "kernels/kernel_util.h"
+
+namespace fleet_cpu {
+
+// One per file, all called from AddNnKernels (nn_kernels.cc).
+void AddNnLossKernels(KernelList& list);   // nn_loss_kernels.cc
+void AddNnConvKernels(KernelList& list);   // nn_conv_kernels.cc
+void AddNnPoolKernels(KernelList& list);   // nn_pool_kernels.cc
+void AddNnNormKernels(KernelList& list);   // nn_norm_kernels.cc
+void AddNnMiscKernels(KernelList& list);   // nn_misc_kernels.cc
+
+// A resolved 2-D window (the host's shape function applies the same rules, so the output
+// shapes the host allocated agree with these numbers).
+struct Window2d {
+  int64_t kernel[2] = {1, 1};
+  int64_t stride[2] = {1, 1};
+  int64_t dilation[2] = {1, 1};
+  int64_t pad_begin[2] = {0, 0};  // top, left
+  int64_t pad_end[2] = {0, 0};    // bottom, right
+};
+
+// Reads strides/paddings/padding_algorithm (and dilations when `with_dilation`) for input
+// spatial dims `in` and kernel sizes `k`. NULL on success.
+FleetStatus* ResolveWindow(const FleetKernelContext* kc, const int64_t in[2], const int64_t k[2],
+                           bool with_dilation, Window2d* w);
+
+// Checks that `t` has `ndim` dims; an INVALID_ARGUMENT naming the op and slot otherwise.
+FleetStatus* ExpectRank(const FleetKernelContext* kc, const FleetTensor* t, const char* slot,
+                        int32_t ndim);
+// INVALID_ARGUMENT "<op>: missing <slot>" when `t` is NULL.
+FleetStatus* Require(const FleetKernelContext* kc, const FleetTensor* t, const char* slot);
+
+// An integer label/index element of an int32 or int64 tensor.
+inline int64_t IndexAt(const FleetTensor* t, int64_t i) {
+  return t->dtype == FLEET_DTYPE_INT32 ? static_cast<const int32_t*>(t->data)[i]
+                                       : static_cast<const int64_t*>(t->data)[i];
+}
+
+template <typename S>
+void DeleteState(void*, void* state) {
+  delete static_cast<S*>(state);
+}
+
+std::string OpName(const FleetKernelContext* kc);
+
+}  // namespace fleet_cpu
