@@ -1,0 +1,57 @@
+// The functions a program file can call (other than direct op calls), and the conversions of
+// configuration objects (ParamAttr(...), Normal(...), sgd(...), ...) into typed specs.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "frontend/builder.h"
+#include "frontend/values.h"
+#include "optim/optimizer.h"
+#include "support/status.h"
+
+namespace fleet::frontend {
+
+// What running the file has produced so far.
+struct State {
+  explicit State(const ops::OpRegistry& registry) : builder(registry) {}
+  ProgramBuilder builder;
+  std::vector<std::string> feeds;
+  std::string loss;
+  std::optional<optim::OptimizerSpec> optimizer;
+  std::optional<Pos> minimize_pos;
+  std::vector<std::string> no_grad;
+};
+
+using BuiltinFn = std::function<StatusOr<Value>(State&, const Args&)>;
+
+struct Builtin {
+  std::vector<Param> params;
+  BuiltinFn fn;
+};
+
+using BuiltinTable = std::map<std::string, Builtin, std::less<>>;
+
+// layers.cc: data, fc, conv2d, pool2d, batch_norm, layer_norm, embedding, dropout, losses,
+// accuracy, reductions, matmul, reshape, transpose, flatten, concat.
+void AddLayerBuiltins(BuiltinTable& table);
+// objects.cc: ParamAttr, initializers, regularizers, gradient clipping, optimizers, schedules.
+void AddObjectBuiltins(BuiltinTable& table);
+
+Value VarValue(std::string name, Pos pos);
+
+// Argument `name` of `a` as Paddle's ParamAttr._to_attr reads it: None/True (defaults), False
+// (disabled), a string (the name), an initializer, a regularizer, or ParamAttr(...).
+StatusOr<ParamAttrSpec> ParamAttrArg(const Args& a, std::string_view name);
+// Argument `name` as an optimizer spec: sgd(...), momentum(...), adam(...), adamw(...).
+StatusOr<optim::OptimizerSpec> OptimizerArg(const Args& a, std::string_view name);
+// regularization=L2Decay(c) -> c (0 when absent).
+StatusOr<double> L2CoeffArg(const Args& a, std::string_view name);
+// grad_clip=ClipGradByGlobalNorm(c) -> c (0 when absent).
+StatusOr<double> ClipNormArg(const Args& a, std::string_view name);
+
+}  // namespace fleet::frontend
