@@ -1,0 +1,100 @@
+// Shared by the tensor kernels: strided copy plans (the engine behind reshape, transpose,
+// concat, split and slice) and the dtype dispatch of the creation kernels.
+//
+// A CopyPlan is computed once in a kernel's prepare; launching one allocates nothing and only
+// walks the box it describes, with a memcpy for every contiguous innermost run.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "kernels/kernel_util.h"
+
+namespace fleet_cpu::tensor {
+
+inline constexpr int kMaxRank = 16;
+
+// Copies the elements of a box of `dims` from src + src_offset (strides src_strides) to
+// dst + dst_offset (strides dst_strides), all in elements.
+struct CopyPlan {
+  int rank = 0;
+  int64_t dims[kMaxRank] = {};
+  int64_t src_strides[kMaxRank] = {};
+  int64_t dst_strides[kMaxRank] = {};
+  int64_t src_offset = 0;
+  int64_t dst_offset = 0;
+};
+
+// Row-major strides of `dims`.
+std::vector<int64_t> DenseStrides(const std::vector<int64_t>& dims);
+
+// Drops dims of size 1 and merges neighbours that are contiguous on both sides, so common
+// cases become one memcpy or a 2-d loop.
+void Simplify(CopyPlan* plan);
+
+// Elements in the box.
+int64_t PlanNumel(const CopyPlan& plan);
+
+// Copies the box; E is a trivially copyable type of the element size.
+template <typename E>
+void RunCopy(const CopyPlan& p, const E* src, E* dst) {
+  const int r = p.rank;
+  const E* s = src + p.src_offset;
+  E* d = dst + p.dst_offset;
+  if (r == 0) {
+    *d = *s;
+    return;
+  }
+  for (int i = 0; i < r; ++i) {
+    if (p.dims[i] == 0) return;
+  }
+  const int64_t n = p.dims[r - 1];
+  const int64_t ss = p.src_strides[r - 1];
+  const int64_t ds = p.dst_strides[r - 1];
+  int64_t idx[kMaxRank] = {};
+  for (;;) {
+    if (ss == 1 && ds == 1) {
+      std::memcpy(d, s, static_cast<size_t>(n) * sizeof(E));
+    } else {
+      for (int64_t k = 0; k < n; ++k) d[k * ds] = s[k * ss];
+    }
+    int j = r - 2;
+    for (; j >= 0; --j) {
+      s += p.src_strides[j];
+      d += p.dst_strides[j];
+      if (++idx[j] < p.dims[j]) break;
+      s -= p.src_strides[j] * p.dims[j];
+      d -= p.dst_strides[j] * p.dims[j];
+      idx[j] = 0;
+    }
+    if (j < 0) return;
+  }
+}
+
+// ---- dtype dispatch -----------------------------------------------------------------------
+// An element type; bool tensors are stored one byte per element and read as "nonzero".
+template <typename T, bool kBool = false>
+struct Elem {
+  using type = T;
+  static constexpr bool is_bool = kBool;
+};
+
+// Calls f(Elem<...>{}) for the numeric dtypes the creation kernels support (bool, int32,
+// int64, float32, float64); false for any other.
+template <typename F>
+bool VisitNumeric(int32_t dtype, F&& f) {
+  switch (dtype) {
+    case FLEET_DTYPE_BOOL: f(Elem<uint8_t, true>{}); return true;
+    case FLEET_DTYPE_INT32: f(Elem<int32_t>{}); return true;
+    case FLEET_DTYPE_INT64: f(Elem<int64_t>{}); return true;
+    case FLEET_DTYPE_FLOAT32: f(Elem<float>{}); return true;
+    case FLEET_DTYPE_FLOAT64: f(Elem<double>{}); return true;
+    default: return false;
+  }
+}
+
+// The creation kernels (tensor_create_kernels.cc).
+void AddTensorCreateKernels(KernelList& list);
+
+}  // namespace fleet_cpu::tensor
