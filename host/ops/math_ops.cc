@@ -1,6 +1,79 @@
+// The math op group: `scale` here, the rest in math_*_ops.cc (see math_internal.h).
+#include <cassert>
+
+#include "ops/math_internal.h"
 #include "ops/op_registry.h"
 
 namespace fleet::ops {
+namespace math {
+
+std::string DimsText(const std::vector<int64_t>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+int64_t ProductOrUnknown(const std::vector<int64_t>& dims, size_t begin, size_t end) {
+  int64_t p = 1;
+  for (size_t i = begin; i < end && i < dims.size(); ++i) {
+    if (dims[i] < 0) return -1;
+    p *= dims[i];
+  }
+  return p;
+}
+
+void SetOutputIfPresent(ShapeContext& c, std::string_view slot, const TensorInfo& info) {
+  if (c.HasOutput(slot)) c.Output(slot) = info;
+}
+
+Status SameShapeAs(ShapeContext& c, std::string_view out, std::string_view in) {
+  if (!c.HasOutput(out)) return OkStatus();
+  if (!c.HasInput(in)) {
+    return c.Error("output " + std::string(out) + " needs input " + std::string(in));
+  }
+  const size_t n = c.OutputCount(out);
+  if (c.InputCount(in) != n) {
+    return c.Error("output " + std::string(out) + " has " + std::to_string(n) +
+                   " vars but input " + std::string(in) + " has " +
+                   std::to_string(c.InputCount(in)));
+  }
+  for (size_t i = 0; i < n; ++i) c.Output(out, i) = c.Input(in, i);
+  return OkStatus();
+}
+
+ir::Op MakeGradOp(const ir::Op& fwd, std::string type,
+                  const std::vector<std::string>& forward_inputs,
+                  const std::vector<std::string>& forward_outputs,
+                  const std::vector<std::string>& out_grads,
+                  const std::vector<std::string>& in_grads) {
+  ir::Op g;
+  g.type = std::move(type);
+  g.attrs = fwd.attrs;
+  for (const auto& slot : forward_inputs) {
+    if (!fwd.Input(slot).empty()) g.inputs[slot] = fwd.Input(slot);
+  }
+  for (const auto& slot : forward_outputs) {
+    if (!fwd.Output(slot).empty()) g.inputs[slot] = fwd.Output(slot);
+  }
+  for (const auto& slot : out_grads) {
+    std::vector<std::string> names;
+    for (const auto& v : fwd.Output(slot)) names.push_back(ir::GradVarName(v));
+    if (!names.empty()) g.inputs[ir::GradVarName(slot)] = std::move(names);
+  }
+  for (const auto& slot : in_grads) {
+    std::vector<std::string> names;
+    for (const auto& v : fwd.Input(slot)) names.push_back(ir::GradVarName(v));
+    if (!names.empty()) g.outputs[ir::GradVarName(slot)] = std::move(names);
+  }
+  return g;
+}
+
+void RegisterOrDie(OpRegistry& registry, OpSchema schema) {
+  [[maybe_unused]] Status s = registry.Register(std::move(schema));
+  assert(s.ok());
+}
+
+}  // namespace math
 
 void RegisterMathOps(OpRegistry& registry) {
   {
@@ -27,6 +100,10 @@ void RegisterMathOps(OpRegistry& registry) {
     };
     (void)registry.Register(std::move(s));
   }
+  math::RegisterMatmulOps(registry);
+  math::RegisterElementwiseOps(registry);
+  math::RegisterReduceOps(registry);
+  math::RegisterActivationOps(registry);
 }
 
 }  // namespace fleet::ops

@@ -1,6 +1,49 @@
+// The math kernel group: `scale` here, the rest in math_*_kernels.cc (see math_util.h).
 #include "kernels/kernel_util.h"
+#include "kernels/math_util.h"
 
 namespace fleet_cpu {
+namespace math {
+
+FleetStatus* RequireSlots(const FleetKernelContext* kc, std::initializer_list<const char*> inputs,
+                          std::initializer_list<const char*> outputs) {
+  for (const char* slot : inputs) {
+    if (Input(kc, slot) == nullptr) {
+      return InvalidArgument(std::string(kc->op_type) + ": input " + slot + " is missing");
+    }
+  }
+  for (const char* slot : outputs) {
+    if (Output(kc, slot) == nullptr) {
+      return InvalidArgument(std::string(kc->op_type) + ": output " + slot + " is missing");
+    }
+  }
+  return nullptr;
+}
+
+void Coalesce(StridePlan& p) {
+  StridePlan q;
+  for (int i = 0; i < p.rank; ++i) {
+    if (p.dims[i] == 1) continue;
+    if (q.rank > 0) {
+      const int j = q.rank - 1;
+      // Dim j (outer) and dim i (inner) merge when stepping j equals stepping i dims[i] times.
+      if (q.sa[j] == p.sa[i] * p.dims[i] && q.sb[j] == p.sb[i] * p.dims[i]) {
+        q.dims[j] *= p.dims[i];
+        q.sa[j] = p.sa[i];
+        q.sb[j] = p.sb[i];
+        continue;
+      }
+    }
+    q.dims[q.rank] = p.dims[i];
+    q.sa[q.rank] = p.sa[i];
+    q.sb[q.rank] = p.sb[i];
+    ++q.rank;
+  }
+  p = q;
+}
+
+}  // namespace math
+
 namespace {
 
 template <typename T>
@@ -28,6 +71,10 @@ FleetStatus* ScaleLaunch(void*, const FleetKernelContext* kc, void*) {
 void AddMathKernels(KernelList& list) {
   Add(list, "scale", FLEET_DTYPE_FLOAT32, ScaleLaunch<float>);
   Add(list, "scale", FLEET_DTYPE_FLOAT64, ScaleLaunch<double>);
+  math::AddMatmulKernels(list);
+  math::AddElementwiseKernels(list);
+  math::AddReduceKernels(list);
+  math::AddActivationKernels(list);
 }
 
 }  // namespace fleet_cpu

@@ -1,0 +1,120 @@
+// elementwise_{add,sub,mul,div,max,min} and their grads, with Paddle's `axis` broadcast rule:
+// the lower-rank operand's dims line up with the higher-rank one's starting at `axis` (-1: at
+// the rank difference), trailing 1s of the lower-rank operand that would run past the end are
+// dropped, and each aligned pair must be equal or contain a 1. Either operand may be the
+// smaller one; the result has the broadcast shape.
+#include <algorithm>
+
+#include "ops/math_internal.h"
+
+namespace fleet::ops::math {
+namespace {
+
+// Joins one aligned pair of dims; false when they do not broadcast.
+bool JoinDim(int64_t a, int64_t b, int64_t* out) {
+  if (a == b || b == 1) {
+    *out = a;
+  } else if (a == 1) {
+    *out = b;
+  } else if (a < 0) {
+    *out = b;
+  } else if (b < 0) {
+    *out = a;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+Status InferElementwise(ShapeContext& c) {
+  const TensorInfo& x = c.Input("X");
+  const TensorInfo& y = c.Input("Y");
+  if (x.dtype != y.dtype) {
+    return c.Error("X is " + std::string(ir::DataTypeName(x.dtype)) + " but Y is " +
+                   std::string(ir::DataTypeName(y.dtype)));
+  }
+  const bool x_big = x.dims.size() >= y.dims.size();
+  const std::vector<int64_t>& big = x_big ? x.dims : y.dims;
+  std::vector<int64_t> small = x_big ? y.dims : x.dims;
+  int64_t axis = c.IntAttr("axis");
+  const auto diff = static_cast<int64_t>(big.size() - small.size());
+  if (diff == 0 || axis == -1) axis = diff;
+  while (!small.empty() && axis + static_cast<int64_t>(small.size()) >
+                               static_cast<int64_t>(big.size()) && small.back() == 1) {
+    small.pop_back();
+  }
+  if (axis < 0 || axis + static_cast<int64_t>(small.size()) > static_cast<int64_t>(big.size())) {
+    return c.Error("axis " + std::to_string(c.IntAttr("axis")) + " does not place " +
+                   (x_big ? "Y " : "X ") + DimsText(x_big ? y.dims : x.dims) + " inside " +
+                   (x_big ? "X " : "Y ") + DimsText(big));
+  }
+  TensorInfo out{x.dtype, big};
+  for (size_t i = 0; i < small.size(); ++i) {
+    const size_t j = static_cast<size_t>(axis) + i;
+    if (!JoinDim(big[j], small[i], &out.dims[j])) {
+      return c.Error("X " + DimsText(x.dims) + " and Y " + DimsText(y.dims) +
+                     " do not broadcast at axis " + std::to_string(axis) + ": dim " +
+                     std::to_string(big[j]) + " vs " + std::to_string(small[i]));
+    }
+  }
+  c.Output("Out") = out;
+  return OkStatus();
+}
+
+Status InferElementwiseGrad(ShapeContext& c) {
+  FLEET_RETURN_IF_ERROR(SameShapeAs(c, "X@GRAD", "X"));
+  return SameShapeAs(c, "Y@GRAD", "Y");
+}
+
+}  // namespace
+
+void RegisterElementwiseOps(OpRegistry& registry) {
+  struct Kind {
+    const char* name;
+    const char* summary;
+    bool grad_reads_out;
+  };
+  const Kind kinds[] = {
+      {"elementwise_add", "Out = X + Y (broadcast at axis)", false},
+      {"elementwise_sub", "Out = X - Y (broadcast at axis)", false},
+      {"elementwise_mul", "Out = X * Y (broadcast at axis)", false},
+      {"elementwise_div", "Out = X / Y (broadcast at axis)", true},
+      {"elementwise_max", "Out = max(X, Y) (broadcast at axis); ties send the gradient to Y",
+       false},
+      {"elementwise_min", "Out = min(X, Y) (broadcast at axis); ties send the gradient to Y",
+       false},
+  };
+  for (const Kind& k : kinds) {
+    const std::string type = k.name;
+    const std::string grad_type = type + "_grad";
+    OpSchema s;
+    s.type = type;
+    s.summary = k.summary;
+    s.inputs = {{"X"}, {"Y"}};
+    s.outputs = {{"Out"}};
+    s.attrs = {{"axis", int32_t{-1}}};
+    s.infer_shape = InferElementwise;
+    const bool reads_out = k.grad_reads_out;
+    s.grad = [grad_type, reads_out](const ir::Op& fwd) {
+      std::vector<std::string> outs;
+      if (reads_out) outs.push_back("Out");
+      return std::vector<ir::Op>{MakeGradOp(fwd, grad_type, {"X", "Y"}, outs, {"Out"},
+                                            {"X", "Y"})};
+    };
+    RegisterOrDie(registry, std::move(s));
+
+    OpSchema g;
+    g.type = grad_type;
+    g.summary = "gradients of " + type + ", reduced over broadcast dims";
+    g.inputs = {{"X"}, {"Y"}};
+    if (reads_out) g.inputs.push_back({"Out"});
+    g.inputs.push_back({"Out@GRAD"});
+    g.outputs = {{"X@GRAD", true}, {"Y@GRAD", true}};
+    g.attrs = {{"axis", int32_t{-1}}};
+    g.infer_shape = InferElementwiseGrad;
+    g.kernel_dtype_slot = "Out@GRAD";
+    RegisterOrDie(registry, std::move(g));
+  }
+}
+
+}  // namespace fleet::ops::math

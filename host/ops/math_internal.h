@@ -1,0 +1,50 @@
+// Shared pieces of the math op group (math_*_ops.cc): the registration functions RegisterMathOps
+// calls, and small helpers for shape functions and grad makers. Not a public header.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ops/op_registry.h"
+
+namespace fleet::ops::math {
+
+// Groups of the math ops, one file each.
+void RegisterMatmulOps(OpRegistry& registry);       // math_matmul_ops.cc: mul, matmul_v2
+void RegisterElementwiseOps(OpRegistry& registry);  // math_elementwise_ops.cc: elementwise_*
+void RegisterReduceOps(OpRegistry& registry);       // math_reduce_ops.cc: sum, mean, reduce_*
+void RegisterActivationOps(OpRegistry& registry);   // math_activation_ops.cc: activations,
+                                                    // softmax, log_softmax
+
+// "[2, -1, 3]".
+std::string DimsText(const std::vector<int64_t>& dims);
+
+// Product of dims[begin, end); -1 when any of them is unknown.
+int64_t ProductOrUnknown(const std::vector<int64_t>& dims, size_t begin, size_t end);
+
+// Known dims must agree; an unknown (-1) one agrees with anything.
+inline bool DimsAgree(int64_t a, int64_t b) { return a < 0 || b < 0 || a == b; }
+
+// Writes `info` to output `slot` when the op has it (grad ops may omit gradients autodiff
+// pruned).
+void SetOutputIfPresent(ShapeContext& c, std::string_view slot, const TensorInfo& info);
+
+// Output slot `out` takes the shape of input slot `in` (both optional), var by var.
+Status SameShapeAs(ShapeContext& c, std::string_view out, std::string_view in);
+
+// A grad op of `fwd`: `type`, the forward attributes, the listed forward input and output slots
+// as inputs, "<Out>@GRAD" of every listed output-gradient slot, and "<In>@GRAD" outputs for the
+// listed differentiable input slots (skipped when the forward op lacks them).
+ir::Op MakeGradOp(const ir::Op& fwd, std::string type,
+                  const std::vector<std::string>& forward_inputs,
+                  const std::vector<std::string>& forward_outputs,
+                  const std::vector<std::string>& out_grads,
+                  const std::vector<std::string>& in_grads);
+
+// Registers a built-in schema. A failure (a duplicate type) is a bug in the built-in set that
+// BuiltinOps' construction cannot report, so it is asserted in debug builds.
+void RegisterOrDie(OpRegistry& registry, OpSchema schema);
+
+}  // namespace fleet::ops::math
