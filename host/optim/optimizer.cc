@@ -1,0 +1,270 @@
+// ApplyOptimizer: Paddle's Optimizer.apply_gradients on a static program. Pairs are sorted by
+// parameter name; clipping, then regularization, then the learning rate (per-parameter scale)
+// and one update op per parameter with its accumulators.
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "optim/emit.h"
+#include "support/text.h"
+
+namespace fleet::optim {
+namespace {
+
+using internal::Declare;
+using internal::FillConstant;
+using internal::MakeOp;
+using internal::MakeVar;
+using internal::UniqueName;
+
+// Validated options of one optimizer type.
+struct Options {
+  double momentum = 0.9;
+  bool use_nesterov = false;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double epsilon = 1e-8;
+  bool lazy_mode = false;
+  double weight_decay = 0.01;
+};
+
+const std::vector<std::string>& OptimizerTypes() {
+  static const std::vector<std::string> types = {"sgd", "momentum", "adam", "adamw"};
+  return types;
+}
+
+StatusOr<Options> ParseOptions(const OptimizerSpec& spec) {
+  const std::string what = "optimizer '" + spec.type + "'";
+  Options o;
+  const auto& opts = spec.options;
+  if (spec.type == "sgd") {
+    FLEET_RETURN_IF_ERROR(internal::CheckNames(opts, {}, what));
+  } else if (spec.type == "momentum") {
+    FLEET_RETURN_IF_ERROR(internal::CheckNames(opts, {"momentum", "use_nesterov"}, what));
+    FLEET_ASSIGN_OR_RETURN(o.momentum, internal::DoubleOption(opts, "momentum", 0.9, what));
+    FLEET_ASSIGN_OR_RETURN(o.use_nesterov,
+                           internal::BoolOption(opts, "use_nesterov", false, what));
+    if (o.momentum < 0) {
+      return InvalidArgument(what + ": momentum must not be negative, got " +
+                             std::to_string(o.momentum));
+    }
+  } else {
+    std::vector<std::string> names = {"beta1", "beta2", "epsilon", "lazy_mode"};
+    if (spec.type == "adamw") names.push_back("weight_decay");
+    FLEET_RETURN_IF_ERROR(internal::CheckNames(opts, names, what));
+    FLEET_ASSIGN_OR_RETURN(o.beta1, internal::DoubleOption(opts, "beta1", 0.9, what));
+    FLEET_ASSIGN_OR_RETURN(o.beta2, internal::DoubleOption(opts, "beta2", 0.999, what));
+    FLEET_ASSIGN_OR_RETURN(o.epsilon, internal::DoubleOption(opts, "epsilon", 1e-8, what));
+    FLEET_ASSIGN_OR_RETURN(o.lazy_mode, internal::BoolOption(opts, "lazy_mode", false, what));
+    FLEET_ASSIGN_OR_RETURN(o.weight_decay,
+                           internal::DoubleOption(opts, "weight_decay", 0.01, what));
+    for (auto [name, v] : {std::pair{"beta1", o.beta1}, std::pair{"beta2", o.beta2}}) {
+      if (!(v >= 0 && v < 1)) {
+        return InvalidArgument(what + ": " + name + " must be in [0, 1), got " +
+                               std::to_string(v));
+      }
+    }
+    if (!(o.epsilon > 0)) {
+      return InvalidArgument(what + ": epsilon must be positive, got " +
+                             std::to_string(o.epsilon));
+    }
+    if (o.weight_decay < 0) {
+      return InvalidArgument(what + ": weight_decay must not be negative, got " +
+                             std::to_string(o.weight_decay));
+    }
+  }
+  return o;
+}
+
+// The declared param and grad of a pair, checked.
+Status CheckPair(const ir::Program& main, const autodiff::ParamGrad& pg) {
+  const ir::Var* p = main.global().FindVar(pg.param);
+  const ir::Var* g = main.global().FindVar(pg.grad);
+  if (p == nullptr) {
+    return NotFound("optimizer: parameter '" + pg.param + "' is not declared in main");
+  }
+  if (g == nullptr) {
+    return NotFound("optimizer: gradient '" + pg.grad + "' of parameter '" + pg.param +
+                    "' is not declared in main");
+  }
+  if (p->dtype != ir::DataType::kFloat32 && p->dtype != ir::DataType::kFloat64) {
+    return InvalidArgument("optimizer: parameter '" + pg.param + "' is " +
+                           std::string(ir::DataTypeName(p->dtype)) +
+                           "; only float32 and float64 parameters can be optimized");
+  }
+  if (g->dtype != p->dtype) {
+    return InvalidArgument("optimizer: gradient '" + pg.grad + "' is " +
+                           std::string(ir::DataTypeName(g->dtype)) + " but parameter '" +
+                           pg.param + "' is " + std::string(ir::DataTypeName(p->dtype)));
+  }
+  for (int64_t d : p->shape) {
+    if (d < 0) {
+      return InvalidArgument("optimizer: parameter '" + pg.param +
+                             "' has an unknown dimension; parameters need fixed shapes");
+    }
+  }
+  return OkStatus();
+}
+
+// A persistable accumulator shaped `shape`, declared in both programs and set to `init` in
+// startup.
+StatusOr<std::string> Accumulator(ir::Program& main, ir::Program& startup, const ir::Var& param,
+                                  const std::string& kind, std::vector<int64_t> shape,
+                                  double init) {
+  std::string name = UniqueName(main, startup, param.name + "_" + kind);
+  FLEET_RETURN_IF_ERROR(Declare(main, &startup, MakeVar(name, param.dtype, shape, true)));
+  startup.global().ops.push_back(FillConstant(name, std::move(shape), init, param.dtype));
+  return name;
+}
+
+// The learning rate of one parameter: the global var, or a scale of it for
+// ParamAttr(learning_rate=...) != 1.
+StatusOr<std::string> ParamLearningRate(ir::Program& main, ir::Program& startup,
+                                        const ir::Var& param, const std::string& lr) {
+  double scale = param.param.has_value() ? param.param->learning_rate : 1.0;
+  if (!std::isfinite(scale) || scale < 0) {
+    return InvalidArgument("parameter '" + param.name + "': learning_rate must be a finite " +
+                           "non-negative number, got " + std::to_string(scale));
+  }
+  if (scale == 1.0) return lr;
+  std::string name = UniqueName(main, startup, param.name + "_learning_rate");
+  FLEET_RETURN_IF_ERROR(
+      Declare(main, nullptr, MakeVar(name, ir::DataType::kFloat32, {1}, false)));
+  main.global().ops.push_back(MakeOp("scale", {{"X", {lr}}}, {{"Out", {name}}},
+                                     {{"scale", static_cast<float>(scale)},
+                                      {"bias", 0.0f},
+                                      {"bias_after_scale", true}}));
+  return name;
+}
+
+Status AppendUpdate(ir::Program& main, ir::Program& startup, const OptimizerSpec& spec,
+                    const Options& o, const autodiff::ParamGrad& pg, const std::string& lr) {
+  const ir::Var param = *main.global().FindVar(pg.param);
+  const std::string& p = pg.param;
+  const std::string& g = pg.grad;
+  std::vector<ir::Op>& ops = main.global().ops;
+  if (spec.type == "sgd") {
+    ops.push_back(MakeOp("sgd", {{"Param", {p}}, {"LearningRate", {lr}}, {"Grad", {g}}},
+                         {{"ParamOut", {p}}}));
+    return OkStatus();
+  }
+  if (spec.type == "momentum") {
+    FLEET_ASSIGN_OR_RETURN(std::string v,
+                           Accumulator(main, startup, param, "velocity", param.shape, 0.0));
+    ops.push_back(MakeOp(
+        "momentum",
+        {{"Param", {p}}, {"Grad", {g}}, {"Velocity", {v}}, {"LearningRate", {lr}}},
+        {{"ParamOut", {p}}, {"VelocityOut", {v}}},
+        {{"mu", static_cast<float>(o.momentum)}, {"use_nesterov", o.use_nesterov}}));
+    return OkStatus();
+  }
+  FLEET_ASSIGN_OR_RETURN(std::string m1,
+                         Accumulator(main, startup, param, "moment1", param.shape, 0.0));
+  FLEET_ASSIGN_OR_RETURN(std::string m2,
+                         Accumulator(main, startup, param, "moment2", param.shape, 0.0));
+  FLEET_ASSIGN_OR_RETURN(std::string b1,
+                         Accumulator(main, startup, param, "beta1_pow_acc", {1}, o.beta1));
+  FLEET_ASSIGN_OR_RETURN(std::string b2,
+                         Accumulator(main, startup, param, "beta2_pow_acc", {1}, o.beta2));
+  ir::AttrMap attrs = {{"beta1", static_cast<float>(o.beta1)},
+                       {"beta2", static_cast<float>(o.beta2)},
+                       {"epsilon", static_cast<float>(o.epsilon)},
+                       {"lazy_mode", o.lazy_mode}};
+  if (spec.type == "adamw") {
+    attrs["coeff"] = static_cast<float>(o.weight_decay);
+    attrs["lr_ratio"] = 1.0f;
+    attrs["with_decay"] = true;
+  }
+  ops.push_back(MakeOp(spec.type,
+                       {{"Param", {p}},
+                        {"Grad", {g}},
+                        {"LearningRate", {lr}},
+                        {"Moment1", {m1}},
+                        {"Moment2", {m2}},
+                        {"Beta1Pow", {b1}},
+                        {"Beta2Pow", {b2}}},
+                       {{"ParamOut", {p}},
+                        {"Moment1Out", {m1}},
+                        {"Moment2Out", {m2}},
+                        {"Beta1PowOut", {b1}},
+                        {"Beta2PowOut", {b2}}},
+                       std::move(attrs)));
+  return OkStatus();
+}
+
+// Appends clipping, regularization, the learning rate and the updates.
+Status Emit(ir::Program& main, ir::Program& startup, const std::vector<autodiff::ParamGrad>& pairs,
+            const OptimizerSpec& spec, const Options& options) {
+  if (spec.clip_global_norm > 0) {
+    FLEET_RETURN_IF_ERROR(
+        internal::AppendGlobalNormClip(main, startup, pairs, spec.clip_global_norm));
+  }
+  for (const auto& pg : pairs) {
+    FLEET_RETURN_IF_ERROR(internal::AppendRegularization(main, startup, pg, spec.l2_coeff));
+  }
+  FLEET_ASSIGN_OR_RETURN(std::string lr, internal::AppendLearningRate(main, startup, spec.lr));
+  for (const auto& pg : pairs) {
+    const ir::Var param = *main.global().FindVar(pg.param);
+    FLEET_ASSIGN_OR_RETURN(std::string param_lr, ParamLearningRate(main, startup, param, lr));
+    FLEET_RETURN_IF_ERROR(AppendUpdate(main, startup, spec, options, pg, param_lr));
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Status ApplyOptimizer(ir::Program& main, ir::Program& startup,
+                      const std::vector<autodiff::ParamGrad>& params_grads,
+                      const OptimizerSpec& spec) {
+  const auto& types = OptimizerTypes();
+  if (std::find(types.begin(), types.end(), spec.type) == types.end()) {
+    std::string msg = "unknown optimizer '" + spec.type + "'";
+    std::string guess = ClosestMatch(spec.type, types);
+    if (!guess.empty()) msg += " (did you mean '" + guess + "'?)";
+    return InvalidArgument(msg + "; expected " + JoinWords(types, " or "));
+  }
+  FLEET_ASSIGN_OR_RETURN(Options options, ParseOptions(spec));
+  if (!std::isfinite(spec.l2_coeff) || spec.l2_coeff < 0) {
+    return InvalidArgument("optimizer: regularization L2 coefficient must be a finite "
+                           "non-negative number, got " + std::to_string(spec.l2_coeff));
+  }
+  if (!std::isfinite(spec.clip_global_norm) || spec.clip_global_norm < 0) {
+    return InvalidArgument("optimizer: grad_clip global norm must be a finite non-negative "
+                           "number (0 = no clipping), got " +
+                           std::to_string(spec.clip_global_norm));
+  }
+  if (params_grads.empty()) {
+    return InvalidArgument("optimizer: no (parameter, gradient) pairs to optimize; does any "
+                           "trainable parameter reach the loss?");
+  }
+  std::vector<autodiff::ParamGrad> pairs = params_grads;
+  std::sort(pairs.begin(), pairs.end(),
+            [](const auto& a, const auto& b) { return a.param < b.param; });
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    if (i > 0 && pairs[i].param == pairs[i - 1].param) {
+      return InvalidArgument("optimizer: parameter '" + pairs[i].param + "' is listed twice");
+    }
+    FLEET_RETURN_IF_ERROR(CheckPair(main, pairs[i]));
+  }
+  // Validate the schedule before anything is appended, so an error leaves the programs alone.
+  FLEET_RETURN_IF_ERROR(internal::PlanLrSchedule(spec.lr).status());
+  for (const auto& pg : pairs) {
+    const ir::Var* p = main.global().FindVar(pg.param);
+    if (p->param.has_value()) {
+      const auto& info = *p->param;
+      if (!info.regularizer.empty() && info.regularizer != "l1" && info.regularizer != "l2") {
+        return InvalidArgument("parameter '" + pg.param + "': unknown regularizer '" +
+                               info.regularizer + "' (expected l1 or l2)");
+      }
+    }
+  }
+
+  // Emission works on copies, so an error part-way leaves both programs as they were.
+  ir::Program new_main = main, new_startup = startup;
+  FLEET_RETURN_IF_ERROR(Emit(new_main, new_startup, pairs, spec, options));
+  main = std::move(new_main);
+  startup = std::move(new_startup);
+  return OkStatus();
+}
+
+}  // namespace fleet::optim
