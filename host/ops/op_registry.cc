@@ -153,6 +153,34 @@ const OpRegistry& BuiltinOps() {
   return *registry;
 }
 
+Status CheckOpSlots(const OpSchema& schema, const ir::Op& op) {
+  auto check = [&](const ir::SlotMap& slots, const std::vector<SlotSpec>& specs,
+                   const char* kind) -> Status {
+    for (const auto& [name, vars] : slots) {
+      const SlotSpec* spec = nullptr;
+      for (const auto& s : specs) {
+        if (s.name == name) spec = &s;
+      }
+      if (spec == nullptr) {
+        return InvalidArgument(op.type + ": unknown " + kind + " slot '" + name + "'");
+      }
+      if (!spec->duplicable && vars.size() > 1) {
+        return InvalidArgument(op.type + ": " + kind + " slot '" + name + "' holds " +
+                               std::to_string(vars.size()) + " vars but takes one");
+      }
+    }
+    return OkStatus();
+  };
+  FLEET_RETURN_IF_ERROR(check(op.inputs, schema.inputs, "input"));
+  FLEET_RETURN_IF_ERROR(check(op.outputs, schema.outputs, "output"));
+  for (const auto& s : schema.inputs) {
+    if (!s.optional && op.Input(s.name).empty()) {
+      return InvalidArgument(op.type + ": required input slot '" + s.name + "' is missing");
+    }
+  }
+  return OkStatus();
+}
+
 ir::AttrMap AttrsWithDefaults(const OpSchema& schema, const ir::Op& op) {
   ir::AttrMap out = op.attrs;
   for (const auto& a : schema.attrs) out.emplace(a.name, a.default_value);

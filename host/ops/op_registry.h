@@ -122,6 +122,11 @@ class OpRegistry {
 // Every op the host defines (built once, on first use; thread-safe).
 const OpRegistry& BuiltinOps();
 
+// The slot checks every shape function relies on: each required input slot holds a var, a
+// non-duplicable slot holds at most one, and no slot is unknown to the schema. Errors name the
+// op type and the slot.
+Status CheckOpSlots(const OpSchema& schema, const ir::Op& op);
+
 // Attributes of `op` with every schema default filled in.
 ir::AttrMap AttrsWithDefaults(const OpSchema& schema, const ir::Op& op);
 

@@ -24,6 +24,7 @@ StatusOr<SlotInfos> InferOpShapes(const OpRegistry& registry, const ir::Program&
                                   int32_t block, const ir::Op& op) {
   const OpSchema* schema = registry.Find(op.type);
   if (schema == nullptr) return NotFound("unknown op type '" + op.type + "'");
+  FLEET_RETURN_IF_ERROR(CheckOpSlots(*schema, op));
   ShapeContext ctx(*schema, op);
   for (const auto& [slot, names] : op.inputs) {
     auto& infos = ctx.inputs[slot];

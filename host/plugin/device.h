@@ -39,6 +39,7 @@ class Device {
 
  private:
   std::string Where(const char* slot) const;
+  Status Check(FleetStatus* status, const char* slot) const;
 
   const ComponentRecord* component_;
   const FleetDeviceVTable* table_;

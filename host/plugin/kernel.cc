@@ -183,7 +183,10 @@ void KernelCall::SetData(bool output, size_t slot, size_t i, void* data) {
 }
 
 Status KernelCall::Launch() {
-  return Convert(kernel_.def->launch(kernel_.component->ctx, &context_, state_), "launch");
+  // The hot path: build no message unless the kernel failed.
+  FleetStatus* s = kernel_.def->launch(kernel_.component->ctx, &context_, state_);
+  if (s == nullptr) return OkStatus();
+  return Convert(s, "launch");
 }
 
 }  // namespace fleet

@@ -139,6 +139,7 @@ OpRunner* OpRunner::Get(std::string* skip_reason, Status* error) {
 Status OpRunner::Run(const ir::Op& op, VarMap& vars, uint64_t seed) {
   const ops::OpSchema* schema = ops::BuiltinOps().Find(op.type);
   if (schema == nullptr) return NotFound("no schema for op '" + op.type + "'");
+  FLEET_RETURN_IF_ERROR(ops::CheckOpSlots(*schema, op));
 
   ops::ShapeContext shapes(*schema, op);
   std::vector<SlotShapes> in_slots, out_slots;
@@ -291,7 +292,11 @@ StatusOr<std::map<std::string, std::vector<HostTensor>>> NumpyReference(
   nlohmann::json manifest;
   manifest["function"] = function;
   manifest["attrs"] = nlohmann::json::object();
-  for (const auto& [name, value] : op.attrs) manifest["attrs"][name] = AttrToJson(value);
+  // Every attribute the kernel sees, schema defaults included, so references need not repeat
+  // the defaults.
+  const ops::OpSchema* schema = ops::BuiltinOps().Find(op.type);
+  const ir::AttrMap attrs = schema ? ops::AttrsWithDefaults(*schema, op) : op.attrs;
+  for (const auto& [name, value] : attrs) manifest["attrs"][name] = AttrToJson(value);
   manifest["inputs"] = nlohmann::json::object();
   for (const auto& [slot, names] : op.inputs) {
     nlohmann::json files = nlohmann::json::array();
@@ -370,8 +375,10 @@ namespace {
 
 // L = sum over weighted outputs of <w, out>.
 StatusOr<double> Objective(OpRunner& runner, const ir::Op& op, VarMap env,
-                           const std::vector<std::string>& outs, const VarMap& weights) {
-  FLEET_RETURN_IF_ERROR(runner.Run(op, env));
+                           const std::vector<std::string>& outs, const VarMap& weights,
+                           uint64_t seed) {
+  // The same seed as the analytic pass, so random ops (dropout) draw the same mask.
+  FLEET_RETURN_IF_ERROR(runner.Run(op, env, seed));
   double total = 0;
   for (const auto& o : outs) {
     const HostTensor& t = env.at(o);
@@ -457,8 +464,8 @@ StatusOr<double> Objective(OpRunner& runner, const ir::Op& op, VarMap env,
         VarMap plus = vars, minus = vars;
         plus[name].data<double>()[i] += options.eps;
         minus[name].data<double>()[i] -= options.eps;
-        auto lp = Objective(runner, forward, plus, outs, weights);
-        auto lm = Objective(runner, forward, minus, outs, weights);
+        auto lp = Objective(runner, forward, plus, outs, weights, options.seed);
+        auto lm = Objective(runner, forward, minus, outs, weights, options.seed);
         if (!lp.ok() || !lm.ok()) {
           return ::testing::AssertionFailure()
                  << "forward during differencing: "
