@@ -14,6 +14,10 @@ Commands:
                      list the plugins found on the search path, what each provides and what
                      was rejected; with NAME or PATH, show that plugin in detail
   check              validate the config and load the plugins it selects (no network)
+  run PROGRAM [--config FILE] [--set KEY=VALUE ...]
+                     train PROGRAM on this process as [train] and [data] of the config say
+  show PROGRAM [--stage parsed|backward|optimized] [--program main|startup|all]
+                     print the programs after a stage (default: optimized, both) as text IR
   version            print the host and plugin ABI versions
 
 Options:
@@ -27,7 +31,7 @@ Plugins are searched in [plugins] dirs of the config, then FLEET_PLUGIN_PATH (co
 then this installation's plugin directory.
 )";
 
-const std::vector<std::string> kCommands = {"plugins", "check", "version", "help"};
+const std::vector<std::string> kCommands = {"plugins", "check", "run", "show", "version", "help"};
 
 void PrintVersion(std::ostream& out) {
   out << "fleet-host " << FLEET_VERSION << " (plugin ABI " << FLEET_ABI_MAJOR << "."
@@ -100,6 +104,8 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
   std::vector<std::string> rest(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
   if (command == "plugins") return PluginsCommand(global, rest, out, err);
   if (command == "check") return CheckCommand(global, rest, out, err);
+  if (command == "run") return RunCommand(global, rest, out, err);
+  if (command == "show") return ShowCommand(global, rest, out, err);
   if (command == "version") {
     PrintVersion(out);
     return kExitOk;

@@ -38,5 +38,9 @@ int PluginsCommand(const GlobalOptions& global, const std::vector<std::string>& 
                    std::ostream& out, std::ostream& err);
 int CheckCommand(const GlobalOptions& global, const std::vector<std::string>& args,
                  std::ostream& out, std::ostream& err);
+int RunCommand(const GlobalOptions& global, const std::vector<std::string>& args,
+               std::ostream& out, std::ostream& err);
+int ShowCommand(const GlobalOptions& global, const std::vector<std::string>& args,
+                std::ostream& out, std::ostream& err);
 
 }  // namespace fleet

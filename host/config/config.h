@@ -55,6 +55,28 @@ struct Config {
   std::string log_level = "info";  // trace, debug, info, warn, error
 
   std::string strategy_mode = "none";  // none, collective, pserver
+
+  // The training loop of `fleet-host run`.
+  struct Train {
+    int64_t steps = 100;        // >= 1
+    int64_t batch_size = 64;    // >= 1
+    int64_t seed = 1;           // >= 0: random initialisers and synthetic data
+    int64_t threads = 0;        // >= 0: CPU threads per kernel; 0 = all cores
+    int64_t log_every = 10;     // >= 1: print (and record) every N steps
+    std::string metrics_file;   // "" = none; else a JSON-lines file, one object per logged step
+  } train;
+
+  // Where batches come from.
+  struct Data {
+    std::string source = "synthetic";  // synthetic, csv, npy
+    std::string label;                 // synthetic: the feed the teacher computes ("" = last)
+    int64_t classes = 0;               // synthetic int64 label: classes (0 = from the model)
+    std::map<std::string, std::filesystem::path> files;  // npy: file per feed (absolute)
+    std::filesystem::path csv_path;    // csv: the file (absolute); empty = not set
+    bool csv_header = false;           // csv: skip the first line
+    std::map<std::string, std::vector<int64_t>> csv_columns;  // csv: 0-based columns per feed
+    std::string where;                 // where data.source was set, for messages
+  } data;
 };
 
 // Reads `path` (or, when path is empty, uses the defaults) and applies `overrides`, each of the

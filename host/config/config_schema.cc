@@ -1,6 +1,7 @@
 #include "config/config_schema.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <initializer_list>
 #include <limits>
 #include <optional>
@@ -112,6 +113,7 @@ namespace fs = std::filesystem;
 
 const std::vector<std::string> kLogLevels = {"trace", "debug", "info", "warn", "error"};
 const std::vector<std::string> kStrategyModes = {"none", "collective", "pserver"};
+const std::vector<std::string> kDataSources = {"synthetic", "csv", "npy"};
 
 // A value as the user wrote it, for "got ..." when the type was right but the value was not.
 std::string ValueText(const toml::node& node) {
@@ -168,7 +170,8 @@ class Checker {
 
   Config Check(const toml::table& root) {
     Config config;
-    CheckKeys(root, "", {"plugins", "device", "comm", "transport", "log", "strategy"});
+    CheckKeys(root, "",
+              {"plugins", "device", "comm", "transport", "log", "strategy", "train", "data"});
     if (const toml::table* t = Table(root, "", "plugins")) ReadPlugins(*t, config.plugins);
     if (const toml::table* t = Table(root, "", "device")) {
       CheckKeys(*t, "device", {"backend", "plugin"});
@@ -191,6 +194,8 @@ class Checker {
       CheckKeys(*t, "strategy", {"mode"});
       ReadEnum(*t, "strategy", "mode", kStrategyModes, config.strategy_mode);
     }
+    if (const toml::table* t = Table(root, "", "train")) ReadTrain(*t, config.train);
+    if (const toml::table* t = Table(root, "", "data")) ReadData(*t, config.data);
     return config;
   }
 
@@ -375,6 +380,134 @@ class Checker {
       diag_.AtValue(*node, path, expected + ValueText(*node));
     } else {
       out = s->get();
+    }
+  }
+
+  // An integer key of `t` that must be >= `min`.
+  void ReadInt(const toml::table& t, std::string_view section, std::string_view key, int64_t min,
+               int64_t& out) {
+    const toml::node* node = t.get(key);
+    if (node == nullptr) return;
+    std::string path = Join(section, key);
+    std::string expected = "expected an integer >= " + std::to_string(min) + ", got ";
+    const auto* i = node->as_integer();
+    if (i == nullptr) {
+      diag_.AtValue(*node, path, expected + TypeName(*node));
+    } else if (i->get() < min) {
+      diag_.AtValue(*node, path, expected + ValueText(*node));
+    } else {
+      out = i->get();
+    }
+  }
+
+  void ReadTrain(const toml::table& t, Config::Train& out) {
+    CheckKeys(t, "train", {"steps", "batch_size", "seed", "threads", "log_every", "metrics_file"});
+    ReadInt(t, "train", "steps", 1, out.steps);
+    ReadInt(t, "train", "batch_size", 1, out.batch_size);
+    ReadInt(t, "train", "seed", 0, out.seed);
+    ReadInt(t, "train", "threads", 0, out.threads);
+    ReadInt(t, "train", "log_every", 1, out.log_every);
+    if (const toml::node* n = t.get("metrics_file")) {
+      if (std::optional<std::string> s = String(*n, "train.metrics_file")) out.metrics_file = *s;
+    }
+  }
+
+  // A file path: non-empty, relative ones resolved like plugin dirs.
+  std::optional<fs::path> Path(const toml::node& node, const std::string& path) {
+    std::optional<std::string> s = String(node, path);
+    if (!s) return std::nullopt;
+    if (s->empty()) {
+      diag_.AtValue(node, path, "expected a file path, got ''");
+      return std::nullopt;
+    }
+    return Absolute(diag_.IsOverride(node) ? cwd_ : base_dir_, *s);
+  }
+
+  // One feed's columns: an index, an array of indices or a "start:end" range (end excluded).
+  void ReadColumns(const toml::node& node, const std::string& path, std::vector<int64_t>& out) {
+    constexpr std::string_view kExpected =
+        "expected a column index >= 0, an array of them or a \"start:end\" range, got ";
+    if (const auto* i = node.as_integer()) {
+      if (i->get() >= 0) {
+        out.push_back(i->get());
+        return;
+      }
+    } else if (const auto* a = node.as_array()) {
+      bool ok = !a->empty();
+      for (const toml::node& item : *a) {
+        const auto* v = item.as_integer();
+        ok = ok && v != nullptr && v->get() >= 0;
+        if (ok) out.push_back(v->get());
+      }
+      if (ok) return;
+      out.clear();
+      diag_.AtValue(node, path, std::string(kExpected) + "an array that is not one");
+      return;
+    } else if (const auto* s = node.as_string()) {
+      const std::string& text = s->get();
+      size_t colon = text.find(':');
+      if (colon != std::string::npos) {
+        char* end = nullptr;
+        std::string a = text.substr(0, colon), b = text.substr(colon + 1);
+        long long start = std::strtoll(a.c_str(), &end, 10);
+        bool ok = !a.empty() && *end == '\0';
+        long long stop = std::strtoll(b.c_str(), &end, 10);
+        ok = ok && !b.empty() && *end == '\0' && start >= 0 && stop > start;
+        if (ok) {
+          for (long long c = start; c < stop; ++c) out.push_back(c);
+          return;
+        }
+      }
+    }
+    diag_.AtValue(node, path,
+                  std::string(kExpected) + (node.is_array() ? TypeName(node) : ValueText(node)));
+  }
+
+  void ReadData(const toml::table& t, Config::Data& out) {
+    CheckKeys(t, "data", {"source", "label", "classes", "files", "csv"});
+    ReadEnum(t, "data", "source", kDataSources, out.source);
+    if (const toml::node* n = t.get("source")) out.where = diag_.Where(*n, "data.source");
+    if (const toml::node* n = t.get("label")) {
+      if (std::optional<std::string> s = String(*n, "data.label")) out.label = *s;
+    }
+    ReadInt(t, "data", "classes", 0, out.classes);
+    if (const toml::table* files = Table(t, "data", "files")) {
+      for (const auto& [key, node] : *files) {
+        std::string path = Join("data.files", key.str());
+        if (std::optional<fs::path> p = Path(node, path)) out.files[std::string(key.str())] = *p;
+      }
+    }
+    if (const toml::table* csv = Table(t, "data", "csv")) {
+      CheckKeys(*csv, "data.csv", {"path", "header", "columns"});
+      if (const toml::node* n = csv->get("path")) {
+        // "" is the default: no file.
+        const auto* s = n->as_string();
+        if (s == nullptr || !s->get().empty()) {
+          if (std::optional<fs::path> p = Path(*n, "data.csv.path")) out.csv_path = *p;
+        }
+      }
+      if (const toml::node* n = csv->get("header")) {
+        if (const auto* b = n->as_boolean()) {
+          out.csv_header = b->get();
+        } else {
+          diag_.AtValue(*n, "data.csv.header", "expected a boolean, got " + TypeName(*n));
+        }
+      }
+      if (const toml::table* columns = Table(*csv, "data.csv", "columns")) {
+        for (const auto& [key, node] : *columns) {
+          ReadColumns(node, Join("data.csv.columns", key.str()),
+                      out.csv_columns[std::string(key.str())]);
+        }
+      }
+    }
+    // What each source needs, reported where the source was chosen.
+    if (const toml::node* n = t.get("source")) {
+      if (out.source == "csv" && out.csv_path.empty()) {
+        diag_.AtValue(*n, "data.source", "'csv' needs data.csv.path");
+      }
+      if (out.source == "npy" && out.files.empty()) {
+        diag_.AtValue(*n, "data.source", "'npy' needs a file per feed in [data.files]");
+      }
     }
   }
 

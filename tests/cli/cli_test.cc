@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -106,9 +107,12 @@ TEST(CliTest, PluginsListsTheCpuDevice) {
     EXPECT_EQ(p["abi"], "1.0");
     EXPECT_EQ(fs::path(p["file"].get<std::string>()).parent_path(),
               fs::path(FLEET_BUILD_PLUGIN_DIR));
-    ASSERT_EQ(p["components"].size(), 1u);
+    // The device, then the kernels component that carries every CPU kernel.
+    ASSERT_EQ(p["components"].size(), 2u);
     EXPECT_EQ(p["components"][0]["kind"], "device");
     EXPECT_EQ(p["components"][0]["name"], "cpu");
+    EXPECT_EQ(p["components"][1]["kind"], "kernels");
+    EXPECT_EQ(p["components"][1]["name"], "cpu");
   }
   EXPECT_TRUE(found) << r.out;
   EXPECT_TRUE(doc["rejected"].empty()) << r.out;
@@ -197,6 +201,165 @@ TEST(CliTest, OptionalPluginFailureIsAWarning) {
   Result required = RunHost("--set 'plugins.load=[\"nope\"]' check");
   EXPECT_EQ(required.exit_code, 1);
   EXPECT_TRUE(Contains(required.err, "plugins.load: plugin 'nope' not found")) << required.err;
+}
+
+// ---- run and show -----------------------------------------------------------------------------
+
+const fs::path kExamples = (fs::path(__FILE__).parent_path() / "../../examples").lexically_normal();
+
+// The losses of the "step N/M loss L ..." lines, in order.
+std::vector<double> Losses(const std::string& out) {
+  std::vector<double> losses;
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line)) {
+    size_t at = line.find(" loss ");
+    if (line.rfind("step ", 0) == 0 && at != std::string::npos) {
+      losses.push_back(std::stod(line.substr(at + 6)));
+    }
+  }
+  return losses;
+}
+
+std::string MlpRun(const std::string& sets) {
+  return "run " + (kExamples / "mlp/mlp.fleet").string() +
+         " --set train.threads=1 --set train.batch_size=64 " + sets;
+}
+
+TEST(CliRunTest, MlpLossFalls) {
+  TempDir dir;
+  fs::path metrics = dir.path() / "metrics.jsonl";
+  Result r = RunHost(MlpRun("--set train.steps=150 --set train.log_every=1 "
+                            "--set train.metrics_file=" + metrics.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<double> losses = Losses(r.out);
+  ASSERT_EQ(losses.size(), 150u) << r.out;
+  EXPECT_TRUE(Contains(r.out, "step 150/150 loss ")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "trained 150 steps in ")) << r.out;
+  // Labels come from a fixed teacher, so the model learns: the last ten steps average well
+  // under the first step's loss (about ln 2 for two balanced classes).
+  double tail = 0;
+  for (size_t i = losses.size() - 10; i < losses.size(); ++i) tail += losses[i] / 10;
+  EXPECT_LT(tail, 0.6 * losses.front()) << r.out;
+
+  // One JSON object per logged step, with the printed loss.
+  std::ifstream in(metrics);
+  std::string line;
+  size_t n = 0;
+  while (std::getline(in, line)) {
+    auto j = nlohmann::json::parse(line);
+    ++n;
+    EXPECT_EQ(j["step"], n);
+    EXPECT_NEAR(j["loss"].get<double>(), losses[n - 1], 1e-6);
+    EXPECT_GT(j["samples_per_sec"].get<double>(), 0);
+    EXPECT_GE(j["elapsed_s"].get<double>(), 0);
+  }
+  EXPECT_EQ(n, 150u);
+}
+
+TEST(CliRunTest, SameSeedSameLosses) {
+  const std::string sets = "--set train.steps=20 --set train.log_every=5 --config " +
+                           (kExamples / "mlp/fleet.toml").string();
+  Result a = RunHost(MlpRun(sets + " --set train.seed=9"));
+  Result b = RunHost(MlpRun(sets + " --set train.seed=9"));
+  Result c = RunHost(MlpRun(sets + " --set train.seed=10"));
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  ASSERT_EQ(Losses(a.out).size(), 4u) << a.out;
+  EXPECT_EQ(Losses(a.out), Losses(b.out));
+  EXPECT_NE(Losses(a.out), Losses(c.out));
+}
+
+TEST(CliRunTest, FitALineFromCsv) {
+  // y = 2 x0 - x1 + 0.5 exactly; a linear model fits it.
+  TempDir dir;
+  std::string csv;
+  for (int i = 0; i < 64; ++i) {
+    double x0 = (i % 8) / 4.0 - 1, x1 = (i / 8) / 4.0 - 1;
+    csv += std::to_string(x0) + "," + std::to_string(x1) + "," +
+           std::to_string(2 * x0 - x1 + 0.5) + "\n";
+  }
+  fs::path data = dir.Write("line.csv", csv);
+  fs::path program = dir.Write("line.fleet", R"(x = data("x", shape=[-1, 2], dtype="float32")
+y = data("y", shape=[-1, 1], dtype="float32")
+avg = mean(square_error_cost(fc(x, size=1), y))
+minimize(avg, optimizer=sgd(learning_rate=0.1))
+)");
+  Result r = RunHost("run " + program.string() +
+                     " --set data.source=csv --set data.csv.path=" + data.string() +
+                     " --set train.steps=200 --set train.batch_size=16 --set train.log_every=200 "
+                     "--set train.threads=1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<double> losses = Losses(r.out);
+  ASSERT_EQ(losses.size(), 1u) << r.out;
+  EXPECT_LT(losses.back(), 1e-3) << r.out;
+}
+
+TEST(CliRunTest, Errors) {
+  Result none = RunHost("run");
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_TRUE(Contains(none.err, "which program?")) << none.err;
+
+  Result missing = RunHost("run /nonexistent/x.fleet");
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_TRUE(Contains(missing.err, "/nonexistent/x.fleet")) << missing.err;
+
+  Result bad = RunHost(MlpRun("--set train.steps=0"));
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_TRUE(Contains(bad.err, "--set train.steps: expected an integer >= 1, got 0")) << bad.err;
+
+  TempDir dir;
+  fs::path program = dir.Write("nominimize.fleet",
+                               "x = data(\"x\", shape=[-1, 2], dtype=\"float32\")\n");
+  Result noloss = RunHost("run " + program.string());
+  EXPECT_EQ(noloss.exit_code, 1);
+  EXPECT_TRUE(Contains(noloss.err, "run needs a loss")) << noloss.err;
+
+  Result npy = RunHost(MlpRun("--set data.source=npy --set data.files.x=x.npy"));
+  EXPECT_EQ(npy.exit_code, 1);
+  EXPECT_TRUE(Contains(npy.err, "no file for feed 'y'")) << npy.err;
+}
+
+TEST(CliShowTest, Stages) {
+  const std::string mlp = (kExamples / "mlp/mlp.fleet").string();
+  Result parsed = RunHost("show " + mlp + " --stage parsed --program main");
+  ASSERT_EQ(parsed.exit_code, 0) << parsed.err;
+  for (const char* op : {"op mul(X=[x], Y=[fc_0.w_0])", "op elementwise_add(", "op tanh(",
+                         "op softmax(", "op cross_entropy(", "op mean("}) {
+    EXPECT_TRUE(Contains(parsed.out, op)) << op << "\n" << parsed.out;
+  }
+  EXPECT_FALSE(Contains(parsed.out, "_grad(")) << parsed.out;
+  EXPECT_FALSE(Contains(parsed.out, "program startup")) << parsed.out;
+
+  Result backward = RunHost("show " + mlp + " --stage backward --program main");
+  ASSERT_EQ(backward.exit_code, 0) << backward.err;
+  EXPECT_TRUE(Contains(backward.out, "op mul_grad(")) << backward.out;
+  EXPECT_FALSE(Contains(backward.out, "op sgd(")) << backward.out;
+
+  Result optimized = RunHost("show " + mlp);
+  ASSERT_EQ(optimized.exit_code, 0) << optimized.err;
+  EXPECT_TRUE(Contains(optimized.out, "program main {")) << optimized.out;
+  EXPECT_TRUE(Contains(optimized.out, "program startup {")) << optimized.out;
+  EXPECT_TRUE(Contains(optimized.out, "op sgd(")) << optimized.out;
+  EXPECT_TRUE(Contains(optimized.out, "op uniform_random(")) << optimized.out;
+
+  Result stage = RunHost("show " + mlp + " --stage transpiled");
+  EXPECT_EQ(stage.exit_code, 2);
+  EXPECT_TRUE(Contains(stage.err, "unknown stage 'transpiled'")) << stage.err;
+  Result program = RunHost("show " + mlp + " --program pserver");
+  EXPECT_EQ(program.exit_code, 2);
+}
+
+TEST(CliRunTest, ExamplesParse) {
+  for (const char* file : {"mlp/mlp.fleet", "fit_a_line/fit_a_line.fleet", "cnn/cnn.fleet"}) {
+    Result r = RunHost("show " + (kExamples / file).string());
+    EXPECT_EQ(r.exit_code, 0) << file << ": " << r.err;
+  }
+  for (const char* file : {"mlp/fleet.toml", "fit_a_line/fleet.toml", "cnn/fleet.toml"}) {
+    Result r = RunHost("--config " + (kExamples / file).string() + " check");
+    EXPECT_EQ(r.exit_code, 0) << file << ": " << r.err;
+  }
 }
 
 }  // namespace

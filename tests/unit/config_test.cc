@@ -47,6 +47,19 @@ void ExpectDefaults(const Config& config) {
   EXPECT_EQ(config.transport.plugin, "transport_rpc");
   EXPECT_EQ(config.log_level, "info");
   EXPECT_EQ(config.strategy_mode, "none");
+  EXPECT_EQ(config.train.steps, 100);
+  EXPECT_EQ(config.train.batch_size, 64);
+  EXPECT_EQ(config.train.seed, 1);
+  EXPECT_EQ(config.train.threads, 0);
+  EXPECT_EQ(config.train.log_every, 10);
+  EXPECT_EQ(config.train.metrics_file, "");
+  EXPECT_EQ(config.data.source, "synthetic");
+  EXPECT_EQ(config.data.label, "");
+  EXPECT_EQ(config.data.classes, 0);
+  EXPECT_TRUE(config.data.files.empty());
+  EXPECT_TRUE(config.data.csv_path.empty());
+  EXPECT_FALSE(config.data.csv_header);
+  EXPECT_TRUE(config.data.csv_columns.empty());
 }
 
 // ---- whole files ------------------------------------------------------------------------------
@@ -82,7 +95,11 @@ TEST(ConfigTest, ExampleFileShowsEveryKey) {
   for (const char* line : {"[plugins]", "dirs = ", "allow_insecure = ", "load = ", "optional = ",
                            "[plugins.config.", "[device]", "backend = ", "plugin = ", "[comm]",
                            "backend = ", "plugin = ", "timeout_s = ", "[transport]", "backend = ",
-                           "plugin = ", "[log]", "level = ", "[strategy]", "mode = "}) {
+                           "plugin = ", "[log]", "level = ", "[strategy]", "mode = ", "[train]",
+                           "steps = ", "batch_size = ", "seed = ", "threads = ", "log_every = ",
+                           "metrics_file = ", "[data]", "source = ", "label = ", "classes = ",
+                           "[data.files]", "[data.csv]", "path = ", "header = ",
+                           "[data.csv.columns]"}) {
     size_t found = example.find(line, at);
     ASSERT_NE(found, std::string::npos) << "no '" << line << "' after offset " << at;
     at = found + 1;
@@ -514,6 +531,100 @@ plain = 3
       "fleet.toml:8:17: plugins.config.bad-name: expected a plugin name ([A-Za-z0-9_]+), got "
       "'bad-name'\n"
       "fleet.toml:11:9: plugins.config.plain: expected a table, got an integer");
+}
+
+}  // namespace
+}  // namespace fleet
+
+namespace fleet {
+namespace {
+
+// ---- [train] and [data] -----------------------------------------------------------------------
+
+TEST(ConfigTrainDataTest, ReadsEveryKey) {
+  StatusOr<Config> config = ParseConfig(R"(
+[train]
+steps = 7
+batch_size = 3
+seed = 42
+threads = 2
+log_every = 1
+metrics_file = "m.jsonl"
+
+[data]
+source = "csv"
+label = "y"
+classes = 5
+
+[data.files]
+x = "x.npy"
+y = "/abs/y.npy"
+
+[data.csv]
+path = "train.csv"
+header = true
+
+[data.csv.columns]
+x = "0:3"
+y = 3
+z = [5, 4]
+)",
+                                        "fleet.toml", "/etc/fleet", {"train.steps=9"});
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->train.steps, 9);
+  EXPECT_EQ(config->train.batch_size, 3);
+  EXPECT_EQ(config->train.seed, 42);
+  EXPECT_EQ(config->train.threads, 2);
+  EXPECT_EQ(config->train.log_every, 1);
+  EXPECT_EQ(config->train.metrics_file, "m.jsonl");
+  EXPECT_EQ(config->data.source, "csv");
+  EXPECT_EQ(config->data.where, "fleet.toml:11:10");
+  EXPECT_EQ(config->data.label, "y");
+  EXPECT_EQ(config->data.classes, 5);
+  EXPECT_EQ(config->data.files.at("x"), std::filesystem::path("/etc/fleet/x.npy"));
+  EXPECT_EQ(config->data.files.at("y"), std::filesystem::path("/abs/y.npy"));
+  EXPECT_EQ(config->data.csv_path, std::filesystem::path("/etc/fleet/train.csv"));
+  EXPECT_TRUE(config->data.csv_header);
+  EXPECT_EQ(config->data.csv_columns.at("x"), (std::vector<int64_t>{0, 1, 2}));
+  EXPECT_EQ(config->data.csv_columns.at("y"), (std::vector<int64_t>{3}));
+  EXPECT_EQ(config->data.csv_columns.at("z"), (std::vector<int64_t>{5, 4}));
+}
+
+TEST(ConfigTrainDataTest, BadValuesHavePositions) {
+  StatusOr<Config> config = ParseConfig(R"([train]
+steps = 0
+batch_size = "big"
+stepz = 1
+[data]
+source = "hdf5"
+classes = -1
+[data.csv.columns]
+x = "3:1"
+y = [1, "a"]
+)",
+                                        "fleet.toml", "/etc/fleet", {"train.seed=-2"});
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.status().message(),
+            "fleet.toml:2:9: train.steps: expected an integer >= 1, got 0\n"
+            "fleet.toml:3:14: train.batch_size: expected an integer >= 1, got a string\n"
+            "fleet.toml:4:1: train.stepz: unknown key (did you mean 'train.steps'?)\n"
+            "fleet.toml:6:10: data.source: expected one of synthetic, csv or npy, got 'hdf5'\n"
+            "fleet.toml:7:11: data.classes: expected an integer >= 0, got -1\n"
+            "fleet.toml:9:5: data.csv.columns.x: expected a column index >= 0, an array of them "
+            "or a \"start:end\" range, got '3:1'\n"
+            "fleet.toml:10:5: data.csv.columns.y: expected a column index >= 0, an array of "
+            "them or a \"start:end\" range, got an array that is not one\n"
+            "--set train.seed: expected an integer >= 0, got -2");
+}
+
+TEST(ConfigTrainDataTest, FileSourcesNeedTheirFiles) {
+  StatusOr<Config> csv = ParseConfig("[data]\nsource = \"csv\"\n", "fleet.toml", "/", {});
+  ASSERT_FALSE(csv.ok());
+  EXPECT_EQ(csv.status().message(), "fleet.toml:2:10: data.source: 'csv' needs data.csv.path");
+  StatusOr<Config> npy = ParseConfig("", "fleet.toml", "/", {"data.source=npy"});
+  ASSERT_FALSE(npy.ok());
+  EXPECT_EQ(npy.status().message(),
+            "--set data.source: 'npy' needs a file per feed in [data.files]");
 }
 
 }  // namespace

@@ -1,0 +1,190 @@
+#include "cli/train_loop.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+#include "data/source.h"
+#include "executor/executor.h"
+
+namespace fleet {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+std::string Fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.*f", digits, v);
+  return buf;
+}
+
+// The loss as a double: the first element of a float32 or float64 tensor.
+StatusOr<double> LossValue(const exec::HostTensor& t, const std::string& name) {
+  if (t.numel() < 1) return InvalidArgument("the loss '" + name + "' is empty");
+  if (t.dtype == ir::DataType::kFloat32) return static_cast<double>(t.data<float>()[0]);
+  if (t.dtype == ir::DataType::kFloat64) return t.data<double>()[0];
+  return InvalidArgument("the loss '" + name + "' is " + std::string(ir::DataTypeName(t.dtype)) +
+                         ", not a float");
+}
+
+StatusOr<std::unique_ptr<data::DataSource>> MakeSource(const Config& config,
+                                                       const frontend::ParsedProgram& programs,
+                                                       const std::vector<data::FeedSpec>& feeds) {
+  const Config::Data& d = config.data;
+  const std::string where =
+      "data source '" + d.source + "' (" + (d.where.empty() ? "the default" : d.where) + ")";
+  StatusOr<std::unique_ptr<data::DataSource>> source = NotFound("");
+  if (d.source == "csv") {
+    data::CsvOptions csv{d.csv_path, d.csv_header, d.csv_columns};
+    source = data::MakeCsvSource(feeds, csv);
+  } else if (d.source == "npy") {
+    source = data::MakeNpySource(feeds, d.files);
+  } else {
+    data::SyntheticOptions options;
+    options.seed = static_cast<uint64_t>(config.train.seed);
+    options.label = d.label;
+    options.classes = d.classes;
+    std::string label = d.label;
+    if (label.empty() && feeds.size() >= 2) label = feeds.back().name;
+    if (options.classes == 0 && !label.empty()) {
+      options.classes = PredictionWidth(programs.main, label);
+    }
+    source = data::MakeSyntheticSource(feeds, options);
+  }
+  if (!source.ok()) return source.status().WithContext(where);
+  return source;
+}
+
+}  // namespace
+
+int64_t PredictionWidth(const ir::Program& main, const std::string& label) {
+  for (const ir::Op& op : main.global().ops) {
+    bool reads = false;
+    std::string other;
+    for (const auto& [slot, names] : op.inputs) {
+      for (const auto& n : names) {
+        if (n == label) {
+          reads = true;
+        } else if (other.empty()) {
+          other = n;
+        }
+      }
+    }
+    if (!reads) continue;
+    const ir::Var* v = main.FindVarRecursive(0, other);
+    if (v == nullptr || v->shape.empty() || v->shape.back() < 1) return 0;
+    return v->shape.back();
+  }
+  return 0;
+}
+
+StatusOr<TrainSummary> Train(const Config& config, const frontend::ParsedProgram& programs,
+                             const PluginRegistry& registry, const std::string& device,
+                             std::ostream& out) {
+  const Config::Train& train = config.train;
+  if (programs.loss.empty()) {
+    return InvalidArgument("the program has no minimize(...): run needs a loss to train");
+  }
+  FLEET_ASSIGN_OR_RETURN(std::vector<data::FeedSpec> feeds,
+                         data::FeedSpecs(programs.main, programs.feeds));
+  exec::FeedShapes shapes;
+  for (const data::FeedSpec& f : feeds) {
+    if (f.dims[0] >= 0 && f.dims[0] != train.batch_size) {
+      return InvalidArgument("feed '" + f.name + "' is declared with batch dimension " +
+                             std::to_string(f.dims[0]) + " but train.batch_size is " +
+                             std::to_string(train.batch_size) + " (declare it -1)");
+    }
+    std::vector<int64_t> dims = f.dims;
+    dims[0] = train.batch_size;
+    shapes[f.name] = dims;
+  }
+  FLEET_ASSIGN_OR_RETURN(std::unique_ptr<data::DataSource> source,
+                         MakeSource(config, programs, feeds));
+
+  exec::ExecutorOptions options;
+  options.num_threads = static_cast<int32_t>(train.threads);
+  options.seed = static_cast<uint64_t>(train.seed);
+  FLEET_ASSIGN_OR_RETURN(std::unique_ptr<exec::Executor> executor,
+                         exec::Executor::Create(registry, device, options));
+
+  std::vector<exec::HostTensor> fetched;
+  {
+    auto startup = executor->Prepare(programs.startup, {}, {});
+    if (!startup.ok()) return startup.status().WithContext("startup program");
+    if (Status s = executor->Run(**startup, {}, fetched); !s.ok()) {
+      return s.WithContext("startup program");
+    }
+  }
+  auto prepared = executor->Prepare(programs.main, shapes, {programs.loss});
+  if (!prepared.ok()) return prepared.status().WithContext("main program");
+
+  std::ofstream metrics;
+  if (!train.metrics_file.empty()) {
+    metrics.open(train.metrics_file, std::ios::out | std::ios::trunc);
+    if (!metrics) {
+      return Unavailable("train.metrics_file: cannot open '" + train.metrics_file +
+                         "' for writing");
+    }
+  }
+
+  TrainSummary summary;
+  exec::FeedMap batch;
+  const Clock::time_point start = Clock::now();
+  Clock::time_point last_log = start;
+  int64_t last_logged_step = 0;
+  for (int64_t step = 1; step <= train.steps; ++step) {
+    if (Status s = source->Next(train.batch_size, batch); !s.ok()) {
+      return s.WithContext("data at step " + std::to_string(step));
+    }
+    if (Status s = executor->Run(**prepared, batch, fetched); !s.ok()) {
+      return s.WithContext("step " + std::to_string(step));
+    }
+    FLEET_ASSIGN_OR_RETURN(double loss, LossValue(fetched[0], programs.loss));
+    if (!std::isfinite(loss)) {
+      return Aborted("step " + std::to_string(step) + ": the loss '" + programs.loss +
+                     "' is " + Fixed(loss, 6) + " (try a smaller learning rate)");
+    }
+    summary.final_loss = loss;
+    if (step % train.log_every == 0 || step == train.steps) {
+      const Clock::time_point now = Clock::now();
+      const double elapsed = Seconds(start, now);
+      const double interval = std::max(Seconds(last_log, now), 1e-9);
+      const double rate =
+          static_cast<double>((step - last_logged_step) * train.batch_size) / interval;
+      const double eta = elapsed / static_cast<double>(step) *
+                         static_cast<double>(train.steps - step);
+      out << "step " << step << "/" << train.steps << " loss " << Fixed(loss, 6)
+          << " samples/s " << Fixed(rate, 1) << " eta " << Fixed(eta, 1) << "s\n";
+      out.flush();
+      if (metrics.is_open()) {
+        metrics << "{\"step\": " << step << ", \"loss\": " << Fixed(loss, 9)
+                << ", \"samples_per_sec\": " << Fixed(rate, 3)
+                << ", \"elapsed_s\": " << Fixed(elapsed, 6) << "}\n";
+        metrics.flush();
+        if (!metrics) {
+          return Unavailable("train.metrics_file: writing '" + train.metrics_file + "' failed");
+        }
+      }
+      summary.logged_losses.push_back(loss);
+      last_log = now;
+      last_logged_step = step;
+    }
+  }
+  summary.steps = train.steps;
+  summary.elapsed_s = Seconds(start, Clock::now());
+  out << "trained " << summary.steps << " steps in " << Fixed(summary.elapsed_s, 2)
+      << "s: final loss " << Fixed(summary.final_loss, 6) << ", "
+      << Fixed(static_cast<double>(summary.steps * train.batch_size) /
+                   std::max(summary.elapsed_s, 1e-9),
+               1)
+      << " samples/s\n";
+  return summary;
+}
+
+}  // namespace fleet

@@ -1,0 +1,90 @@
+#include "data/source.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "data/table_source.h"
+
+namespace fleet::data {
+
+StatusOr<std::vector<FeedSpec>> FeedSpecs(const ir::Program& program,
+                                          const std::vector<std::string>& feed_names) {
+  std::vector<FeedSpec> out;
+  for (const std::string& name : feed_names) {
+    const ir::Var* v = program.FindVarRecursive(0, name);
+    if (v == nullptr) return NotFound("feed '" + name + "' is not a var of the program");
+    if (v->shape.empty()) {
+      return InvalidArgument("feed '" + name + "' is a scalar; a feed needs a batch dimension");
+    }
+    for (size_t i = 0; i < v->shape.size(); ++i) {
+      if (v->shape[i] < 0 && i != 0) {
+        return InvalidArgument("feed '" + name + "' is declared " + exec::ShapeText(v->shape) +
+                               ": only the first (batch) dimension may be -1");
+      }
+    }
+    out.push_back({name, v->dtype, v->shape});
+  }
+  return out;
+}
+
+std::vector<int64_t> SampleDims(const FeedSpec& spec) {
+  if (spec.dims.empty()) return {};
+  return std::vector<int64_t>(spec.dims.begin() + 1, spec.dims.end());
+}
+
+int64_t SampleNumel(const FeedSpec& spec) {
+  int64_t n = 1;
+  for (int64_t d : SampleDims(spec)) n *= d;
+  return n;
+}
+
+namespace {
+
+class TableSource : public DataSource {
+ public:
+  TableSource(std::vector<FeedSpec> feeds, std::vector<exec::HostTensor> tables)
+      : feeds_(std::move(feeds)), tables_(std::move(tables)) {
+    samples_ = tables_.empty() ? 0 : tables_[0].dims[0];
+    for (const FeedSpec& f : feeds_) {
+      std::vector<int64_t> dims = SampleDims(f);
+      dims.insert(dims.begin(), 0);
+      batch_dims_.push_back(std::move(dims));
+    }
+  }
+
+  Status Next(int64_t batch_size, exec::FeedMap& feeds) override {
+    if (batch_size <= 0) return InvalidArgument("batch size must be > 0");
+    for (size_t i = 0; i < feeds_.size(); ++i) {
+      batch_dims_[i][0] = batch_size;
+      exec::HostTensor& t = feeds[feeds_[i].name];
+      t.Reshape(feeds_[i].dtype, batch_dims_[i]);
+      const size_t row = tables_[i].bytes.size() / static_cast<size_t>(samples_);
+      int64_t at = cursor_;
+      for (int64_t r = 0; r < batch_size; ++r) {
+        std::memcpy(t.bytes.data() + static_cast<size_t>(r) * row,
+                    tables_[i].bytes.data() + static_cast<size_t>(at) * row, row);
+        at = (at + 1) % samples_;
+      }
+    }
+    cursor_ = (cursor_ + batch_size) % samples_;
+    return OkStatus();
+  }
+
+  int64_t num_samples() const override { return samples_; }
+
+ private:
+  std::vector<FeedSpec> feeds_;
+  std::vector<exec::HostTensor> tables_;
+  std::vector<std::vector<int64_t>> batch_dims_;
+  int64_t samples_ = 0;
+  int64_t cursor_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<DataSource> MakeTableSource(std::vector<FeedSpec> feeds,
+                                            std::vector<exec::HostTensor> tables) {
+  return std::make_unique<TableSource>(std::move(feeds), std::move(tables));
+}
+
+}  // namespace fleet::data

@@ -1,0 +1,85 @@
+// Data sources: where the training loop's batches come from. A source knows the feed vars of
+// the program (name, dtype, shape with -1 for the batch) and fills one host tensor per feed on
+// each Next, reusing the tensors' storage so that steady-state batches allocate nothing.
+//
+//   synthetic  an endless, seeded, learnable stream: inputs drawn from N(0, 1), the label feed
+//              computed by a fixed random teacher network from the inputs (see SyntheticOptions)
+//   csv        rows of one CSV file, columns mapped to feeds
+//   npy        one .npy file per feed, first dimension = samples
+// File sources go round their samples in order and start over at the end.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "executor/tensor.h"
+#include "ir/program.h"
+#include "support/status.h"
+
+namespace fleet::data {
+
+struct FeedSpec {
+  std::string name;
+  ir::DataType dtype = ir::DataType::kFloat32;
+  std::vector<int64_t> dims;  // dims[0] is the batch (usually -1); no other dim may be -1
+};
+
+class DataSource {
+ public:
+  virtual ~DataSource() = default;
+  // Fills `feeds[spec.name]` for every feed with the next `batch_size` samples.
+  virtual Status Next(int64_t batch_size, exec::FeedMap& feeds) = 0;
+  // Samples in one pass over the data; 0 for an endless source.
+  virtual int64_t num_samples() const = 0;
+};
+
+// The feed specs of a program's data vars, checked: a feed has a batch dimension (the first) and
+// every other dim is known.
+StatusOr<std::vector<FeedSpec>> FeedSpecs(const ir::Program& program,
+                                          const std::vector<std::string>& feed_names);
+
+// The shape of one sample of `spec` (dims without the first, batch dimension) and its element
+// count. Sources fill feeds of shape [batch_size] + SampleDims.
+std::vector<int64_t> SampleDims(const FeedSpec& spec);
+int64_t SampleNumel(const FeedSpec& spec);
+
+struct SyntheticOptions {
+  uint64_t seed = 1;
+  // The feed the teacher computes. "" = the last feed when there are two or more, else none.
+  std::string label;
+  // Classes of an int64 label (argmax of the teacher's logits); required for an int64 label.
+  int64_t classes = 0;
+  double noise = 0.01;  // standard deviation of the noise added to a float label
+};
+
+// The teacher reads every non-label feed (all float) as one flat vector per sample. For an
+// int64 label of shape [-1, 1] or [-1] it is a random one-hidden-layer tanh network whose
+// argmax over `classes` logits is the label; for a float label it is linear plus noise.
+// Errors: an unknown label, an int64 label without classes, a non-float input.
+StatusOr<std::unique_ptr<DataSource>> MakeSyntheticSource(const std::vector<FeedSpec>& feeds,
+                                                          const SyntheticOptions& options);
+
+struct CsvOptions {
+  std::filesystem::path path;
+  bool header = false;  // skip the first line
+  // Columns (0-based) of each feed, as many as one sample has elements. Feeds without an entry
+  // take the next unused columns in feed order.
+  std::map<std::string, std::vector<int64_t>> columns;
+};
+
+// Reads the whole file at once. Errors are "FILE:LINE:COL: ..." for cells that are not numbers
+// (or not integers, for an int feed) and rows with another column count than the first;
+// "FILE: ..." for a file with no rows and columns that do not exist.
+StatusOr<std::unique_ptr<DataSource>> MakeCsvSource(const std::vector<FeedSpec>& feeds,
+                                                    const CsvOptions& options);
+
+// One .npy file per feed (every feed needs one); each array is [samples, sample dims...] with
+// the feed's dtype, and all have the same number of samples.
+StatusOr<std::unique_ptr<DataSource>> MakeNpySource(
+    const std::vector<FeedSpec>& feeds, const std::map<std::string, std::filesystem::path>& files);
+
+}  // namespace fleet::data

@@ -1,0 +1,478 @@
+#include "executor/executor.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "fleet/fleet_plugin.h"
+#include "support/logging.h"
+
+namespace fleet::exec {
+namespace {
+
+std::string Describe(ir::DataType dtype, const std::vector<int64_t>& dims) {
+  return std::string(ir::DataTypeName(dtype)) + ShapeText(dims);
+}
+
+std::string OpLabel(size_t index, const ir::Op& op) {
+  return "op #" + std::to_string(index) + " (" + op.type + ")";
+}
+
+bool Compatible(const std::vector<int64_t>& declared, const std::vector<int64_t>& actual) {
+  if (declared.size() != actual.size()) return false;
+  for (size_t i = 0; i < declared.size(); ++i) {
+    if (declared[i] >= 0 && declared[i] != actual[i]) return false;
+  }
+  return true;
+}
+
+bool FullyKnown(const std::vector<int64_t>& dims) {
+  return std::all_of(dims.begin(), dims.end(), [](int64_t d) { return d >= 0; });
+}
+
+size_t Bytes(const ops::TensorInfo& info) {
+  size_t n = 1;
+  for (int64_t d : info.dims) n *= static_cast<size_t>(d);
+  return n * ir::DataTypeSize(info.dtype);
+}
+
+uint64_t SplitMix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// Stable per op: the base seed, the op's position and what it writes.
+uint64_t OpSeed(uint64_t base, size_t index, const ir::Op& op) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over the op type and output names
+  auto mix = [&](std::string_view s) {
+    for (char c : s) h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ull;
+    h = (h ^ 0xff) * 1099511628211ull;
+  };
+  mix(op.type);
+  for (const auto& [slot, names] : op.outputs) {
+    for (const auto& n : names) mix(n);
+  }
+  return SplitMix(SplitMix(base) ^ SplitMix(h + index));
+}
+
+// The dtype that selects the kernel of `op`, following the schema's rule.
+ir::DataType KernelDtype(const ops::OpSchema& schema, const ir::Op& op,
+                         const std::map<std::string, ops::TensorInfo, std::less<>>& infos) {
+  auto first_of = [&](const ir::SlotMap& slots, std::string_view slot) {
+    auto it = slots.find(std::string(slot));
+    if (it == slots.end() || it->second.empty()) return ir::DataType::kInvalid;
+    auto info = infos.find(it->second.front());
+    return info == infos.end() ? ir::DataType::kInvalid : info->second.dtype;
+  };
+  if (!schema.kernel_dtype_slot.empty()) {
+    ir::DataType d = first_of(op.inputs, schema.kernel_dtype_slot);
+    if (d == ir::DataType::kInvalid) d = first_of(op.outputs, schema.kernel_dtype_slot);
+    return d;
+  }
+  for (const ops::SlotSpec& s : schema.inputs) {
+    ir::DataType d = first_of(op.inputs, s.name);
+    if (d != ir::DataType::kInvalid) return d;
+  }
+  for (const ops::SlotSpec& s : schema.outputs) {
+    ir::DataType d = first_of(op.outputs, s.name);
+    if (d != ir::DataType::kInvalid) return d;
+  }
+  return ir::DataType::kInvalid;
+}
+
+}  // namespace
+
+// ---- PreparedProgram --------------------------------------------------------------------------
+
+PreparedProgram::~PreparedProgram() {
+  calls_.clear();  // kernel state may point into the arena
+  if (arena_ != nullptr) {
+    if (Status s = device_->Free(ordinal_, arena_); !s.ok()) {
+      Log().warn("executor: freeing the arena: {}", s.message());
+    }
+  }
+}
+
+const ops::TensorInfo* PreparedProgram::VarInfo(std::string_view name) const {
+  auto it = infos_.find(name);
+  return it == infos_.end() ? nullptr : &it->second;
+}
+
+const void* PreparedProgram::VarData(std::string_view name) const {
+  auto it = data_.find(name);
+  return it == data_.end() ? nullptr : it->second;
+}
+
+// ---- Executor ---------------------------------------------------------------------------------
+
+StatusOr<std::unique_ptr<Executor>> Executor::Create(const PluginRegistry& registry,
+                                                     std::string_view device,
+                                                     ExecutorOptions options) {
+  const ComponentRecord* component = registry.Find(FLEET_COMPONENT_DEVICE, device);
+  if (component == nullptr) {
+    return NotFound("no device component '" + std::string(device) + "' is loaded");
+  }
+  std::unique_ptr<Executor> exec(new Executor(registry, component, options));
+  FLEET_ASSIGN_OR_RETURN(int32_t count, exec->device_.Count());
+  if (options.device_ordinal < 0 || options.device_ordinal >= count) {
+    return OutOfRange("device '" + std::string(device) + "' has no ordinal " +
+                      std::to_string(options.device_ordinal) + " (" + std::to_string(count) +
+                      " present)");
+  }
+  FLEET_ASSIGN_OR_RETURN(DeviceProps props, exec->device_.Props(options.device_ordinal));
+  // Buffers are aligned to at least a cache line, and to a power of two.
+  size_t align = 64;
+  while (align < props.alignment) align *= 2;
+  exec->alignment_ = align;
+  exec->host_memory_ = (props.caps & FLEET_DEVICE_CAP_HOST_MEMORY) != 0;
+  return exec;
+}
+
+StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
+    const ir::Program& program, const FeedShapes& feed_shapes,
+    const std::vector<std::string>& fetch) {
+  const ops::OpRegistry& schemas = ops::BuiltinOps();
+  const ir::Block& block = program.global();
+  std::unique_ptr<PreparedProgram> prepared(new PreparedProgram());
+  PreparedProgram& p = *prepared;
+  p.device_ = &device_;
+  p.ordinal_ = options_.device_ordinal;
+  p.program_ = &program;
+  p.feed_shapes_ = feed_shapes;
+  p.fetch_names_ = fetch;
+  auto& infos = p.infos_;
+
+  auto declared = [&](const std::string& name) { return program.FindVarRecursive(0, name); };
+  auto persistable = [&](const std::string& name) {
+    const ir::Var* v = declared(name);
+    return v != nullptr && v->persistable;
+  };
+
+  // Feeds: declared, non-persistable data vars with a shape that fits the declaration.
+  for (const auto& [name, dims] : feed_shapes) {
+    const ir::Var* v = declared(name);
+    if (v == nullptr) return InvalidArgument("feed '" + name + "' is not a var of the program");
+    if (v->persistable) {
+      return InvalidArgument("feed '" + name + "' is a persistable var; feed data vars only");
+    }
+    if (!FullyKnown(dims) || !Compatible(v->shape, dims)) {
+      return InvalidArgument("feed '" + name + "' has shape " + ShapeText(dims) +
+                             " but the var is declared " + Describe(v->dtype, v->shape));
+    }
+    infos[name] = {v->dtype, dims};
+  }
+
+  // Shapes, kernels and kernel calls, op by op.
+  struct OpSlots {  // var names per schema slot, in schema order
+    std::vector<std::vector<std::string>> inputs, outputs;
+  };
+  std::vector<OpSlots> op_slots;
+  for (size_t i = 0; i < block.ops.size(); ++i) {
+    const ir::Op& op = block.ops[i];
+    const std::string label = OpLabel(i, op);
+    const ops::OpSchema* schema = schemas.Find(op.type);
+    if (schema == nullptr) return NotFound(label + ": unknown op type '" + op.type + "'");
+    for (const auto& [slot, names] : op.inputs) {
+      if (schema->FindInput(slot) == nullptr) {
+        return InvalidArgument(label + ": the op has no input slot '" + slot + "'");
+      }
+    }
+    for (const auto& [slot, names] : op.outputs) {
+      if (schema->FindOutput(slot) == nullptr) {
+        return InvalidArgument(label + ": the op has no output slot '" + slot + "'");
+      }
+    }
+
+    if (Status s = ops::CheckOpSlots(*schema, op); !s.ok()) {
+      return Status(s.code(), label + ": " + s.message());
+    }
+    ops::ShapeContext ctx(*schema, op);
+    for (const auto& [slot, names] : op.inputs) {
+      auto& slot_infos = ctx.inputs[slot];
+      for (const std::string& name : names) {
+        auto it = infos.find(name);
+        if (it == infos.end()) {
+          const ir::Var* v = declared(name);
+          if (v == nullptr) {
+            return NotFound(label + ": input " + slot + " reads '" + name +
+                            "', which is not declared");
+          }
+          if (!v->persistable) {
+            return InvalidArgument(label + ": input " + slot + " reads '" + name +
+                                   "', which is not fed and no earlier op writes");
+          }
+          const ScopeVar* sv = scope_.Find(name);
+          if (sv == nullptr) {
+            return FailedPrecondition(label + ": input " + slot + " reads persistable '" + name +
+                                      "', which is not in the scope (run the startup program "
+                                      "first)");
+          }
+          if (sv->dtype != v->dtype || !Compatible(v->shape, sv->dims)) {
+            return InvalidArgument(label + ": persistable '" + name + "' is " +
+                                   Describe(sv->dtype, sv->dims) +
+                                   " in the scope but declared " + Describe(v->dtype, v->shape));
+          }
+          it = infos.emplace(name, ops::TensorInfo{sv->dtype, sv->dims}).first;
+        }
+        slot_infos.push_back(it->second);
+      }
+    }
+    for (const auto& [slot, names] : op.outputs) ctx.outputs[slot].resize(names.size());
+    if (Status s = schema->infer_shape(ctx); !s.ok()) {
+      return Status(s.code(), label + ": " + s.message());
+    }
+    for (const auto& [slot, names] : op.outputs) {
+      const auto& out = ctx.outputs[slot];
+      for (size_t k = 0; k < names.size(); ++k) {
+        ops::TensorInfo info = k < out.size() ? out[k] : ops::TensorInfo{};
+        const ir::Var* v = declared(names[k]);
+        if (info.dtype == ir::DataType::kInvalid && v != nullptr && FullyKnown(v->shape)) {
+          info = {v->dtype, v->shape};
+        }
+        if (info.dtype == ir::DataType::kInvalid) {
+          return Internal(label + ": the shape function gave output " + slot + " '" + names[k] +
+                          "' no dtype");
+        }
+        if (!FullyKnown(info.dims)) {
+          return InvalidArgument(label + ": output " + slot + " '" + names[k] +
+                                 "' has an unknown dimension: " + ShapeText(info.dims));
+        }
+        if (v != nullptr && v->persistable) {
+          auto sv = scope_.GetOrCreate(names[k], info.dtype, info.dims);
+          if (!sv.ok()) return Status(sv.status().code(), label + ": " + sv.status().message());
+        }
+        auto existing = infos.find(names[k]);
+        if (existing != infos.end() && existing->second != info) {
+          return InvalidArgument(label + ": output " + slot + " '" + names[k] + "' is " +
+                                 Describe(info.dtype, info.dims) + " but is already " +
+                                 Describe(existing->second.dtype, existing->second.dims));
+        }
+        infos[names[k]] = info;
+      }
+    }
+
+    // The kernel call, slots in schema order.
+    KernelCallArgs args;
+    args.op_type = op.type;
+    OpSlots slots;
+    for (const ops::SlotSpec& spec : schema->inputs) {
+      const auto& names = op.Input(spec.name);
+      if (names.empty() && !spec.optional) {
+        return InvalidArgument(label + ": required input " + spec.name + " is missing");
+      }
+      SlotShapes shapes{spec.name, {}};
+      for (const std::string& n : names) shapes.tensors.push_back({infos[n].dtype, infos[n].dims});
+      args.inputs.push_back(std::move(shapes));
+      slots.inputs.push_back(names);
+    }
+    for (const ops::SlotSpec& spec : schema->outputs) {
+      const auto& names = op.Output(spec.name);
+      if (names.empty() && !spec.optional) {
+        return InvalidArgument(label + ": required output " + spec.name + " is missing");
+      }
+      SlotShapes shapes{spec.name, {}};
+      for (const std::string& n : names) shapes.tensors.push_back({infos[n].dtype, infos[n].dims});
+      args.outputs.push_back(std::move(shapes));
+      slots.outputs.push_back(names);
+    }
+    args.attrs = ops::AttrsWithDefaults(*schema, op);
+    args.device_type = device_.type_id();
+    args.device_ordinal = options_.device_ordinal;
+    args.num_threads = options_.num_threads;
+    args.seed = OpSeed(options_.seed, i, op);
+
+    const ir::DataType dtype = KernelDtype(*schema, op, infos);
+    const std::string dtype_name(ir::DataTypeName(dtype));
+    std::vector<KernelCandidate> candidates = FindKernels(registry_, op.type, device_.name(), dtype);
+    if (candidates.empty()) {
+      return NotFound(label + ": no kernel for op '" + op.type + "' on device '" +
+                      device_.name() + "' with dtype " + dtype_name);
+    }
+    std::unique_ptr<KernelCall> chosen;
+    std::string refusals;
+    for (const KernelCandidate& c : candidates) {
+      std::unique_ptr<KernelCall> call = KernelCall::Create(c, args);
+      Status s = call->Supports();
+      if (s.ok()) {
+        chosen = std::move(call);
+        break;
+      }
+      refusals += "; " + s.message();
+    }
+    if (chosen == nullptr) {
+      return NotFound(label + ": every kernel for op '" + op.type + "' on device '" +
+                      device_.name() + "' with dtype " + dtype_name + " refused it" + refusals);
+    }
+    p.calls_.push_back(std::move(chosen));
+    op_slots.push_back(std::move(slots));
+  }
+
+  // Fetches: anything the program touched, or a persistable already in the scope.
+  for (const std::string& name : fetch) {
+    if (infos.count(name) == 0) {
+      const ScopeVar* sv = persistable(name) ? scope_.Find(name) : nullptr;
+      if (sv == nullptr) {
+        return InvalidArgument("fetch '" + name + "': no feed, op or persistable provides it");
+      }
+      infos[name] = {sv->dtype, sv->dims};
+    }
+  }
+
+  // Liveness of the non-persistable vars, in op order.
+  const int num_ops = static_cast<int>(block.ops.size());
+  std::map<std::string, VarLifetime> lifetimes;
+  auto touch = [&](const std::string& name, int t, bool write) {
+    if (persistable(name)) return;
+    auto [it, inserted] = lifetimes.try_emplace(name);
+    VarLifetime& lt = it->second;
+    if (inserted) {
+      lt.name = name;
+      lt.bytes = Bytes(infos[name]);
+      lt.first = write ? t : -1;
+      lt.last = t;
+    }
+    lt.last = std::max(lt.last, t);
+  };
+  for (const auto& [name, dims] : feed_shapes) touch(name, -1, true);
+  for (int i = 0; i < num_ops; ++i) {
+    const ir::Op& op = block.ops[static_cast<size_t>(i)];
+    for (const auto& [slot, names] : op.inputs) {
+      for (const auto& n : names) touch(n, i, false);
+    }
+    for (const auto& [slot, names] : op.outputs) {
+      for (const auto& n : names) touch(n, i, true);
+    }
+  }
+  for (const std::string& name : fetch) touch(name, num_ops, false);
+  std::vector<VarLifetime> vars;
+  for (auto& [name, lt] : lifetimes) vars.push_back(lt);
+  p.plan_ = PlanMemory(vars, alignment_);
+
+  // Kernel state, then the arena (buffers + one scratch region shared by every launch, since
+  // launches never overlap).
+  for (size_t i = 0; i < p.calls_.size(); ++i) {
+    auto scratch = p.calls_[i]->Prepare();
+    if (!scratch.ok()) {
+      return Status(scratch.status().code(),
+                    OpLabel(i, block.ops[i]) + ": " + scratch.status().message());
+    }
+    p.scratch_bytes_ = std::max(p.scratch_bytes_, *scratch);
+  }
+  size_t scratch_offset = p.plan_.arena_bytes;
+  size_t total = scratch_offset + p.scratch_bytes_;
+  FLEET_ASSIGN_OR_RETURN(p.arena_, device_.Alloc(options_.device_ordinal, total));
+  auto* base = static_cast<uint8_t*>(p.arena_);
+  for (const auto& [name, buffer] : p.plan_.buffer_of) {
+    p.data_[name] = base + p.plan_.buffer_offsets[static_cast<size_t>(buffer)];
+  }
+  for (const auto& [name, info] : infos) {
+    if (p.data_.count(name) == 0) {
+      const ScopeVar* sv = scope_.Find(name);
+      if (sv == nullptr) return Internal("executor: var '" + name + "' has no storage");
+      p.data_[name] = sv->data;
+    }
+  }
+  for (size_t i = 0; i < p.calls_.size(); ++i) {
+    KernelCall& call = *p.calls_[i];
+    for (size_t s = 0; s < op_slots[i].inputs.size(); ++s) {
+      for (size_t k = 0; k < op_slots[i].inputs[s].size(); ++k) {
+        call.SetData(false, s, k, p.data_[op_slots[i].inputs[s][k]]);
+      }
+    }
+    for (size_t s = 0; s < op_slots[i].outputs.size(); ++s) {
+      for (size_t k = 0; k < op_slots[i].outputs[s].size(); ++k) {
+        call.SetData(true, s, k, p.data_[op_slots[i].outputs[s][k]]);
+      }
+    }
+    call.SetScratch(p.scratch_bytes_ > 0 ? base + scratch_offset : nullptr);
+  }
+
+  for (const auto& [name, dims] : feed_shapes) {
+    const ops::TensorInfo& info = infos[name];
+    p.feeds_.push_back({name, info.dtype, info.dims, p.data_[name], Bytes(info)});
+  }
+  for (const std::string& name : fetch) {
+    const ops::TensorInfo& info = infos[name];
+    p.fetches_.push_back({name, info.dtype, info.dims, p.data_[name], Bytes(info)});
+  }
+  return prepared;
+}
+
+Status Executor::Run(PreparedProgram& p, const FeedMap& feeds, std::vector<HostTensor>& fetched) {
+  const int32_t ordinal = options_.device_ordinal;
+  for (const PreparedProgram::Binding& f : p.feeds_) {
+    auto it = feeds.find(f.name);
+    if (it == feeds.end()) return InvalidArgument("feed '" + f.name + "' is missing");
+    const HostTensor& t = it->second;
+    if (t.dtype != f.dtype) {
+      return InvalidArgument("feed '" + f.name + "' is " + Describe(t.dtype, t.dims) +
+                             " but the var is " + Describe(f.dtype, f.dims));
+    }
+    if (t.dims != f.dims) {
+      return InvalidArgument("feed '" + f.name + "' has shape " + ShapeText(t.dims) +
+                             " but the program was prepared for " + ShapeText(f.dims));
+    }
+    if (t.bytes.size() != f.bytes) {
+      return InvalidArgument("feed '" + f.name + "' holds " + std::to_string(t.bytes.size()) +
+                             " bytes, not the " + std::to_string(f.bytes) + " of " +
+                             Describe(f.dtype, f.dims));
+    }
+    if (f.bytes == 0) continue;
+    if (host_memory_) {
+      std::memcpy(f.data, t.bytes.data(), f.bytes);
+    } else {
+      FLEET_RETURN_IF_ERROR(device_.CopyToDevice(ordinal, f.data, t.bytes.data(), f.bytes));
+    }
+  }
+  if (feeds.size() != p.feeds_.size()) {
+    for (const auto& [name, t] : feeds) {
+      if (p.feed_shapes_.count(name) == 0) {
+        return InvalidArgument("feed '" + name + "' is not a feed of the prepared program");
+      }
+    }
+  }
+  for (size_t i = 0; i < p.calls_.size(); ++i) {
+    Status s = p.calls_[i]->Launch();
+    if (!s.ok()) return Status(s.code(), "op #" + std::to_string(i) + ": " + s.message());
+  }
+  if (fetched.size() != p.fetches_.size()) fetched.resize(p.fetches_.size());
+  for (size_t i = 0; i < p.fetches_.size(); ++i) {
+    const PreparedProgram::Binding& f = p.fetches_[i];
+    fetched[i].Reshape(f.dtype, f.dims);
+    if (f.bytes == 0) continue;
+    if (host_memory_) {
+      std::memcpy(fetched[i].bytes.data(), f.data, f.bytes);
+    } else {
+      FLEET_RETURN_IF_ERROR(device_.CopyToHost(ordinal, fetched[i].bytes.data(), f.data, f.bytes));
+    }
+  }
+  return OkStatus();
+}
+
+Status Executor::Run(const ir::Program& program, const FeedMap& feeds,
+                     const std::vector<std::string>& fetch, std::vector<HostTensor>& fetched) {
+  for (const auto& entry : cache_) {
+    if (entry->program_ != &program || entry->fetch_names_ != fetch ||
+        entry->feeds_.size() != feeds.size()) {
+      continue;
+    }
+    bool match = true;
+    for (const PreparedProgram::Binding& f : entry->feeds_) {
+      auto it = feeds.find(f.name);
+      if (it == feeds.end() || it->second.dims != f.dims) {
+        match = false;
+        break;
+      }
+    }
+    if (match) return Run(*entry, feeds, fetched);
+  }
+  FeedShapes shapes;
+  for (const auto& [name, t] : feeds) shapes[name] = t.dims;
+  FLEET_ASSIGN_OR_RETURN(std::unique_ptr<PreparedProgram> prepared,
+                         Prepare(program, shapes, fetch));
+  cache_.push_back(std::move(prepared));
+  return Run(*cache_.back(), feeds, fetched);
+}
+
+}  // namespace fleet::exec

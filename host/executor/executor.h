@@ -1,0 +1,141 @@
+// The executor: turns a program into kernel calls once (Prepare), then runs them step after step
+// (Run) without allocating.
+//
+// Prepare, once per program and feed shapes, walks block 0 in order and for each op: looks up
+// its schema, infers its output shapes with the real batch size (from a shape table seeded with
+// the feeds and the scope's persistables), and picks a kernel for the device and the op's dtype
+// (the schema's kernel_dtype_slot, else the first present input slot, else the first output
+// slot), trying candidates by priority until one's `supports` accepts. Then it plans memory:
+// non-persistable vars get buffers of one arena from the device, reused once a var is dead (see
+// memory_plan.h); persistables live in the Scope. Every kernel's `prepare` runs once, and data
+// pointers are set once: they never change afterwards.
+//
+// Run copies the feeds in, launches each op in order and copies the fetches out into the
+// caller's tensors, reusing their storage: in steady state nothing is allocated on the host.
+// On a device whose memory is host memory (FLEET_DEVICE_CAP_HOST_MEMORY) the copies are plain
+// memcpy, with no call into the plugin.
+//
+// Random ops get KernelCallArgs.seed derived from ExecutorOptions::seed, the op's index and its
+// output names, so a run is reproducible and two initialisers never share a stream.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "executor/memory_plan.h"
+#include "executor/scope.h"
+#include "executor/tensor.h"
+#include "ir/program.h"
+#include "ops/op_registry.h"
+#include "plugin/device.h"
+#include "plugin/kernel.h"
+#include "plugin/registry.h"
+#include "support/status.h"
+
+namespace fleet::exec {
+
+struct ExecutorOptions {
+  int32_t num_threads = 0;  // CPU threads a kernel may use; 0 = all cores
+  uint64_t seed = 1;        // base of every random op's seed
+  int32_t device_ordinal = 0;
+};
+
+class Executor;
+
+class PreparedProgram {
+ public:
+  ~PreparedProgram();  // releases kernel state, then the arena
+  PreparedProgram(const PreparedProgram&) = delete;
+  PreparedProgram& operator=(const PreparedProgram&) = delete;
+
+  size_t num_ops() const { return calls_.size(); }
+  const MemoryPlan& plan() const { return plan_; }
+  const FeedShapes& feed_shapes() const { return feed_shapes_; }
+  const std::vector<std::string>& fetch_names() const { return fetch_names_; }
+  // The shape a var has in this preparation; nullptr for a var the program does not touch.
+  const ops::TensorInfo* VarInfo(std::string_view name) const;
+  // Where a var lives: an arena buffer or a scope var; nullptr when the program does not touch it.
+  const void* VarData(std::string_view name) const;
+  // The kernel chosen for op `index`.
+  const KernelCall& kernel(size_t index) const { return *calls_[index]; }
+  size_t scratch_bytes() const { return scratch_bytes_; }
+
+ private:
+  friend class Executor;
+  PreparedProgram() = default;
+
+  struct Binding {  // a feed or a fetch
+    std::string name;
+    ir::DataType dtype = ir::DataType::kInvalid;
+    std::vector<int64_t> dims;
+    void* data = nullptr;
+    size_t bytes = 0;
+  };
+
+  const Device* device_ = nullptr;
+  int32_t ordinal_ = 0;
+  const ir::Program* program_ = nullptr;  // identity only, for Executor's cache
+  FeedShapes feed_shapes_;
+  std::vector<std::string> fetch_names_;
+  std::map<std::string, ops::TensorInfo, std::less<>> infos_;
+  std::map<std::string, void*, std::less<>> data_;
+  std::vector<Binding> feeds_;
+  std::vector<Binding> fetches_;
+  std::vector<std::unique_ptr<KernelCall>> calls_;
+  MemoryPlan plan_;
+  void* arena_ = nullptr;
+  size_t scratch_bytes_ = 0;
+};
+
+class Executor {
+ public:
+  // Uses the device component named `device` from `registry`; both must outlive the executor.
+  static StatusOr<std::unique_ptr<Executor>> Create(const PluginRegistry& registry,
+                                                    std::string_view device,
+                                                    ExecutorOptions options = {});
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  Scope& scope() { return scope_; }
+  const Device& device() const { return device_; }
+  const ExecutorOptions& options() const { return options_; }
+
+  // Prepares block 0 of `program` for feeds of exactly these shapes and for fetching `fetch`.
+  // Errors name the op (index and type) and what went wrong: an unknown op, a shape error, a var
+  // nobody provides, no kernel for (op, device, dtype). Persistables the program writes are
+  // created in the scope here; those it reads must be there already (run startup first).
+  StatusOr<std::unique_ptr<PreparedProgram>> Prepare(const ir::Program& program,
+                                                     const FeedShapes& feed_shapes,
+                                                     const std::vector<std::string>& fetch);
+
+  // One run. `feeds` must hold every prepared feed with its dtype and prepared shape (errors
+  // name the var and both shapes). `fetched` is resized to the fetch list; its tensors' storage
+  // is reused from call to call.
+  Status Run(PreparedProgram& prepared, const FeedMap& feeds, std::vector<HostTensor>& fetched);
+
+  // Prepares on first use for each (program, feed shapes, fetch list) and runs; a feed shape
+  // seen before reuses its preparation. `program` must stay alive and unchanged while cached.
+  Status Run(const ir::Program& program, const FeedMap& feeds,
+             const std::vector<std::string>& fetch, std::vector<HostTensor>& fetched);
+
+  // Drops every cached preparation (e.g. after changing a program).
+  void ClearCache() { cache_.clear(); }
+
+ private:
+  Executor(const PluginRegistry& registry, const ComponentRecord* device, ExecutorOptions options)
+      : registry_(registry), device_(device), options_(options),
+        scope_(device_, options.device_ordinal) {}
+
+  const PluginRegistry& registry_;
+  Device device_;
+  ExecutorOptions options_;
+  Scope scope_;
+  size_t alignment_ = 64;
+  bool host_memory_ = false;  // device pointers are host pointers: feeds and fetches memcpy
+  std::vector<std::unique_ptr<PreparedProgram>> cache_;
+};
+
+}  // namespace fleet::exec

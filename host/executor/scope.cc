@@ -1,0 +1,100 @@
+#include "executor/scope.h"
+
+#include "support/logging.h"
+
+namespace fleet::exec {
+
+std::string ShapeText(const std::vector<int64_t>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+namespace {
+
+std::string Describe(ir::DataType dtype, const std::vector<int64_t>& dims) {
+  return std::string(ir::DataTypeName(dtype)) + ShapeText(dims);
+}
+
+int64_t Numel(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+}  // namespace
+
+Scope::~Scope() {
+  for (auto& [name, var] : vars_) {
+    if (Status s = device_.Free(ordinal_, var.data); !s.ok()) {
+      Log().warn("scope: freeing '{}': {}", name, s.message());
+    }
+  }
+}
+
+const ScopeVar* Scope::Find(std::string_view name) const {
+  auto it = vars_.find(name);
+  return it == vars_.end() ? nullptr : &it->second;
+}
+
+StatusOr<const ScopeVar*> Scope::GetOrCreate(const std::string& name, ir::DataType dtype,
+                                             const std::vector<int64_t>& dims) {
+  if (const ScopeVar* v = Find(name)) {
+    if (v->dtype != dtype || v->dims != dims) {
+      return InvalidArgument("persistable var '" + name + "' is " + Describe(v->dtype, v->dims) +
+                             " in the scope but the program needs " + Describe(dtype, dims));
+    }
+    return v;
+  }
+  for (int64_t d : dims) {
+    if (d < 0) {
+      return InvalidArgument("persistable var '" + name + "' has an unknown dimension: " +
+                             ShapeText(dims));
+    }
+  }
+  ScopeVar var;
+  var.dtype = dtype;
+  var.dims = dims;
+  var.bytes = static_cast<size_t>(Numel(dims)) * ir::DataTypeSize(dtype);
+  FLEET_ASSIGN_OR_RETURN(var.data, device_.Alloc(ordinal_, var.bytes));
+  // A var nobody initialised reads as zeros rather than as whatever the allocator left.
+  std::vector<uint8_t> zeros(var.bytes, 0);
+  if (var.bytes > 0) {
+    Status s = device_.CopyToDevice(ordinal_, var.data, zeros.data(), var.bytes);
+    if (!s.ok()) {
+      (void)device_.Free(ordinal_, var.data);
+      return s;
+    }
+  }
+  auto [it, inserted] = vars_.emplace(name, std::move(var));
+  return &it->second;
+}
+
+StatusOr<HostTensor> Scope::Read(std::string_view name) const {
+  const ScopeVar* v = Find(name);
+  if (v == nullptr) return NotFound("the scope has no var '" + std::string(name) + "'");
+  HostTensor out;
+  out.Reshape(v->dtype, v->dims);
+  if (v->bytes > 0) {
+    FLEET_RETURN_IF_ERROR(device_.CopyToHost(ordinal_, out.bytes.data(), v->data, v->bytes));
+  }
+  return out;
+}
+
+Status Scope::Write(const std::string& name, const HostTensor& value) {
+  if (value.bytes.size() != static_cast<size_t>(value.numel()) * ir::DataTypeSize(value.dtype)) {
+    return InvalidArgument("value for '" + name + "' holds " + std::to_string(value.bytes.size()) +
+                           " bytes, not the size of " + Describe(value.dtype, value.dims));
+  }
+  FLEET_ASSIGN_OR_RETURN(const ScopeVar* v, GetOrCreate(name, value.dtype, value.dims));
+  if (v->bytes == 0) return OkStatus();
+  return device_.CopyToDevice(ordinal_, v->data, value.bytes.data(), v->bytes);
+}
+
+std::vector<std::string> Scope::Names() const {
+  std::vector<std::string> out;
+  for (const auto& [name, var] : vars_) out.push_back(name);
+  return out;
+}
+
+}  // namespace fleet::exec

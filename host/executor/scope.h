@@ -1,0 +1,56 @@
+// The scope: persistable variables (parameters, optimizer accumulators, the learning rate, ...)
+// living in device memory across runs and across programs. The startup program fills it, the
+// main program reads and updates it in place.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "executor/tensor.h"
+#include "ir/program.h"
+#include "plugin/device.h"
+#include "support/status.h"
+
+namespace fleet::exec {
+
+struct ScopeVar {
+  ir::DataType dtype = ir::DataType::kInvalid;
+  std::vector<int64_t> dims;
+  void* data = nullptr;  // device memory owned by the scope
+  size_t bytes = 0;
+};
+
+class Scope {
+ public:
+  // `device` must outlive the scope.
+  Scope(const Device& device, int32_t ordinal) : device_(device), ordinal_(ordinal) {}
+  ~Scope();  // frees every var
+  Scope(const Scope&) = delete;
+  Scope& operator=(const Scope&) = delete;
+
+  const ScopeVar* Find(std::string_view name) const;
+
+  // The var `name` with this dtype and shape (all dims known), allocated and zero-filled when it
+  // does not exist yet. An existing var of another dtype or shape is an error naming both.
+  StatusOr<const ScopeVar*> GetOrCreate(const std::string& name, ir::DataType dtype,
+                                        const std::vector<int64_t>& dims);
+
+  // Copies of a var's contents to and from the host. Write creates the var when it is absent
+  // and requires the same dtype and shape when it is present.
+  StatusOr<HostTensor> Read(std::string_view name) const;
+  Status Write(const std::string& name, const HostTensor& value);
+
+  // Names of every var, sorted.
+  std::vector<std::string> Names() const;
+  size_t size() const { return vars_.size(); }
+
+ private:
+  const Device& device_;
+  int32_t ordinal_;
+  std::map<std::string, ScopeVar, std::less<>> vars_;
+};
+
+}  // namespace fleet::exec

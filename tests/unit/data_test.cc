@@ -1,0 +1,244 @@
+// Data sources: synthetic determinism and learnability, CSV and npy readers with their errors.
+#include "data/source.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "data/npy.h"
+
+namespace fleet::data {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/fleet_data_XXXXXX";
+    path_ = ::mkdtemp(tmpl);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  fs::path Write(const std::string& name, const std::string& text) const {
+    std::ofstream(path_ / name) << text;
+    return path_ / name;
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+const std::vector<FeedSpec> kClassifier = {{"x", ir::DataType::kFloat32, {-1, 6}},
+                                           {"y", ir::DataType::kInt64, {-1, 1}}};
+
+std::string ErrorOf(const StatusOr<std::unique_ptr<DataSource>>& s) {
+  return s.ok() ? "<no error>" : s.status().message();
+}
+
+TEST(SyntheticTest, SameSeedSameBatchesOtherSeedOtherBatches) {
+  auto batches = [](uint64_t seed) {
+    auto source = MakeSyntheticSource(kClassifier, {seed, "", 3, 0.01});
+    EXPECT_TRUE(source.ok()) << source.status().ToString();
+    exec::FeedMap feeds;
+    std::vector<uint8_t> all;
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_TRUE((*source)->Next(16, feeds).ok());
+      for (const char* n : {"x", "y"}) all.insert(all.end(), feeds[n].bytes.begin(), feeds[n].bytes.end());
+    }
+    EXPECT_EQ(feeds["x"].dims, (std::vector<int64_t>{16, 6}));
+    EXPECT_EQ(feeds["y"].dims, (std::vector<int64_t>{16, 1}));
+    return all;
+  };
+  EXPECT_EQ(batches(5), batches(5));
+  EXPECT_NE(batches(5), batches(6));
+}
+
+TEST(SyntheticTest, ClassLabelsAreAFunctionOfTheInputs) {
+  auto source = MakeSyntheticSource(kClassifier, {1, "y", 3, 0.01});
+  ASSERT_TRUE(source.ok());
+  exec::FeedMap feeds;
+  ASSERT_TRUE((*source)->Next(512, feeds).ok());
+  std::set<int64_t> seen;
+  for (int i = 0; i < 512; ++i) {
+    int64_t label = feeds["y"].data<int64_t>()[i];
+    ASSERT_GE(label, 0);
+    ASSERT_LT(label, 3);
+    seen.insert(label);
+  }
+  EXPECT_GE(seen.size(), 2u);  // not a constant: there is something to learn
+  // The teacher is fixed by the seed: a second source with the same seed labels the same.
+  auto again = MakeSyntheticSource(kClassifier, {1, "y", 3, 0.01});
+  exec::FeedMap feeds2;
+  ASSERT_TRUE((*again)->Next(512, feeds2).ok());
+  EXPECT_EQ(feeds["y"].bytes, feeds2["y"].bytes);
+}
+
+TEST(SyntheticTest, FloatLabelIsLinearInTheInputs) {
+  // With no noise, y = x.w + b exactly: fit w, b from 8 samples by least squares on x of width
+  // 2 (3 unknowns) and check the fit predicts the other samples.
+  std::vector<FeedSpec> feeds = {{"x", ir::DataType::kFloat64, {-1, 2}},
+                                 {"y", ir::DataType::kFloat64, {-1, 1}}};
+  auto source = MakeSyntheticSource(feeds, {3, "", 0, 0.0});
+  ASSERT_TRUE(source.ok()) << source.status().ToString();
+  exec::FeedMap f;
+  ASSERT_TRUE((*source)->Next(4, f).ok());
+  const double* x = f["x"].data<double>();
+  const double* y = f["y"].data<double>();
+  // Solve for w0, w1, b from the first three samples (Cramer's rule).
+  double a[3][3] = {{x[0], x[1], 1}, {x[2], x[3], 1}, {x[4], x[5], 1}};
+  auto det = [](double m[3][3]) {
+    return m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1]) -
+           m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0]) +
+           m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0]);
+  };
+  double d = det(a), sol[3];
+  for (int c = 0; c < 3; ++c) {
+    double m[3][3];
+    for (int r = 0; r < 3; ++r) {
+      for (int k = 0; k < 3; ++k) m[r][k] = k == c ? y[r] : a[r][k];
+    }
+    sol[c] = det(m) / d;
+  }
+  EXPECT_NEAR(sol[0] * x[6] + sol[1] * x[7] + sol[2], y[3], 1e-9);
+}
+
+TEST(SyntheticTest, Errors) {
+  EXPECT_NE(ErrorOf(MakeSyntheticSource(kClassifier, {1, "", 0, 0.01})).find(
+                "the int64 label 'y' needs the number of classes"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(MakeSyntheticSource(kClassifier, {1, "z", 2, 0.01})).find(
+                "the label 'z' is not a feed"),
+            std::string::npos);
+  std::vector<FeedSpec> ids = {{"ids", ir::DataType::kInt64, {-1, 4}},
+                               {"y", ir::DataType::kInt64, {-1, 1}}};
+  EXPECT_NE(ErrorOf(MakeSyntheticSource(ids, {1, "", 2, 0.01})).find(
+                "input 'ids' is int64; only float inputs"),
+            std::string::npos);
+}
+
+const std::vector<FeedSpec> kRegression = {{"x", ir::DataType::kFloat32, {-1, 2}},
+                                           {"y", ir::DataType::kInt64, {-1, 1}}};
+
+TEST(CsvTest, ReadsColumnsAndWrapsAround) {
+  TempDir dir;
+  fs::path file = dir.Write("d.csv", "a,b,label\n1, 2.5,0\n-3,4e1,1\n\n5,6,2\n");
+  auto source = MakeCsvSource(kRegression, {file, true, {{"y", {2}}, {"x", {1, 0}}}});
+  ASSERT_TRUE(source.ok()) << source.status().ToString();
+  EXPECT_EQ((*source)->num_samples(), 3);
+  exec::FeedMap f;
+  ASSERT_TRUE((*source)->Next(4, f).ok());
+  EXPECT_EQ(f["x"].dims, (std::vector<int64_t>{4, 2}));
+  const float* x = f["x"].data<float>();
+  EXPECT_EQ(std::vector<float>(x, x + 8), (std::vector<float>{2.5f, 1, 40, -3, 6, 5, 2.5f, 1}));
+  const int64_t* y = f["y"].data<int64_t>();
+  EXPECT_EQ(std::vector<int64_t>(y, y + 4), (std::vector<int64_t>{0, 1, 2, 0}));
+  ASSERT_TRUE((*source)->Next(2, f).ok());  // continues after the wrap: rows 2, 3
+  EXPECT_EQ(f["y"].data<int64_t>()[0], 1);
+  EXPECT_EQ(f["y"].data<int64_t>()[1], 2);
+}
+
+TEST(CsvTest, DefaultColumnsFollowFeedOrder) {
+  TempDir dir;
+  fs::path file = dir.Write("d.csv", "1,2,1\n3,4,0\n");
+  auto source = MakeCsvSource(kRegression, {file, false, {}});
+  ASSERT_TRUE(source.ok()) << source.status().ToString();
+  exec::FeedMap f;
+  ASSERT_TRUE((*source)->Next(2, f).ok());
+  EXPECT_EQ(f["x"].data<float>()[3], 4.0f);
+  EXPECT_EQ(f["y"].data<int64_t>()[0], 1);
+}
+
+TEST(CsvTest, MalformedInputNamesFileLineAndColumn) {
+  TempDir dir;
+  auto error = [&](const std::string& text, CsvOptions options = {}) {
+    options.path = dir.Write("bad.csv", text);
+    return ErrorOf(MakeCsvSource(kRegression, options));
+  };
+  const std::string f = (dir.path() / "bad.csv").string();
+  EXPECT_EQ(error("1,2,0\n1,abc,1\n"), f + ":2:3: expected a number, got 'abc'");
+  EXPECT_EQ(error("1,2,0\n1,2\n"), f + ":2: expected 3 columns (as on line 1), got 2");
+  EXPECT_EQ(error("1,2,0.5\n"),
+            f + ": row 1, column 2: feed 'y' is int64 but the cell is not an integer");
+  EXPECT_EQ(error("1,2\n"),
+            f + ": feed 'y' needs column 2 but the rows have 2 columns (0 to 1)");
+  EXPECT_EQ(error("\n"), f + ": the file has no data rows");
+  EXPECT_EQ(error("1,2,3\n", {{}, false, {{"x", {0}}}}),
+            f + ": feed 'x' has 2 values per sample but 1 columns are mapped to it");
+  EXPECT_EQ(error("1,2,3\n", {{}, false, {{"q", {0}}}}),
+            f + ": columns are given for 'q', which is not a feed of the program");
+  EXPECT_NE(ErrorOf(MakeCsvSource(kRegression, {dir.path() / "none.csv", false, {}}))
+                .find("cannot open the file"),
+            std::string::npos);
+}
+
+NpyArray Array(ir::DataType dtype, std::vector<int64_t> dims) {
+  NpyArray a;
+  a.dtype = dtype;
+  a.dims = std::move(dims);
+  a.bytes.resize(static_cast<size_t>(a.numel()) * ir::DataTypeSize(dtype));
+  return a;
+}
+
+TEST(NpySourceTest, ReadsOneFilePerFeed) {
+  TempDir dir;
+  NpyArray x = Array(ir::DataType::kFloat32, {3, 2});
+  for (int i = 0; i < 6; ++i) x.data<float>()[i] = static_cast<float>(i);
+  NpyArray y = Array(ir::DataType::kInt64, {3, 1});
+  for (int i = 0; i < 3; ++i) y.data<int64_t>()[i] = 10 + i;
+  ASSERT_TRUE(WriteNpy(dir.path() / "x.npy", x).ok());
+  ASSERT_TRUE(WriteNpy(dir.path() / "y.npy", y).ok());
+  auto source =
+      MakeNpySource(kRegression, {{"x", dir.path() / "x.npy"}, {"y", dir.path() / "y.npy"}});
+  ASSERT_TRUE(source.ok()) << source.status().ToString();
+  exec::FeedMap f;
+  ASSERT_TRUE((*source)->Next(2, f).ok());
+  ASSERT_TRUE((*source)->Next(2, f).ok());  // rows 2, 0
+  EXPECT_EQ(f["x"].data<float>()[0], 4.0f);
+  EXPECT_EQ(f["x"].data<float>()[2], 0.0f);
+  EXPECT_EQ(f["y"].data<int64_t>()[0], 12);
+  EXPECT_EQ(f["y"].data<int64_t>()[1], 10);
+}
+
+TEST(NpySourceTest, Errors) {
+  TempDir dir;
+  ASSERT_TRUE(WriteNpy(dir.path() / "x.npy", Array(ir::DataType::kFloat32, {3, 2})).ok());
+  ASSERT_TRUE(WriteNpy(dir.path() / "x64.npy", Array(ir::DataType::kFloat64, {3, 2})).ok());
+  ASSERT_TRUE(WriteNpy(dir.path() / "x3.npy", Array(ir::DataType::kFloat32, {3, 3})).ok());
+  ASSERT_TRUE(WriteNpy(dir.path() / "y.npy", Array(ir::DataType::kInt64, {4, 1})).ok());
+  auto error = [&](const std::string& xf, const std::string& yf) {
+    std::map<std::string, fs::path> files;
+    if (!xf.empty()) files["x"] = dir.path() / xf;
+    if (!yf.empty()) files["y"] = dir.path() / yf;
+    return ErrorOf(MakeNpySource(kRegression, files));
+  };
+  EXPECT_NE(error("x.npy", "").find("no file for feed 'y' (set data.files.y)"),
+            std::string::npos);
+  EXPECT_NE(error("x64.npy", "y.npy").find("the array is float64 but feed 'x' is float32"),
+            std::string::npos);
+  EXPECT_NE(error("x3.npy", "y.npy").find("the array has shape [3, 3] but feed 'x' needs "
+                                          "[samples, 2]"),
+            std::string::npos)
+      << error("x3.npy", "y.npy");
+  EXPECT_NE(error("x.npy", "y.npy").find("4 samples, but"), std::string::npos);
+  dir.Write("junk.npy", "not an npy file");
+  EXPECT_NE(error("junk.npy", "y.npy").find("junk.npy"), std::string::npos);
+}
+
+TEST(FeedSpecsTest, OnlyTheBatchDimMayBeUnknown) {
+  ir::Program p;
+  ir::Var v;
+  v.name = "x";
+  v.shape = {-1, -1};
+  (void)p.global().AddVar(v);
+  auto specs = FeedSpecs(p, {"x"});
+  ASSERT_FALSE(specs.ok());
+  EXPECT_NE(specs.status().message().find("only the first (batch) dimension may be -1"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace fleet::data
