@@ -183,9 +183,9 @@ StatusOr<std::unique_ptr<DataSource>> MakeNpySource(
         std::vector<int64_t>(array.dims.begin() + 1, array.dims.end()) != want) {
       std::vector<int64_t> expect = want;
       expect.insert(expect.begin(), -1);
-      return InvalidArgument(file + ": the array has shape " + exec::ShapeText(array.dims) +
+      return InvalidArgument(file + ": the array has shape " + ir::ShapeText(array.dims) +
                              " but feed '" + f.name + "' needs [samples" +
-                             exec::ShapeText(expect).substr(3));
+                             ir::ShapeText(expect).substr(3));
     }
     if (array.dims[0] == 0) return InvalidArgument(file + ": the array has no samples");
     if (samples >= 0 && array.dims[0] != samples) {

@@ -18,7 +18,7 @@ StatusOr<std::vector<FeedSpec>> FeedSpecs(const ir::Program& program,
     }
     for (size_t i = 0; i < v->shape.size(); ++i) {
       if (v->shape[i] < 0 && i != 0) {
-        return InvalidArgument("feed '" + name + "' is declared " + exec::ShapeText(v->shape) +
+        return InvalidArgument("feed '" + name + "' is declared " + ir::ShapeText(v->shape) +
                                ": only the first (batch) dimension may be -1");
       }
     }

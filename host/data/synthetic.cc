@@ -156,7 +156,7 @@ StatusOr<std::unique_ptr<DataSource>> MakeSyntheticSource(const std::vector<Feed
     if (f.dtype == ir::DataType::kInt64) {
       if (SampleNumel(f) != 1) {
         return InvalidArgument("synthetic data: the int64 label '" + f.name + "' is declared " +
-                               exec::ShapeText(f.dims) + "; a class label has shape [-1, 1]");
+                               ir::ShapeText(f.dims) + "; a class label has shape [-1, 1]");
       }
       if (options.classes < 2) {
         return InvalidArgument("synthetic data: the int64 label '" + f.name +

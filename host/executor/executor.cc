@@ -9,20 +9,8 @@
 namespace fleet::exec {
 namespace {
 
-std::string Describe(ir::DataType dtype, const std::vector<int64_t>& dims) {
-  return std::string(ir::DataTypeName(dtype)) + ShapeText(dims);
-}
-
 std::string OpLabel(size_t index, const ir::Op& op) {
   return "op #" + std::to_string(index) + " (" + op.type + ")";
-}
-
-bool Compatible(const std::vector<int64_t>& declared, const std::vector<int64_t>& actual) {
-  if (declared.size() != actual.size()) return false;
-  for (size_t i = 0; i < declared.size(); ++i) {
-    if (declared[i] >= 0 && declared[i] != actual[i]) return false;
-  }
-  return true;
 }
 
 bool FullyKnown(const std::vector<int64_t>& dims) {
@@ -156,9 +144,9 @@ StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
     if (v->persistable) {
       return InvalidArgument("feed '" + name + "' is a persistable var; feed data vars only");
     }
-    if (!FullyKnown(dims) || !Compatible(v->shape, dims)) {
-      return InvalidArgument("feed '" + name + "' has shape " + ShapeText(dims) +
-                             " but the var is declared " + Describe(v->dtype, v->shape));
+    if (!FullyKnown(dims) || !ir::ShapesCompatible(v->shape, dims)) {
+      return InvalidArgument("feed '" + name + "' has shape " + ir::ShapeText(dims) +
+                             " but the var is declared " + ir::TypeShapeText(v->dtype, v->shape));
     }
     infos[name] = {v->dtype, dims};
   }
@@ -208,10 +196,10 @@ StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
                                       "', which is not in the scope (run the startup program "
                                       "first)");
           }
-          if (sv->dtype != v->dtype || !Compatible(v->shape, sv->dims)) {
+          if (sv->dtype != v->dtype || !ir::ShapesCompatible(v->shape, sv->dims)) {
             return InvalidArgument(label + ": persistable '" + name + "' is " +
-                                   Describe(sv->dtype, sv->dims) +
-                                   " in the scope but declared " + Describe(v->dtype, v->shape));
+                                   ir::TypeShapeText(sv->dtype, sv->dims) +
+                                   " in the scope but declared " + ir::TypeShapeText(v->dtype, v->shape));
           }
           it = infos.emplace(name, ops::TensorInfo{sv->dtype, sv->dims}).first;
         }
@@ -236,7 +224,7 @@ StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
         }
         if (!FullyKnown(info.dims)) {
           return InvalidArgument(label + ": output " + slot + " '" + names[k] +
-                                 "' has an unknown dimension: " + ShapeText(info.dims));
+                                 "' has an unknown dimension: " + ir::ShapeText(info.dims));
         }
         if (v != nullptr && v->persistable) {
           auto sv = scope_.GetOrCreate(names[k], info.dtype, info.dims);
@@ -245,8 +233,8 @@ StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
         auto existing = infos.find(names[k]);
         if (existing != infos.end() && existing->second != info) {
           return InvalidArgument(label + ": output " + slot + " '" + names[k] + "' is " +
-                                 Describe(info.dtype, info.dims) + " but is already " +
-                                 Describe(existing->second.dtype, existing->second.dims));
+                                 ir::TypeShapeText(info.dtype, info.dims) + " but is already " +
+                                 ir::TypeShapeText(existing->second.dtype, existing->second.dims));
         }
         infos[names[k]] = info;
       }
@@ -406,17 +394,17 @@ Status Executor::Run(PreparedProgram& p, const FeedMap& feeds, std::vector<HostT
     if (it == feeds.end()) return InvalidArgument("feed '" + f.name + "' is missing");
     const HostTensor& t = it->second;
     if (t.dtype != f.dtype) {
-      return InvalidArgument("feed '" + f.name + "' is " + Describe(t.dtype, t.dims) +
-                             " but the var is " + Describe(f.dtype, f.dims));
+      return InvalidArgument("feed '" + f.name + "' is " + ir::TypeShapeText(t.dtype, t.dims) +
+                             " but the var is " + ir::TypeShapeText(f.dtype, f.dims));
     }
     if (t.dims != f.dims) {
-      return InvalidArgument("feed '" + f.name + "' has shape " + ShapeText(t.dims) +
-                             " but the program was prepared for " + ShapeText(f.dims));
+      return InvalidArgument("feed '" + f.name + "' has shape " + ir::ShapeText(t.dims) +
+                             " but the program was prepared for " + ir::ShapeText(f.dims));
     }
     if (t.bytes.size() != f.bytes) {
       return InvalidArgument("feed '" + f.name + "' holds " + std::to_string(t.bytes.size()) +
                              " bytes, not the " + std::to_string(f.bytes) + " of " +
-                             Describe(f.dtype, f.dims));
+                             ir::TypeShapeText(f.dtype, f.dims));
     }
     if (f.bytes == 0) continue;
     if (host_memory_) {

@@ -4,17 +4,7 @@
 
 namespace fleet::exec {
 
-std::string ShapeText(const std::vector<int64_t>& dims) {
-  std::string s = "[";
-  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
-  return s + "]";
-}
-
 namespace {
-
-std::string Describe(ir::DataType dtype, const std::vector<int64_t>& dims) {
-  return std::string(ir::DataTypeName(dtype)) + ShapeText(dims);
-}
 
 int64_t Numel(const std::vector<int64_t>& dims) {
   int64_t n = 1;
@@ -41,15 +31,15 @@ StatusOr<const ScopeVar*> Scope::GetOrCreate(const std::string& name, ir::DataTy
                                              const std::vector<int64_t>& dims) {
   if (const ScopeVar* v = Find(name)) {
     if (v->dtype != dtype || v->dims != dims) {
-      return InvalidArgument("persistable var '" + name + "' is " + Describe(v->dtype, v->dims) +
-                             " in the scope but the program needs " + Describe(dtype, dims));
+      return InvalidArgument("persistable var '" + name + "' is " + ir::TypeShapeText(v->dtype, v->dims) +
+                             " in the scope but the program needs " + ir::TypeShapeText(dtype, dims));
     }
     return v;
   }
   for (int64_t d : dims) {
     if (d < 0) {
       return InvalidArgument("persistable var '" + name + "' has an unknown dimension: " +
-                             ShapeText(dims));
+                             ir::ShapeText(dims));
     }
   }
   ScopeVar var;
@@ -84,7 +74,7 @@ StatusOr<HostTensor> Scope::Read(std::string_view name) const {
 Status Scope::Write(const std::string& name, const HostTensor& value) {
   if (value.bytes.size() != static_cast<size_t>(value.numel()) * ir::DataTypeSize(value.dtype)) {
     return InvalidArgument("value for '" + name + "' holds " + std::to_string(value.bytes.size()) +
-                           " bytes, not the size of " + Describe(value.dtype, value.dims));
+                           " bytes, not the size of " + ir::TypeShapeText(value.dtype, value.dims));
   }
   FLEET_ASSIGN_OR_RETURN(const ScopeVar* v, GetOrCreate(name, value.dtype, value.dims));
   if (v->bytes == 0) return OkStatus();

@@ -39,7 +39,4 @@ using FeedMap = std::map<std::string, HostTensor>;
 // Feed shapes by var name, as Prepare takes them.
 using FeedShapes = std::map<std::string, std::vector<int64_t>>;
 
-// "[2, 3]".
-std::string ShapeText(const std::vector<int64_t>& dims);
-
 }  // namespace fleet::exec

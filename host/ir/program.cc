@@ -182,6 +182,33 @@ Var* Program::FindVarRecursive(int32_t block, std::string_view name) {
   return const_cast<Var*>(std::as_const(*this).FindVarRecursive(block, name));
 }
 
+std::string ShapeText(const std::vector<int64_t>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+std::string TypeShapeText(DataType dtype, const std::vector<int64_t>& dims) {
+  return std::string(DataTypeName(dtype)) + ShapeText(dims);
+}
+
+bool ShapesCompatible(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] >= 0 && b[i] >= 0 && a[i] != b[i]) return false;
+  }
+  return true;
+}
+
+int64_t KnownNumel(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    if (d < 0) return -1;
+    n *= d;
+  }
+  return n;
+}
+
 std::string GradVarName(std::string_view var) {
   std::string out(var);
   out += kGradSuffix;

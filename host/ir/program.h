@@ -153,6 +153,15 @@ class Program {
   std::vector<Block> blocks_;
 };
 
+// "[2, -1, 3]".
+std::string ShapeText(const std::vector<int64_t>& dims);
+// "float32[2, -1, 3]".
+std::string TypeShapeText(DataType dtype, const std::vector<int64_t>& dims);
+// Same rank and every pair of known (non-negative) dims equal: -1 matches anything.
+bool ShapesCompatible(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
+// The element count, or -1 when a dim is unknown.
+int64_t KnownNumel(const std::vector<int64_t>& dims);
+
 // Suffix of gradient variables, as in Paddle ("fc_0.w_0@GRAD").
 inline constexpr std::string_view kGradSuffix = "@GRAD";
 std::string GradVarName(std::string_view var);

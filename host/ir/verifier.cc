@@ -72,20 +72,6 @@ std::string AttrMismatch(const Attribute& given, const Attribute& expected) {
   return why;
 }
 
-std::string DimsText(const std::vector<int64_t>& dims) {
-  std::string s = "[";
-  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
-  return s + "]";
-}
-
-bool Compatible(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (a[i] >= 0 && b[i] >= 0 && a[i] != b[i]) return false;
-  }
-  return true;
-}
-
 std::string Suggest(std::string_view word, const std::vector<std::string>& candidates) {
   std::string m = ClosestMatch(word, candidates);
   return m.empty() ? "" : " (did you mean '" + m + "'?)";
@@ -247,11 +233,11 @@ class Verifier {
         if (info.dtype == DataType::kInvalid) continue;  // the shape function left it open
         const Var* v = program_.FindVarRecursive(b, names[k]);
         if (v == nullptr) continue;
-        if (v->dtype != info.dtype || !Compatible(v->shape, info.dims)) {
+        if (v->dtype != info.dtype || !ShapesCompatible(v->shape, info.dims)) {
           errors_.push_back(where + ": output " + slot + " '" + names[k] + "' is declared " +
-                            std::string(DataTypeName(v->dtype)) + DimsText(v->shape) +
+                            std::string(DataTypeName(v->dtype)) + ShapeText(v->shape) +
                             " but the op produces " + std::string(DataTypeName(info.dtype)) +
-                            DimsText(info.dims));
+                            ShapeText(info.dims));
         }
       }
     }

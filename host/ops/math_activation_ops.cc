@@ -18,7 +18,7 @@ Status CheckAxis(ShapeContext& c, const TensorInfo& t) {
   const auto rank = static_cast<int64_t>(t.dims.size());
   if (rank == 0 || axis < -rank || axis >= rank) {
     return c.Error("axis " + std::to_string(axis) + " is out of range for a tensor of shape " +
-                   DimsText(t.dims));
+                   ir::ShapeText(t.dims));
   }
   return OkStatus();
 }

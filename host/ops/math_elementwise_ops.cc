@@ -45,14 +45,14 @@ Status InferElementwise(ShapeContext& c) {
   }
   if (axis < 0 || axis + static_cast<int64_t>(small.size()) > static_cast<int64_t>(big.size())) {
     return c.Error("axis " + std::to_string(c.IntAttr("axis")) + " does not place " +
-                   (x_big ? "Y " : "X ") + DimsText(x_big ? y.dims : x.dims) + " inside " +
-                   (x_big ? "X " : "Y ") + DimsText(big));
+                   (x_big ? "Y " : "X ") + ir::ShapeText(x_big ? y.dims : x.dims) + " inside " +
+                   (x_big ? "X " : "Y ") + ir::ShapeText(big));
   }
   TensorInfo out{x.dtype, big};
   for (size_t i = 0; i < small.size(); ++i) {
     const size_t j = static_cast<size_t>(axis) + i;
     if (!JoinDim(big[j], small[i], &out.dims[j])) {
-      return c.Error("X " + DimsText(x.dims) + " and Y " + DimsText(y.dims) +
+      return c.Error("X " + ir::ShapeText(x.dims) + " and Y " + ir::ShapeText(y.dims) +
                      " do not broadcast at axis " + std::to_string(axis) + ": dim " +
                      std::to_string(big[j]) + " vs " + std::to_string(small[i]));
     }

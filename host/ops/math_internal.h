@@ -18,12 +18,6 @@ void RegisterReduceOps(OpRegistry& registry);       // math_reduce_ops.cc: sum, 
 void RegisterActivationOps(OpRegistry& registry);   // math_activation_ops.cc: activations,
                                                     // softmax, log_softmax
 
-// "[2, -1, 3]".
-std::string DimsText(const std::vector<int64_t>& dims);
-
-// Product of dims[begin, end); -1 when any of them is unknown.
-int64_t ProductOrUnknown(const std::vector<int64_t>& dims, size_t begin, size_t end);
-
 // Known dims must agree; an unknown (-1) one agrees with anything.
 inline bool DimsAgree(int64_t a, int64_t b) { return a < 0 || b < 0 || a == b; }
 

@@ -15,18 +15,18 @@ Status InferMul(ShapeContext& c) {
   const auto yr = static_cast<int64_t>(y.dims.size());
   if (xnc < 1 || xnc >= xr) {
     return c.Error("x_num_col_dims " + std::to_string(xnc) + " must be in [1, rank(X)) for X " +
-                   DimsText(x.dims));
+                   ir::ShapeText(x.dims));
   }
   if (ync < 1 || ync >= yr) {
     return c.Error("y_num_col_dims " + std::to_string(ync) + " must be in [1, rank(Y)) for Y " +
-                   DimsText(y.dims));
+                   ir::ShapeText(y.dims));
   }
   const int64_t x_cols = ProductOrUnknown(x.dims, static_cast<size_t>(xnc), x.dims.size());
   const int64_t y_rows = ProductOrUnknown(y.dims, 0, static_cast<size_t>(ync));
   if (!DimsAgree(x_cols, y_rows)) {
-    return c.Error("X " + DimsText(x.dims) + " flattened at x_num_col_dims=" +
+    return c.Error("X " + ir::ShapeText(x.dims) + " flattened at x_num_col_dims=" +
                    std::to_string(xnc) + " has " + std::to_string(x_cols) + " columns but Y " +
-                   DimsText(y.dims) + " flattened at y_num_col_dims=" + std::to_string(ync) +
+                   ir::ShapeText(y.dims) + " flattened at y_num_col_dims=" + std::to_string(ync) +
                    " has " + std::to_string(y_rows) + " rows");
   }
   TensorInfo out{x.dtype, {}};
@@ -56,7 +56,7 @@ Status InferMatmulV2(ShapeContext& c) {
   const TensorInfo& x = c.Input("X");
   const TensorInfo& y = c.Input("Y");
   if (x.dims.empty() || y.dims.empty()) {
-    return c.Error("X " + DimsText(x.dims) + " and Y " + DimsText(y.dims) +
+    return c.Error("X " + ir::ShapeText(x.dims) + " and Y " + ir::ShapeText(y.dims) +
                    " must have rank >= 1");
   }
   const bool tx = c.BoolAttr("trans_x");
@@ -77,8 +77,8 @@ Status InferMatmulV2(ShapeContext& c) {
     if (ty) std::swap(ky, n);
   }
   if (!DimsAgree(kx, ky)) {
-    return c.Error("contraction dims differ: X " + DimsText(x.dims) + (tx ? " (transposed)" : "") +
-                   " has " + std::to_string(kx) + ", Y " + DimsText(y.dims) +
+    return c.Error("contraction dims differ: X " + ir::ShapeText(x.dims) + (tx ? " (transposed)" : "") +
+                   " has " + std::to_string(kx) + ", Y " + ir::ShapeText(y.dims) +
                    (ty ? " (transposed)" : "") + " has " + std::to_string(ky));
   }
   const size_t xb = xr >= 2 ? xr - 2 : 0, yb = yr >= 2 ? yr - 2 : 0;
@@ -89,7 +89,7 @@ Status InferMatmulV2(ShapeContext& c) {
     const int64_t a = i + xb >= nb ? x.dims[i + xb - nb] : 1;
     const int64_t b = i + yb >= nb ? y.dims[i + yb - nb] : 1;
     if (!BroadcastDim(a, b, &out.dims[i])) {
-      return c.Error("batch dims of X " + DimsText(x.dims) + " and Y " + DimsText(y.dims) +
+      return c.Error("batch dims of X " + ir::ShapeText(x.dims) + " and Y " + ir::ShapeText(y.dims) +
                      " do not broadcast (" + std::to_string(a) + " vs " + std::to_string(b) +
                      ")");
     }

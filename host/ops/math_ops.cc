@@ -7,21 +7,6 @@
 namespace fleet::ops {
 namespace math {
 
-std::string DimsText(const std::vector<int64_t>& dims) {
-  std::string s = "[";
-  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
-  return s + "]";
-}
-
-int64_t ProductOrUnknown(const std::vector<int64_t>& dims, size_t begin, size_t end) {
-  int64_t p = 1;
-  for (size_t i = begin; i < end && i < dims.size(); ++i) {
-    if (dims[i] < 0) return -1;
-    p *= dims[i];
-  }
-  return p;
-}
-
 void SetOutputIfPresent(ShapeContext& c, std::string_view slot, const TensorInfo& info) {
   if (c.HasOutput(slot)) c.Output(slot) = info;
 }

@@ -22,9 +22,9 @@ Status InferSum(ShapeContext& c) {
     }
     if (!ok) {
       return c.Error("X[" + std::to_string(i) + "] is " +
-                     std::string(ir::DataTypeName(t.dtype)) + DimsText(t.dims) +
+                     std::string(ir::DataTypeName(t.dtype)) + ir::ShapeText(t.dims) +
                      " but X[0] is " + std::string(ir::DataTypeName(c.Input("X", 0).dtype)) +
-                     DimsText(c.Input("X", 0).dims) + "; all inputs must match");
+                     ir::ShapeText(c.Input("X", 0).dims) + "; all inputs must match");
     }
   }
   c.Output("Out") = out;
@@ -49,7 +49,7 @@ Status ReducedDims(const ShapeContext& c, size_t rank, std::vector<bool>* reduce
     const int64_t k = d < 0 ? d + r : d;
     if (k < 0 || k >= r) {
       return c.Error("dim " + std::to_string(d) + " is out of range for X " +
-                     DimsText(c.Input("X").dims));
+                     ir::ShapeText(c.Input("X").dims));
     }
     (*reduced)[static_cast<size_t>(k)] = true;
   }

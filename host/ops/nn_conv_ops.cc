@@ -13,7 +13,7 @@ Status CheckNchw(const ShapeContext& c, const TensorInfo& x, const char* slot,
     return c.Error(std::string(layout_attr) + " '" + layout + "' is not supported (NCHW only)");
   }
   if (x.dims.size() != 4) {
-    return c.Error(std::string(slot) + " must be 4-D NCHW, got " + DimsString(x.dims));
+    return c.Error(std::string(slot) + " must be 4-D NCHW, got " + ir::ShapeText(x.dims));
   }
   return OkStatus();
 }
@@ -35,7 +35,7 @@ Status InferConv2d(ShapeContext& c) {
   FLEET_RETURN_IF_ERROR(CheckNchw(c, x, "Input", "data_format"));
   if (f.dims.size() != 4) {
     return c.Error("Filter must be 4-D [out_channels, in_channels/groups, kh, kw], got " +
-                   DimsString(f.dims));
+                   ir::ShapeText(f.dims));
   }
   if (f.dtype != x.dtype) {
     return c.Error("Filter dtype " + std::string(ir::DataTypeName(f.dtype)) +
@@ -48,9 +48,9 @@ Status InferConv2d(ShapeContext& c) {
                    " are not divisible by groups " + std::to_string(groups));
   }
   if (x.dims[1] >= 0 && f.dims[1] >= 0 && x.dims[1] / groups != f.dims[1]) {
-    return c.Error("Input " + DimsString(x.dims) + " has " + std::to_string(x.dims[1]) +
+    return c.Error("Input " + ir::ShapeText(x.dims) + " has " + std::to_string(x.dims[1]) +
                    " channels, so with groups=" + std::to_string(groups) + " Filter " +
-                   DimsString(f.dims) + " needs dim 1 = " + std::to_string(x.dims[1] / groups));
+                   ir::ShapeText(f.dims) + " needs dim 1 = " + std::to_string(x.dims[1] / groups));
   }
   if (f.dims[0] >= 0 && f.dims[0] % groups != 0) {
     return c.Error("Filter out channels " + std::to_string(f.dims[0]) +
@@ -63,8 +63,8 @@ Status InferConv2d(ShapeContext& c) {
   out.dims = {x.dims[0], f.dims[0], WindowOutSize(in[0], w, 0, false),
               WindowOutSize(in[1], w, 1, false)};
   if (out.dims[2] == 0 || out.dims[3] == 0) {
-    return c.Error("Input " + DimsString(x.dims) + " is smaller than the dilated Filter " +
-                   DimsString(f.dims) + " with the given paddings");
+    return c.Error("Input " + ir::ShapeText(x.dims) + " is smaller than the dilated Filter " +
+                   ir::ShapeText(f.dims) + " with the given paddings");
   }
   c.Output("Output") = out;
   return OkStatus();
@@ -82,7 +82,7 @@ void RegisterConv2d(OpRegistry& registry) {
     return std::vector<ir::Op>{
         GradOp(fwd, "conv2d_grad", {"Input", "Filter"}, {"Output"}, {"Input", "Filter"})};
   };
-  RegisterOrDie(registry, std::move(s));
+  RegisterBuiltin(registry, std::move(s));
 
   OpSchema g;
   g.type = "conv2d_grad";
@@ -94,7 +94,7 @@ void RegisterConv2d(OpRegistry& registry) {
     if (c.HasOutput("Filter@GRAD")) c.Output("Filter@GRAD") = c.Input("Filter");
     return OkStatus();
   };
-  RegisterOrDie(registry, std::move(g));
+  RegisterBuiltin(registry, std::move(g));
 }
 
 std::vector<AttrSpec> PoolAttrs() {
@@ -132,13 +132,13 @@ Status InferPool2d(ShapeContext& c) {
     for (int i = 0; i < 2; ++i) {
       if (w.pad_begin[i] >= w.kernel[i] || w.pad_end[i] >= w.kernel[i]) {
         return c.Error("paddings must be smaller than ksize " +
-                       DimsString(c.IntsAttr("ksize")));
+                       ir::ShapeText(c.IntsAttr("ksize")));
       }
       out.dims[2 + i] = WindowOutSize(in[i], w, i, c.BoolAttr("ceil_mode"));
     }
     if (out.dims[2] == 0 || out.dims[3] == 0) {
-      return c.Error("X " + DimsString(x.dims) + " is smaller than ksize " +
-                     DimsString(c.IntsAttr("ksize")));
+      return c.Error("X " + ir::ShapeText(x.dims) + " is smaller than ksize " +
+                     ir::ShapeText(c.IntsAttr("ksize")));
     }
   }
   c.Output("Out") = out;
@@ -156,7 +156,7 @@ void RegisterPool2d(OpRegistry& registry) {
   s.grad = [](const ir::Op& fwd) {
     return std::vector<ir::Op>{GradOp(fwd, "pool2d_grad", {"X", "Out"}, {"Out"}, {"X"})};
   };
-  RegisterOrDie(registry, std::move(s));
+  RegisterBuiltin(registry, std::move(s));
 
   OpSchema g;
   g.type = "pool2d_grad";
@@ -167,7 +167,7 @@ void RegisterPool2d(OpRegistry& registry) {
     if (c.HasOutput("X@GRAD")) c.Output("X@GRAD") = c.Input("X");
     return OkStatus();
   };
-  RegisterOrDie(registry, std::move(g));
+  RegisterBuiltin(registry, std::move(g));
 }
 
 }  // namespace

@@ -11,8 +11,8 @@ namespace {
 Status CheckLabel(const ShapeContext& c, const TensorInfo& x, const TensorInfo& label,
                   size_t axis, bool soft) {
   if (label.dims.size() != x.dims.size()) {
-    return c.Error("Label " + DimsString(label.dims) + " must have the rank of the input " +
-                   DimsString(x.dims));
+    return c.Error("Label " + ir::ShapeText(label.dims) + " must have the rank of the input " +
+                   ir::ShapeText(x.dims));
   }
   if (!soft && label.dtype != ir::DataType::kInt64 && label.dtype != ir::DataType::kInt32) {
     return c.Error("hard Label must be int64 class ids, got " +
@@ -25,8 +25,8 @@ Status CheckLabel(const ShapeContext& c, const TensorInfo& x, const TensorInfo& 
   for (size_t i = 0; i < x.dims.size(); ++i) {
     int64_t want = (i == axis && !soft) ? 1 : x.dims[i];
     if (!DimsMatch(label.dims[i], want)) {
-      return c.Error("Label " + DimsString(label.dims) + " does not fit input " +
-                     DimsString(x.dims) + (soft ? " (soft_label: same shape expected)"
+      return c.Error("Label " + ir::ShapeText(label.dims) + " does not fit input " +
+                     ir::ShapeText(x.dims) + (soft ? " (soft_label: same shape expected)"
                                                 : " (hard labels: class dim of size 1)"));
     }
   }
@@ -53,7 +53,7 @@ void RegisterCrossEntropy(OpRegistry& registry) {
   s.grad = [](const ir::Op& fwd) {
     return std::vector<ir::Op>{GradOp(fwd, "cross_entropy_grad", {"X", "Label"}, {"Y"}, {"X"})};
   };
-  RegisterOrDie(registry, std::move(s));
+  RegisterBuiltin(registry, std::move(s));
 
   OpSchema g;
   g.type = "cross_entropy_grad";
@@ -64,7 +64,7 @@ void RegisterCrossEntropy(OpRegistry& registry) {
     if (c.HasOutput("X@GRAD")) c.Output("X@GRAD") = c.Input("X");
     return OkStatus();
   };
-  RegisterOrDie(registry, std::move(g));
+  RegisterBuiltin(registry, std::move(g));
 }
 
 // The class axis of softmax_with_cross_entropy, normalised to [0, rank).
@@ -104,7 +104,7 @@ void RegisterSoftmaxWithCrossEntropy(OpRegistry& registry) {
     return std::vector<ir::Op>{GradOp(fwd, "softmax_with_cross_entropy_grad",
                                       {"Softmax", "Label"}, {"Loss"}, {"Logits"})};
   };
-  RegisterOrDie(registry, std::move(s));
+  RegisterBuiltin(registry, std::move(s));
 
   OpSchema g;
   g.type = "softmax_with_cross_entropy_grad";
@@ -119,7 +119,7 @@ void RegisterSoftmaxWithCrossEntropy(OpRegistry& registry) {
     if (c.HasOutput("Logits@GRAD")) c.Output("Logits@GRAD") = sm;
     return OkStatus();
   };
-  RegisterOrDie(registry, std::move(g));
+  RegisterBuiltin(registry, std::move(g));
 }
 
 }  // namespace

@@ -48,7 +48,7 @@ void RegisterDropout(OpRegistry& registry) {
   s.grad = [](const ir::Op& fwd) {
     return std::vector<ir::Op>{GradOp(fwd, "dropout_grad", {"Mask"}, {"Out"}, {"X"})};
   };
-  RegisterOrDie(registry, std::move(s));
+  RegisterBuiltin(registry, std::move(s));
 
   OpSchema g;
   g.type = "dropout_grad";
@@ -61,12 +61,12 @@ void RegisterDropout(OpRegistry& registry) {
     const TensorInfo& dy = c.Input("Out@GRAD");
     const TensorInfo& mask = c.Input("Mask");
     if (mask.dtype != ir::DataType::kUInt8 || mask.dims.size() != dy.dims.size()) {
-      return c.Error("Mask must be uint8 of Out@GRAD's shape " + DimsString(dy.dims));
+      return c.Error("Mask must be uint8 of Out@GRAD's shape " + ir::ShapeText(dy.dims));
     }
     if (c.HasOutput("X@GRAD")) c.Output("X@GRAD") = dy;
     return OkStatus();
   };
-  RegisterOrDie(registry, std::move(g));
+  RegisterBuiltin(registry, std::move(g));
 }
 
 std::vector<AttrSpec> LookupAttrs() {
@@ -87,7 +87,7 @@ void RegisterLookupTableV2(OpRegistry& registry) {
   s.infer_shape = [](ShapeContext& c) {
     const TensorInfo& w = c.Input("W");
     const TensorInfo& ids = c.Input("Ids");
-    if (w.dims.size() != 2) return c.Error("W must be 2-D [vocab, dim], got " + DimsString(w.dims));
+    if (w.dims.size() != 2) return c.Error("W must be 2-D [vocab, dim], got " + ir::ShapeText(w.dims));
     if (ids.dtype != ir::DataType::kInt64 && ids.dtype != ir::DataType::kInt32) {
       return c.Error("Ids must be int64, got " + std::string(ir::DataTypeName(ids.dtype)));
     }
@@ -104,7 +104,7 @@ void RegisterLookupTableV2(OpRegistry& registry) {
   s.grad = [](const ir::Op& fwd) {
     return std::vector<ir::Op>{GradOp(fwd, "lookup_table_v2_grad", {"W", "Ids"}, {"Out"}, {"W"})};
   };
-  RegisterOrDie(registry, std::move(s));
+  RegisterBuiltin(registry, std::move(s));
 
   OpSchema g;
   g.type = "lookup_table_v2_grad";
@@ -116,7 +116,7 @@ void RegisterLookupTableV2(OpRegistry& registry) {
     if (c.HasOutput("W@GRAD")) c.Output("W@GRAD") = c.Input("W");
     return OkStatus();
   };
-  RegisterOrDie(registry, std::move(g));
+  RegisterBuiltin(registry, std::move(g));
 }
 
 void RegisterAccuracy(OpRegistry& registry) {
@@ -131,22 +131,22 @@ void RegisterAccuracy(OpRegistry& registry) {
     const TensorInfo& idx = c.Input("Indices");
     const TensorInfo& label = c.Input("Label");
     if (idx.dims.size() != 2) {
-      return c.Error("Indices must be [N, k], got " + DimsString(idx.dims));
+      return c.Error("Indices must be [N, k], got " + ir::ShapeText(idx.dims));
     }
     if (idx.dtype != ir::DataType::kInt64 || label.dtype != ir::DataType::kInt64) {
       return c.Error("Indices and Label must be int64");
     }
     if (label.dims.size() != 2 || !DimsMatch(label.dims[1], 1) ||
         !DimsMatch(label.dims[0], idx.dims[0])) {
-      return c.Error("Label must be [N, 1] with N of Indices " + DimsString(idx.dims) +
-                     ", got " + DimsString(label.dims));
+      return c.Error("Label must be [N, 1] with N of Indices " + ir::ShapeText(idx.dims) +
+                     ", got " + ir::ShapeText(label.dims));
     }
     c.Output("Accuracy") = TensorInfo{ir::DataType::kFloat32, {1}};
     if (c.HasOutput("Correct")) c.Output("Correct") = TensorInfo{ir::DataType::kInt32, {1}};
     if (c.HasOutput("Total")) c.Output("Total") = TensorInfo{ir::DataType::kInt32, {1}};
     return OkStatus();
   };
-  RegisterOrDie(registry, std::move(s));
+  RegisterBuiltin(registry, std::move(s));
 }
 
 std::vector<AttrSpec> TopKAttrs() {
@@ -158,7 +158,7 @@ StatusOr<size_t> TopKAxis(const ShapeContext& c, const TensorInfo& x) {
   int64_t axis = c.IntAttr("axis");
   if (r == 0 || axis < -r || axis >= r) {
     return c.Error("axis " + std::to_string(axis) + " is out of range for X " +
-                   DimsString(x.dims));
+                   ir::ShapeText(x.dims));
   }
   return static_cast<size_t>(axis < 0 ? axis + r : axis);
 }
@@ -176,7 +176,7 @@ void RegisterTopK(OpRegistry& registry) {
     int64_t k = c.IntAttr("k");
     if (k < 1 || (x.dims[axis] >= 0 && k > x.dims[axis])) {
       return c.Error("k = " + std::to_string(k) + " must be in [1, " +
-                     std::to_string(x.dims[axis]) + "] for X " + DimsString(x.dims));
+                     std::to_string(x.dims[axis]) + "] for X " + ir::ShapeText(x.dims));
     }
     TensorInfo out = x;
     out.dims[axis] = k;
@@ -188,7 +188,7 @@ void RegisterTopK(OpRegistry& registry) {
   s.grad = [](const ir::Op& fwd) {
     return std::vector<ir::Op>{GradOp(fwd, "top_k_v2_grad", {"X", "Indices"}, {"Out"}, {"X"})};
   };
-  RegisterOrDie(registry, std::move(s));
+  RegisterBuiltin(registry, std::move(s));
 
   OpSchema g;
   g.type = "top_k_v2_grad";
@@ -201,7 +201,7 @@ void RegisterTopK(OpRegistry& registry) {
     if (c.HasOutput("X@GRAD")) c.Output("X@GRAD") = c.Input("X");
     return OkStatus();
   };
-  RegisterOrDie(registry, std::move(g));
+  RegisterBuiltin(registry, std::move(g));
 }
 
 }  // namespace

@@ -26,7 +26,7 @@ Status CheckChannelVector(const ShapeContext& c, const char* slot, int64_t chann
   const TensorInfo& t = c.Input(slot);
   if (t.dims.size() != 1 || !DimsMatch(t.dims[0], channels)) {
     return c.Error(std::string(slot) + " must be [" + std::to_string(channels) + "], got " +
-                   DimsString(t.dims));
+                   ir::ShapeText(t.dims));
   }
   if (t.dtype != dtype) {
     return c.Error(std::string(slot) + " dtype " + std::string(ir::DataTypeName(t.dtype)) +
@@ -43,7 +43,7 @@ Status InferBatchNorm(ShapeContext& c) {
   }
   if (x.dims.size() < 2 || x.dims.size() > 5) {
     return c.Error("X must be [N, C] or [N, C, ...] with rank 2 to 5, got " +
-                   DimsString(x.dims));
+                   ir::ShapeText(x.dims));
   }
   const int64_t ch = x.dims[1];
   for (const char* slot : {"Scale", "Bias", "Mean", "Variance"}) {
@@ -74,7 +74,7 @@ void RegisterBatchNorm(OpRegistry& registry) {
         {"X", "Scale", "Bias", "Mean", "Variance", "SavedMean", "SavedVariance"}, {"Y"},
         {"X", "Scale", "Bias"})};
   };
-  RegisterOrDie(registry, std::move(s));
+  RegisterBuiltin(registry, std::move(s));
 
   OpSchema g;
   g.type = "batch_norm_grad";
@@ -88,7 +88,7 @@ void RegisterBatchNorm(OpRegistry& registry) {
     if (c.HasOutput("Bias@GRAD")) c.Output("Bias@GRAD") = c.Input("Scale");
     return OkStatus();
   };
-  RegisterOrDie(registry, std::move(g));
+  RegisterBuiltin(registry, std::move(g));
 }
 
 std::vector<AttrSpec> LayerNormAttrs() {
@@ -114,7 +114,7 @@ Status InferLayerNorm(ShapeContext& c) {
     const TensorInfo& t = c.Input(slot);
     if (t.dims.size() != 1 || !DimsMatch(t.dims[0], right)) {
       return c.Error(std::string(slot) + " must be [" + std::to_string(right) +
-                     "] (X's dims from begin_norm_axis on), got " + DimsString(t.dims));
+                     "] (X's dims from begin_norm_axis on), got " + ir::ShapeText(t.dims));
     }
   }
   c.Output("Y") = x;
@@ -137,7 +137,7 @@ void RegisterLayerNorm(OpRegistry& registry) {
                                       {"X", "Scale", "Bias", "Mean", "Variance"}, {"Y"},
                                       {"X", "Scale", "Bias"})};
   };
-  RegisterOrDie(registry, std::move(s));
+  RegisterBuiltin(registry, std::move(s));
 
   OpSchema g;
   g.type = "layer_norm_grad";
@@ -154,7 +154,7 @@ void RegisterLayerNorm(OpRegistry& registry) {
     }
     return OkStatus();
   };
-  RegisterOrDie(registry, std::move(g));
+  RegisterBuiltin(registry, std::move(g));
 }
 
 }  // namespace

@@ -8,55 +8,33 @@
 
 namespace fleet::ops {
 
-void RegisterOrDie(OpRegistry& registry, OpSchema s) {
-  std::string type = s.type;
-  Status st = registry.Register(std::move(s));
-  if (!st.ok()) {
-    std::fprintf(stderr, "nn ops: cannot register '%s': %s\n", type.c_str(),
-                 st.ToString().c_str());
-    assert(false);
-  }
-}
 
-std::string DimsString(const std::vector<int64_t>& dims) {
-  std::string s = "[";
-  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
-  return s + "]";
-}
 
-int64_t ProductOrUnknown(const std::vector<int64_t>& dims, size_t begin, size_t end) {
-  int64_t p = 1;
-  for (size_t i = begin; i < end && i < dims.size(); ++i) {
-    if (dims[i] < 0) return -1;
-    p *= dims[i];
-  }
-  return p;
-}
 
 Status ResolveWindow2d(const ShapeContext& c, const int64_t in[2],
                        const std::vector<int64_t>& ksize, Window2d* w) {
   if (ksize.size() != 2) {
-    return c.Error("expects 2 kernel sizes (kh, kw), got " + DimsString(ksize));
+    return c.Error("expects 2 kernel sizes (kh, kw), got " + ir::ShapeText(ksize));
   }
   std::vector<int64_t> strides = c.IntsAttr("strides");
   std::vector<int64_t> paddings = c.IntsAttr("paddings");
   std::string algo = c.StringAttr("padding_algorithm");
   if (strides.size() != 2) {
-    return c.Error("attribute strides needs 2 values, got " + DimsString(strides));
+    return c.Error("attribute strides needs 2 values, got " + ir::ShapeText(strides));
   }
   for (int i = 0; i < 2; ++i) {
-    if (ksize[i] <= 0) return c.Error("kernel sizes must be positive, got " + DimsString(ksize));
-    if (strides[i] <= 0) return c.Error("strides must be positive, got " + DimsString(strides));
+    if (ksize[i] <= 0) return c.Error("kernel sizes must be positive, got " + ir::ShapeText(ksize));
+    if (strides[i] <= 0) return c.Error("strides must be positive, got " + ir::ShapeText(strides));
     w->kernel[i] = ksize[i];
     w->stride[i] = strides[i];
   }
   if (paddings.size() == 2) {
     paddings = {paddings[0], paddings[0], paddings[1], paddings[1]};
   } else if (paddings.size() != 4) {
-    return c.Error("attribute paddings needs 2 or 4 values, got " + DimsString(paddings));
+    return c.Error("attribute paddings needs 2 or 4 values, got " + ir::ShapeText(paddings));
   }
   for (int64_t p : paddings) {
-    if (p < 0) return c.Error("paddings must be >= 0, got " + DimsString(paddings));
+    if (p < 0) return c.Error("paddings must be >= 0, got " + ir::ShapeText(paddings));
   }
   for (int i = 0; i < 2; ++i) {
     w->pad_begin[i] = paddings[2 * i];
@@ -65,7 +43,7 @@ Status ResolveWindow2d(const ShapeContext& c, const int64_t in[2],
   if (c.op().type.rfind("conv2d", 0) == 0) {
     std::vector<int64_t> dil = c.IntsAttr("dilations");
     if (dil.size() != 2 || dil[0] <= 0 || dil[1] <= 0) {
-      return c.Error("attribute dilations needs 2 positive values, got " + DimsString(dil));
+      return c.Error("attribute dilations needs 2 positive values, got " + ir::ShapeText(dil));
     }
     w->dilation[0] = dil[0];
     w->dilation[1] = dil[1];

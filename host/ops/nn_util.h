@@ -17,9 +17,6 @@ void RegisterNnNormOps(OpRegistry& registry);   // nn_norm_ops.cc: batch_norm, l
 void RegisterNnMiscOps(OpRegistry& registry);   // nn_misc_ops.cc: dropout, lookup_table_v2,
                                                 // accuracy, top_k_v2
 
-// Registers `s`; a failure here is a programming error in the group (duplicate type), which the
-// registry reports and tests catch through a missing schema.
-void RegisterOrDie(OpRegistry& registry, OpSchema s);
 
 // Geometry of a 2-D sliding window over spatial dims (H, W), Paddle's rules applied:
 // paddings of 2 values [ph, pw] or 4 values [top, bottom, left, right]; "SAME" pads so that
@@ -40,8 +37,6 @@ Status ResolveWindow2d(const ShapeContext& c, const int64_t in[2],
 // Output size of one spatial dim; -1 when `in` is -1. Ceil mode rounds up like Paddle's pool2d.
 int64_t WindowOutSize(int64_t in, const Window2d& w, int dim, bool ceil_mode);
 
-// Product of dims[begin, end); -1 when any of them is unknown.
-int64_t ProductOrUnknown(const std::vector<int64_t>& dims, size_t begin, size_t end);
 
 // A "<type>" grad op of `fwd`: `reads` are slots copied from the forward op (inputs or outputs,
 // absent ones skipped), `out_grads` forward output slots whose "<slot>@GRAD" it reads,
@@ -52,6 +47,5 @@ ir::Op GradOp(const ir::Op& fwd, std::string type, const std::vector<std::string
 // Two dims agree unless both are known and differ.
 bool DimsMatch(int64_t a, int64_t b);
 
-std::string DimsString(const std::vector<int64_t>& dims);
 
 }  // namespace fleet::ops

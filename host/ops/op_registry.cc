@@ -1,6 +1,8 @@
 #include "ops/op_registry.h"
 
 #include <cassert>
+#include <cstdio>
+#include <cstdlib>
 #include <mutex>
 
 namespace fleet::ops {
@@ -139,6 +141,23 @@ std::vector<std::string> OpRegistry::Types() const {
   out.reserve(schemas_.size());
   for (const auto& [type, schema] : schemas_) out.push_back(type);
   return out;
+}
+
+void RegisterBuiltin(OpRegistry& registry, OpSchema schema) {
+  Status s = registry.Register(std::move(schema));
+  if (!s.ok()) {
+    std::fprintf(stderr, "fleet: built-in op schema rejected: %s\n", s.ToString().c_str());
+    std::abort();
+  }
+}
+
+int64_t ProductOrUnknown(const std::vector<int64_t>& dims, size_t begin, size_t end) {
+  int64_t p = 1;
+  for (size_t i = begin; i < end && i < dims.size(); ++i) {
+    if (dims[i] < 0) return -1;
+    p *= dims[i];
+  }
+  return p;
 }
 
 const OpRegistry& BuiltinOps() {

@@ -130,6 +130,13 @@ Status CheckOpSlots(const OpSchema& schema, const ir::Op& op);
 // Attributes of `op` with every schema default filled in.
 ir::AttrMap AttrsWithDefaults(const OpSchema& schema, const ir::Op& op);
 
+// Registers a built-in schema. A failure is a bug in the host (a duplicate type, a schema
+// without a shape function), reported on stderr before aborting.
+void RegisterBuiltin(OpRegistry& registry, OpSchema schema);
+
+// The product of dims[begin, end), or -1 when one of them is unknown.
+int64_t ProductOrUnknown(const std::vector<int64_t>& dims, size_t begin, size_t end);
+
 // Groups of built-in ops, each defined in its own file and called once by BuiltinOps().
 void RegisterMathOps(OpRegistry& registry);       // math_ops.cc: mul, matmul_v2, elementwise,
                                                   // scale, sum, mean, reductions, activations,

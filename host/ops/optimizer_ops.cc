@@ -9,24 +9,8 @@
 namespace fleet::ops {
 namespace {
 
-std::string DimsText(const std::vector<int64_t>& dims) {
-  std::string s = "[";
-  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
-  return s + "]";
-}
-
 bool IsFloat(ir::DataType t) {
   return t == ir::DataType::kFloat32 || t == ir::DataType::kFloat64;
-}
-
-// Known element count, or -1 when a dim is unknown.
-int64_t KnownNumel(const std::vector<int64_t>& dims) {
-  int64_t n = 1;
-  for (int64_t d : dims) {
-    if (d < 0) return -1;
-    n *= d;
-  }
-  return n;
 }
 
 // Same rank and equal known dims.
@@ -47,8 +31,8 @@ Status CheckLikeParam(const ShapeContext& c, std::string_view slot) {
                    " but Param is " + std::string(ir::DataTypeName(p.dtype)));
   }
   if (!SameShape(t.dims, p.dims)) {
-    return c.Error(std::string(slot) + " has shape " + DimsText(t.dims) + " but Param has " +
-                   DimsText(p.dims));
+    return c.Error(std::string(slot) + " has shape " + ir::ShapeText(t.dims) + " but Param has " +
+                   ir::ShapeText(p.dims));
   }
   return OkStatus();
 }
@@ -60,10 +44,10 @@ Status CheckOneElement(const ShapeContext& c, std::string_view slot) {
     return c.Error(std::string(slot) + " must be float32 or float64, not " +
                    std::string(ir::DataTypeName(t.dtype)));
   }
-  int64_t n = KnownNumel(t.dims);
+  int64_t n = ir::KnownNumel(t.dims);
   if (n >= 0 && n != 1) {
     return c.Error(std::string(slot) + " must hold one element, but has shape " +
-                   DimsText(t.dims));
+                   ir::ShapeText(t.dims));
   }
   return OkStatus();
 }
@@ -225,8 +209,8 @@ void RegisterLrSchedule(OpRegistry& registry) {
       return c.Error("Step must be int64, float32 or float64, not " +
                      std::string(ir::DataTypeName(step.dtype)));
     }
-    int64_t n = KnownNumel(step.dims);
-    if (n >= 0 && n != 1) return c.Error("Step must hold one element, got " + DimsText(step.dims));
+    int64_t n = ir::KnownNumel(step.dims);
+    if (n >= 0 && n != 1) return c.Error("Step must hold one element, got " + ir::ShapeText(step.dims));
     std::string type = c.StringAttr("type");
     if (type == "piecewise") {
       size_t nb = c.IntsAttr("boundaries").size();

@@ -3,20 +3,7 @@
 namespace fleet::ops {
 namespace {
 
-std::string DimsText(const std::vector<int64_t>& dims) {
-  std::string s = "[";
-  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
-  return s + "]";
-}
 
-// Two shapes agree when they have the same rank and every pair of known dims is equal.
-bool Compatible(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (a[i] >= 0 && b[i] >= 0 && a[i] != b[i]) return false;
-  }
-  return true;
-}
 
 }  // namespace
 
@@ -58,11 +45,11 @@ Status InferAndDeclareOutputs(const OpRegistry& registry, ir::Program& program, 
         nv.shape = info.dims;
         FLEET_RETURN_IF_ERROR(program.block(block).AddVar(std::move(nv)).status());
       } else if (v->persistable) {
-        if (v->dtype != info.dtype || !Compatible(v->shape, info.dims)) {
+        if (v->dtype != info.dtype || !ir::ShapesCompatible(v->shape, info.dims)) {
           return InvalidArgument(op.type + ": output " + slot + " '" + names[i] + "' is " +
                                  std::string(ir::DataTypeName(info.dtype)) +
-                                 DimsText(info.dims) + " but the persistable var is declared " +
-                                 std::string(ir::DataTypeName(v->dtype)) + DimsText(v->shape));
+                                 ir::ShapeText(info.dims) + " but the persistable var is declared " +
+                                 std::string(ir::DataTypeName(v->dtype)) + ir::ShapeText(v->shape));
         }
       } else {
         v->dtype = info.dtype;

@@ -27,7 +27,7 @@ StatusOr<std::vector<int64_t>> CreationShape(const ShapeContext& c) {
   std::vector<int64_t> shape = c.IntsAttr("shape");
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] < 0) {
-      return c.Error("shape " + DimsText(shape) + " has a negative entry at " +
+      return c.Error("shape " + ir::ShapeText(shape) + " has a negative entry at " +
                      Str(static_cast<int64_t>(i)) + "; a created tensor needs known dims");
     }
   }
@@ -134,7 +134,7 @@ void RegisterTensorCreateOps(OpRegistry& registry) {
       }
       return std::vector<ir::Op>{std::move(g)};
     };
-    RegisterOrAbort(registry, std::move(s));
+    RegisterBuiltin(registry, std::move(s));
 
     OpSchema g;
     g.type = "cast_grad";
@@ -147,7 +147,7 @@ void RegisterTensorCreateOps(OpRegistry& registry) {
       if (c.HasOutput("X@GRAD")) c.Output("X@GRAD") = c.Input("X");
       return OkStatus();
     };
-    RegisterOrAbort(registry, std::move(g));
+    RegisterBuiltin(registry, std::move(g));
   }
   {
     OpSchema s;
@@ -163,7 +163,7 @@ void RegisterTensorCreateOps(OpRegistry& registry) {
       g.outputs["Out"] = {ir::GradVarName(fwd.InputOne("X"))};
       return std::vector<ir::Op>{std::move(g)};
     };
-    RegisterOrAbort(registry, std::move(s));
+    RegisterBuiltin(registry, std::move(s));
   }
   {
     OpSchema s;
@@ -178,7 +178,7 @@ void RegisterTensorCreateOps(OpRegistry& registry) {
                {"force_cpu", false}};
     s.kernel_dtype_slot = "Out";
     s.infer_shape = InferFillConstant;
-    RegisterOrAbort(registry, std::move(s));
+    RegisterBuiltin(registry, std::move(s));
   }
   {
     OpSchema s;
@@ -196,7 +196,7 @@ void RegisterTensorCreateOps(OpRegistry& registry) {
       c.Output("Out") = std::move(out);
       return OkStatus();
     };
-    RegisterOrAbort(registry, std::move(s));
+    RegisterBuiltin(registry, std::move(s));
   }
   {
     OpSchema s;
@@ -205,7 +205,7 @@ void RegisterTensorCreateOps(OpRegistry& registry) {
     s.inputs = {{"X", false, false, true}};
     s.outputs = {{"Out"}};
     s.infer_shape = InferSameAsX;
-    RegisterOrAbort(registry, std::move(s));
+    RegisterBuiltin(registry, std::move(s));
   }
   {
     OpSchema s;
@@ -223,7 +223,7 @@ void RegisterTensorCreateOps(OpRegistry& registry) {
                {"diag_val", 1.0f}};
     s.kernel_dtype_slot = "Out";
     s.infer_shape = [](ShapeContext& c) { return InferRandom(c, "min", "max"); };
-    RegisterOrAbort(registry, std::move(s));
+    RegisterBuiltin(registry, std::move(s));
   }
   {
     OpSchema s;
@@ -243,7 +243,7 @@ void RegisterTensorCreateOps(OpRegistry& registry) {
       }
       return InferRandom(c, "mean", "mean");
     };
-    RegisterOrAbort(registry, std::move(s));
+    RegisterBuiltin(registry, std::move(s));
   }
   {
     OpSchema s;
@@ -263,7 +263,7 @@ void RegisterTensorCreateOps(OpRegistry& registry) {
       }
       return InferRandom(c, "mean", "mean");
     };
-    RegisterOrAbort(registry, std::move(s));
+    RegisterBuiltin(registry, std::move(s));
   }
   {
     OpSchema s;
@@ -274,14 +274,14 @@ void RegisterTensorCreateOps(OpRegistry& registry) {
     s.attrs = {{"step", 1.0f}};
     s.infer_shape = [](ShapeContext& c) -> Status {
       const TensorInfo& x = c.Input("X");
-      const int64_t n = KnownNumel(x.dims);
+      const int64_t n = ir::KnownNumel(x.dims);
       if (n >= 0 && n != 1) {
-        return c.Error("X must hold exactly one element, but has shape " + DimsText(x.dims));
+        return c.Error("X must hold exactly one element, but has shape " + ir::ShapeText(x.dims));
       }
       c.Output("Out") = x;
       return OkStatus();
     };
-    RegisterOrAbort(registry, std::move(s));
+    RegisterBuiltin(registry, std::move(s));
   }
 }
 

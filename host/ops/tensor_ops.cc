@@ -16,37 +16,14 @@
 namespace fleet::ops {
 namespace tensor_ops {
 
-std::string DimsText(const std::vector<int64_t>& dims) {
-  std::string s = "[";
-  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
-  return s + "]";
-}
-
 bool NormalizeAxis(int64_t axis, int64_t rank, int64_t* out) {
   if (axis < -rank || axis >= rank) return false;
   *out = axis < 0 ? axis + rank : axis;
   return true;
 }
 
-int64_t KnownNumel(const std::vector<int64_t>& dims) {
-  int64_t n = 1;
-  for (int64_t d : dims) {
-    if (d < 0) return -1;
-    n *= d;
-  }
-  return n;
-}
-
 bool IsValidDtype(int64_t value) {
   return value >= FLEET_DTYPE_BOOL && value <= FLEET_DTYPE_FLOAT64;
-}
-
-void RegisterOrAbort(OpRegistry& registry, OpSchema schema) {
-  Status s = registry.Register(std::move(schema));
-  if (!s.ok()) {
-    std::fprintf(stderr, "fleet: registering tensor ops: %s\n", s.ToString().c_str());
-    std::abort();
-  }
 }
 
 ir::Op GradOpOf(const ir::Op& forward, std::string type) {
@@ -60,11 +37,8 @@ ir::Op GradOpOf(const ir::Op& forward, std::string type) {
 
 namespace {
 
-using tensor_ops::DimsText;
 using tensor_ops::GradOpOf;
-using tensor_ops::KnownNumel;
 using tensor_ops::NormalizeAxis;
-using tensor_ops::RegisterOrAbort;
 
 std::string Str(int64_t v) { return std::to_string(v); }
 
@@ -144,7 +118,7 @@ Status InferReshape(ShapeContext& c) {
     const int64_t s = shape[i];
     if (s == -1) {
       if (infer_at >= 0) {
-        return c.Error("shape " + DimsText(shape) + " has more than one -1 (shape[" +
+        return c.Error("shape " + ir::ShapeText(shape) + " has more than one -1 (shape[" +
                        Str(infer_at) + "] and shape[" + Str(static_cast<int64_t>(i)) + "])");
       }
       infer_at = static_cast<int64_t>(i);
@@ -155,7 +129,7 @@ Status InferReshape(ShapeContext& c) {
       if (static_cast<int64_t>(i) >= rank) {
         return c.Error("shape[" + Str(static_cast<int64_t>(i)) +
                        "] is 0 (copy X's dim) but X has only rank " + Str(rank) + " (shape " +
-                       DimsText(x.dims) + ")");
+                       ir::ShapeText(x.dims) + ")");
       }
       out[i] = x.dims[i];
     } else if (s < 0) {
@@ -172,8 +146,8 @@ Status InferReshape(ShapeContext& c) {
     if (d < 0) ++x_unknown;
     else x_known *= d;
   }
-  const std::string what = "cannot reshape X of shape " + DimsText(x.dims) + " to " +
-                           DimsText(shape);
+  const std::string what = "cannot reshape X of shape " + ir::ShapeText(x.dims) + " to " +
+                           ir::ShapeText(shape);
   if (x_unknown == out_unknown) {
     if (infer_at >= 0) {
       if (out_known == 0 || x_known % out_known != 0) {
@@ -201,7 +175,7 @@ Status InferReshape(ShapeContext& c) {
 StatusOr<std::vector<int64_t>> Permutation(const ShapeContext& c, int64_t rank) {
   const std::vector<int64_t> axis = c.IntsAttr("axis");
   if (static_cast<int64_t>(axis.size()) != rank) {
-    return c.Error("axis " + DimsText(axis) + " has " + Str(static_cast<int64_t>(axis.size())) +
+    return c.Error("axis " + ir::ShapeText(axis) + " has " + Str(static_cast<int64_t>(axis.size())) +
                    " entries but X has rank " + Str(rank));
   }
   std::vector<int64_t> perm(axis.size());
@@ -212,7 +186,7 @@ StatusOr<std::vector<int64_t>> Permutation(const ShapeContext& c, int64_t rank) 
                      " is out of range for rank " + Str(rank));
     }
     if (seen[static_cast<size_t>(perm[i])]) {
-      return c.Error("axis " + DimsText(axis) + " is not a permutation (repeats " +
+      return c.Error("axis " + ir::ShapeText(axis) + " is not a permutation (repeats " +
                      Str(axis[i]) + ")");
     }
     seen[static_cast<size_t>(perm[i])] = true;
@@ -258,14 +232,14 @@ Status InferFlatten(ShapeContext& c) {
       !NormalizeAxis(c.IntAttr("stop_axis"), rank, &stop)) {
     return c.Error("start_axis " + Str(c.IntAttr("start_axis")) + " / stop_axis " +
                    Str(c.IntAttr("stop_axis")) + " out of range for X of shape " +
-                   DimsText(x.dims));
+                   ir::ShapeText(x.dims));
   }
   if (start > stop) {
     return c.Error("start_axis (" + Str(start) + ") is after stop_axis (" + Str(stop) + ")");
   }
   std::vector<int64_t> out(x.dims.begin(), x.dims.begin() + start);
   std::vector<int64_t> middle(x.dims.begin() + start, x.dims.begin() + stop + 1);
-  out.push_back(KnownNumel(middle));
+  out.push_back(ir::KnownNumel(middle));
   out.insert(out.end(), x.dims.begin() + stop + 1, x.dims.end());
   o.dims = std::move(out);
   SetXShape(c, x);
@@ -295,8 +269,8 @@ StatusOr<TensorInfo> ConcatShape(const ShapeContext& c, const std::vector<Tensor
     }
     if (static_cast<int64_t>(p.dims.size()) != rank) {
       return c.Error(name + " has rank " + Str(static_cast<int64_t>(p.dims.size())) + " " +
-                     DimsText(p.dims) + " but " + what + "[0] has rank " + Str(rank) + " " +
-                     DimsText(first.dims));
+                     ir::ShapeText(p.dims) + " but " + what + "[0] has rank " + Str(rank) + " " +
+                     ir::ShapeText(first.dims));
     }
     for (int64_t d = 0; d < rank; ++d) {
       const size_t k = static_cast<size_t>(d);
@@ -305,8 +279,8 @@ StatusOr<TensorInfo> ConcatShape(const ShapeContext& c, const std::vector<Tensor
         continue;
       }
       if (out.dims[k] >= 0 && p.dims[k] >= 0 && out.dims[k] != p.dims[k]) {
-        return c.Error(name + " " + DimsText(p.dims) + " differs from " + what + "[0] " +
-                       DimsText(first.dims) + " in dim " + Str(d) + " (only axis " +
+        return c.Error(name + " " + ir::ShapeText(p.dims) + " differs from " + what + "[0] " +
+                       ir::ShapeText(first.dims) + " in dim " + Str(d) + " (only axis " +
                        Str(axis) + " may differ)");
       }
       if (out.dims[k] < 0) out.dims[k] = p.dims[k];
@@ -343,7 +317,7 @@ Status InferSplit(ShapeContext& c) {
   int64_t axis = 0;
   if (!NormalizeAxis(c.IntAttr("axis"), rank, &axis)) {
     return c.Error("axis " + Str(c.IntAttr("axis")) + " is out of range for X of shape " +
-                   DimsText(x.dims));
+                   ir::ShapeText(x.dims));
   }
   const int64_t n = static_cast<int64_t>(c.OutputCount("Out"));
   const int64_t num = c.IntAttr("num");
@@ -356,7 +330,7 @@ Status InferSplit(ShapeContext& c) {
       return c.Error("num = " + Str(num) + " but Out has " + Str(n) + " vars");
     }
     if (dim >= 0 && dim % num != 0) {
-      return c.Error("dim " + Str(axis) + " of X " + DimsText(x.dims) +
+      return c.Error("dim " + Str(axis) + " of X " + ir::ShapeText(x.dims) +
                      " does not split into " + Str(num) + " equal parts");
     }
     sizes.assign(static_cast<size_t>(num), dim < 0 ? -1 : dim / num);
@@ -364,17 +338,17 @@ Status InferSplit(ShapeContext& c) {
     if (num < 0) return c.Error("num = " + Str(num) + " is negative");
     if (sections.empty()) return c.Error("set num > 0 or sections");
     if (static_cast<int64_t>(sections.size()) != n) {
-      return c.Error("sections " + DimsText(sections) + " has " +
+      return c.Error("sections " + ir::ShapeText(sections) + " has " +
                      Str(static_cast<int64_t>(sections.size())) + " entries but Out has " +
                      Str(n) + " vars");
     }
     int64_t infer_at = -1, sum = 0;
     for (size_t i = 0; i < sections.size(); ++i) {
       if (sections[i] == -1) {
-        if (infer_at >= 0) return c.Error("sections " + DimsText(sections) + " has two -1");
+        if (infer_at >= 0) return c.Error("sections " + ir::ShapeText(sections) + " has two -1");
         infer_at = static_cast<int64_t>(i);
       } else if (sections[i] < 0) {
-        return c.Error("sections " + DimsText(sections) + " has a negative entry");
+        return c.Error("sections " + ir::ShapeText(sections) + " has a negative entry");
       } else {
         sum += sections[i];
       }
@@ -383,13 +357,13 @@ Status InferSplit(ShapeContext& c) {
     if (dim >= 0) {
       if (infer_at >= 0) {
         if (sum > dim) {
-          return c.Error("sections " + DimsText(sections) + " sum to more than dim " +
-                         Str(axis) + " of X " + DimsText(x.dims));
+          return c.Error("sections " + ir::ShapeText(sections) + " sum to more than dim " +
+                         Str(axis) + " of X " + ir::ShapeText(x.dims));
         }
         sizes[static_cast<size_t>(infer_at)] = dim - sum;
       } else if (sum != dim) {
-        return c.Error("sections " + DimsText(sections) + " sum to " + Str(sum) +
-                       " but dim " + Str(axis) + " of X " + DimsText(x.dims) + " is " +
+        return c.Error("sections " + ir::ShapeText(sections) + " sum to " + Str(sum) +
+                       " but dim " + Str(axis) + " of X " + ir::ShapeText(x.dims) + " is " +
                        Str(dim));
       }
     }
@@ -414,8 +388,8 @@ Status InferSlice(ShapeContext& c) {
   const std::vector<int64_t> starts = c.IntsAttr("starts");
   const std::vector<int64_t> ends = c.IntsAttr("ends");
   if (starts.size() != axes.size() || ends.size() != axes.size()) {
-    return c.Error("axes " + DimsText(axes) + ", starts " + DimsText(starts) + " and ends " +
-                   DimsText(ends) + " must have the same length");
+    return c.Error("axes " + ir::ShapeText(axes) + ", starts " + ir::ShapeText(starts) + " and ends " +
+                   ir::ShapeText(ends) + " must have the same length");
   }
   std::vector<int64_t> out = in.dims;
   std::set<int64_t> used;
@@ -423,9 +397,9 @@ Status InferSlice(ShapeContext& c) {
     int64_t axis = 0;
     if (!NormalizeAxis(axes[i], rank, &axis)) {
       return c.Error("axes[" + Str(static_cast<int64_t>(i)) + "] = " + Str(axes[i]) +
-                     " is out of range for Input of shape " + DimsText(in.dims));
+                     " is out of range for Input of shape " + ir::ShapeText(in.dims));
     }
-    if (!used.insert(axis).second) return c.Error("axes " + DimsText(axes) + " repeats an axis");
+    if (!used.insert(axis).second) return c.Error("axes " + ir::ShapeText(axes) + " repeats an axis");
     const int64_t dim = in.dims[static_cast<size_t>(axis)];
     if (dim < 0) continue;  // stays unknown
     int64_t b = starts[i] < 0 ? starts[i] + dim : starts[i];
@@ -444,7 +418,7 @@ Status InferSlice(ShapeContext& c) {
     for (int64_t d : decrease) {
       int64_t axis = 0;
       if (!NormalizeAxis(d, rank, &axis)) {
-        return c.Error("decrease_axis " + DimsText(decrease) + " is out of range for rank " +
+        return c.Error("decrease_axis " + ir::ShapeText(decrease) + " is out of range for rank " +
                        Str(rank));
       }
       if (out[static_cast<size_t>(axis)] != 1 && out[static_cast<size_t>(axis)] >= 0) {
@@ -484,8 +458,8 @@ void RegisterLayoutOps(OpRegistry& registry) {
     s.attrs = {{"shape", std::vector<int32_t>{}}};
     s.infer_shape = InferReshape;
     s.grad = XShapeGrad("reshape2_grad");
-    RegisterOrAbort(registry, std::move(s));
-    RegisterOrAbort(registry, XShapeGradSchema("reshape2_grad",
+    RegisterBuiltin(registry, std::move(s));
+    RegisterBuiltin(registry, XShapeGradSchema("reshape2_grad",
                                                {{"shape", std::vector<int32_t>{}}},
                                                "X@GRAD = Out@GRAD with X's dims"));
   }
@@ -498,11 +472,11 @@ void RegisterLayoutOps(OpRegistry& registry) {
     s.attrs = {{"axis", std::vector<int32_t>{}}};
     s.infer_shape = InferTranspose;
     s.grad = XShapeGrad("transpose2_grad");
-    RegisterOrAbort(registry, std::move(s));
+    RegisterBuiltin(registry, std::move(s));
     OpSchema g = XShapeGradSchema("transpose2_grad", {{"axis", std::vector<int32_t>{}}},
                                   "X@GRAD = Out@GRAD transposed by the inverse of axis");
     g.infer_shape = InferTransposeGrad;
-    RegisterOrAbort(registry, std::move(g));
+    RegisterBuiltin(registry, std::move(g));
   }
   {
     OpSchema s;
@@ -513,8 +487,8 @@ void RegisterLayoutOps(OpRegistry& registry) {
     s.attrs = {{"start_axis", int32_t{1}}, {"stop_axis", int32_t{1}}};
     s.infer_shape = InferFlatten;
     s.grad = XShapeGrad("flatten_contiguous_range_grad");
-    RegisterOrAbort(registry, std::move(s));
-    RegisterOrAbort(registry,
+    RegisterBuiltin(registry, std::move(s));
+    RegisterBuiltin(registry,
                     XShapeGradSchema("flatten_contiguous_range_grad",
                                      {{"start_axis", int32_t{1}}, {"stop_axis", int32_t{1}}},
                                      "X@GRAD = Out@GRAD with X's dims"));
@@ -536,7 +510,7 @@ void RegisterLayoutOps(OpRegistry& registry) {
       g.outputs["X@GRAD"] = std::move(grads);
       return std::vector<ir::Op>{std::move(g)};
     };
-    RegisterOrAbort(registry, std::move(s));
+    RegisterBuiltin(registry, std::move(s));
 
     OpSchema g;
     g.type = "concat_grad";
@@ -546,7 +520,7 @@ void RegisterLayoutOps(OpRegistry& registry) {
     g.attrs = {{"axis", int32_t{0}}};
     g.kernel_dtype_slot = "Out@GRAD";
     g.infer_shape = InferConcatGrad;
-    RegisterOrAbort(registry, std::move(g));
+    RegisterBuiltin(registry, std::move(g));
   }
   {
     OpSchema s;
@@ -568,7 +542,7 @@ void RegisterLayoutOps(OpRegistry& registry) {
       g.attrs["axis"] = axis != nullptr ? *axis : ir::Attribute(int32_t{0});
       return std::vector<ir::Op>{std::move(g)};
     };
-    RegisterOrAbort(registry, std::move(s));
+    RegisterBuiltin(registry, std::move(s));
   }
   {
     OpSchema s;
@@ -586,7 +560,7 @@ void RegisterLayoutOps(OpRegistry& registry) {
       g.outputs["Input@GRAD"] = {ir::GradVarName(fwd.InputOne("Input"))};
       return std::vector<ir::Op>{std::move(g)};
     };
-    RegisterOrAbort(registry, std::move(s));
+    RegisterBuiltin(registry, std::move(s));
 
     OpSchema g;
     g.type = "slice_grad";
@@ -601,7 +575,7 @@ void RegisterLayoutOps(OpRegistry& registry) {
       }
       return OkStatus();
     };
-    RegisterOrAbort(registry, std::move(g));
+    RegisterBuiltin(registry, std::move(g));
   }
 }
 
