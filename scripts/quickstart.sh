@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The README's first command: installs what is missing, builds fleet-host and its plugins, and
-# runs the main job on the built-in defaults (CPU device, local process).
+# trains the quick-start MLP (examples/mlp) on the CPU in this process, on synthetic data.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,5 +9,5 @@ build_dir="${BUILD_DIR:-build}"
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build_dir" -j "$(nproc)" --target fleet-host fleet_cpu fleet_comm_gloo \
   fleet_transport_rpc
-"$build_dir/bin/fleet-host" plugins
-"$build_dir/bin/fleet-host" check
+cd examples/mlp
+"../../$build_dir/bin/fleet-host" run mlp.fleet

@@ -12,15 +12,6 @@
 namespace fleet::conformance {
 namespace {
 
-ir::Op MakeOp(std::string type, ir::SlotMap inputs, ir::SlotMap outputs, ir::AttrMap attrs = {}) {
-  ir::Op op;
-  op.type = std::move(type);
-  op.inputs = std::move(inputs);
-  op.outputs = std::move(outputs);
-  op.attrs = std::move(attrs);
-  return op;
-}
-
 ir::Op Unary(std::string type, ir::AttrMap attrs = {}) {
   return MakeOp(std::move(type), {{"X", {"x"}}}, {{"Out", {"out"}}}, std::move(attrs));
 }

@@ -12,15 +12,6 @@ namespace {
 using Attrs = ir::AttrMap;
 using Ints = std::vector<int32_t>;
 
-ir::Op MakeOp(std::string type, ir::SlotMap inputs, ir::SlotMap outputs, Attrs attrs = {}) {
-  ir::Op op;
-  op.type = std::move(type);
-  op.inputs = std::move(inputs);
-  op.outputs = std::move(outputs);
-  op.attrs = std::move(attrs);
-  return op;
-}
-
 // Runs `op` and compares every output var of `slots` with the NumPy reference `fn`.
 ::testing::AssertionResult MatchesNumpy(OpRunner& runner, const ir::Op& op, VarMap vars,
                                         const std::vector<std::string>& slots, double rtol,

@@ -7,15 +7,6 @@
 namespace fleet::conformance {
 namespace {
 
-ir::Op MakeOp(std::string type, ir::SlotMap inputs, ir::SlotMap outputs, ir::AttrMap attrs = {}) {
-  ir::Op op;
-  op.type = std::move(type);
-  op.inputs = std::move(inputs);
-  op.outputs = std::move(outputs);
-  op.attrs = std::move(attrs);
-  return op;
-}
-
 template <typename T>
 double Tol() {
   return std::is_same_v<T, float> ? 1e-5 : 1e-12;

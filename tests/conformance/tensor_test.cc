@@ -15,15 +15,6 @@ namespace {
 
 using Ints = std::vector<int32_t>;
 
-ir::Op MakeOp(std::string type, ir::SlotMap inputs, ir::SlotMap outputs, ir::AttrMap attrs = {}) {
-  ir::Op op;
-  op.type = std::move(type);
-  op.inputs = std::move(inputs);
-  op.outputs = std::move(outputs);
-  op.attrs = std::move(attrs);
-  return op;
-}
-
 // Runs `op` and its NumPy reference; every output slot of the op must match.
 void ExpectMatchesNumpy(OpRunner& runner, const ir::Op& op, VarMap vars,
                         const std::string& ref_name = "", double tol = 0.0) {

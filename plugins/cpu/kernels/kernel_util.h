@@ -75,8 +75,13 @@ inline FleetStatus* Unimplemented(const std::string& m) {
 
 // Runs `body` (returning FleetStatus*), turning any exception — dnnl::error, std::bad_alloc —
 // into an INTERNAL status, since none may cross the ABI.
+void UseThreads(const FleetKernelContext* kc);
+
+// Also applies the context's thread count (UseThreads), so no kernel body runs an OpenMP
+// region with the default team size.
 template <typename F>
 FleetStatus* Guard(const FleetKernelContext* kc, F&& body) {
+  UseThreads(kc);
   try {
     return body();
   } catch (const std::exception& e) {

@@ -118,6 +118,7 @@ void BindScratch(DnnlState& st, const memory::desc& sp) {
 template <Act a, bool kGrad>
 FleetStatus* EltwisePrepare(void*, const FleetKernelContext* kc, void** state,
                             size_t* scratch_bytes) {
+  UseThreads(kc);  // oneDNN sizes a primitive's thread team when it is created
   return Guard(kc, [&]() -> FleetStatus* {
     if (Input(kc, "Out@GRAD") == nullptr && Input(kc, "X") == nullptr) {
       return InvalidArgument(std::string(kc->op_type) + ": input X / Out@GRAD is missing");
@@ -241,6 +242,7 @@ FleetStatus* SplitAxis(const FleetKernelContext* kc, const FleetTensor* t, AxisS
 template <bool kLog, bool kGrad>
 FleetStatus* SoftmaxPrepare(void*, const FleetKernelContext* kc, void** state,
                             size_t* scratch_bytes) {
+  UseThreads(kc);  // oneDNN sizes a primitive's thread team when it is created
   return Guard(kc, [&]() -> FleetStatus* {
     if (FleetStatus* e = RequireSlots(kc, {kGrad ? "Out" : "X"}, {})) return e;
     AxisSplit s;

@@ -252,6 +252,7 @@ void MakeMatmul(MatmulCall& call, Mat a, Mat b, Mat d, size_t* scratch) {
 template <bool kMul, bool kGrad>
 FleetStatus* MatmulPrepare(void*, const FleetKernelContext* kc, void** state,
                            size_t* scratch_bytes) {
+  UseThreads(kc);  // oneDNN sizes a primitive's thread team when it is created
   return Guard(kc, [&]() -> FleetStatus* {
     if (FleetStatus* e = RequireSlots(kc, {"X", "Y"}, {})) return e;
     auto st = std::make_unique<MatmulState>();

@@ -224,6 +224,7 @@ struct ConvFwdState {
 };
 
 FleetStatus* Conv2dPrepareF32(void*, const FleetKernelContext* kc, void** state, size_t*) {
+  UseThreads(kc);  // oneDNN sizes a primitive's thread team when it is created
   return Guard(kc, [&]() -> FleetStatus* {
     ConvGeom g;
     if (FleetStatus* st =
@@ -265,6 +266,7 @@ struct ConvBwdState {
 };
 
 FleetStatus* Conv2dGradPrepareF32(void*, const FleetKernelContext* kc, void** state, size_t*) {
+  UseThreads(kc);  // oneDNN sizes a primitive's thread team when it is created
   return Guard(kc, [&]() -> FleetStatus* {
     ConvGeom g;
     if (FleetStatus* st = Geometry(kc, Input(kc, "Input"), Input(kc, "Filter"),

@@ -186,6 +186,7 @@ struct PoolFwdState {
 };
 
 FleetStatus* Pool2dPrepareF32(void*, const FleetKernelContext* kc, void** state, size_t*) {
+  UseThreads(kc);  // oneDNN sizes a primitive's thread team when it is created
   return Guard(kc, [&]() -> FleetStatus* {
     PoolGeom g;
     if (FleetStatus* st = Geometry(kc, Input(kc, "X"), Output(kc, "Out"), &g)) return st;
@@ -224,6 +225,7 @@ struct PoolBwdState {
 
 FleetStatus* Pool2dGradPrepareF32(void*, const FleetKernelContext* kc, void** state,
                                   size_t* scratch_bytes) {
+  UseThreads(kc);  // oneDNN sizes a primitive's thread team when it is created
   return Guard(kc, [&]() -> FleetStatus* {
     PoolGeom g;
     if (FleetStatus* st = Geometry(kc, Input(kc, "X"), Input(kc, "Out@GRAD"), &g)) return st;
