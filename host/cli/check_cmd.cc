@@ -1,7 +1,12 @@
-// `fleet-host check`: everything start-up would do short of running a job — read and validate
-// the config, load exactly the plugins it selects, resolve the selected components and ask the
-// device what it has. No socket is opened.
+// `fleet-host check [PROGRAM]`: everything start-up would do short of running a job — read and
+// validate the config, load exactly the plugins it selects, resolve the selected components and
+// ask the device what it has. With a program, also build it through every stage, verify it,
+// run its startup program and prepare its main program for [train].batch_size, so a missing
+// kernel or a shape that does not fit shows up before a job is launched. No socket is opened.
 #include "cli/cli.h"
+#include "cli/pipeline.h"
+#include "cli/train_loop.h"
+#include "ir/verifier.h"
 #include "plugin/device.h"
 #include "plugin/registry.h"
 #include "plugin/selection.h"
@@ -10,8 +15,9 @@ namespace fleet {
 
 int CheckCommand(const GlobalOptions& global, const std::vector<std::string>& args,
                  std::ostream& out, std::ostream& err) {
-  if (!args.empty()) {
-    err << "fleet-host check: unexpected argument '" << args[0] << "'\n";
+  if (args.size() > 1 || (!args.empty() && !args[0].empty() && args[0][0] == '-')) {
+    err << "fleet-host check: unexpected argument '" << args.back()
+        << "'; usage: fleet-host check [PROGRAM]\n";
     return kExitUsage;
   }
   auto config = LoadConfigFor(global);
@@ -52,6 +58,21 @@ int CheckCommand(const GlobalOptions& global, const std::vector<std::string>& ar
     for (const std::string& n : p->notes) out << "note:      " << p->name << ": " << n << "\n";
   }
   for (const std::string& w : selection->warnings) out << "warning:   " << w << "\n";
+  if (!args.empty()) {
+    const std::string& file = args[0];
+    auto programs = BuildPrograms(file, Stage::kOptimized);
+    if (!programs.ok()) return Fail(err, programs.status());
+    for (const auto& [name, program] : {std::pair{"startup", &programs->startup},
+                                        std::pair{"main", &programs->main}}) {
+      Status verified = ir::VerifyProgram(*program);
+      if (!verified.ok()) return Fail(err, verified.WithContext(file + ": " + name));
+    }
+    auto setup = PrepareTraining(*config, *programs, registry, selection->device->name);
+    if (!setup.ok()) return Fail(err, setup.status().WithContext(file));
+    out << "program:   " << file << ": startup " << setup->startup_ops << " ops, main "
+        << setup->main->num_ops() << " ops prepared for batch " << config->train.batch_size
+        << " on " << device.name() << "\n";
+  }
   out << "check passed\n";
   return kExitOk;
 }

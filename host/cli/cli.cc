@@ -13,7 +13,8 @@ Commands:
   plugins [--json] [--rejected] [NAME|PATH]
                      list the plugins found on the search path, what each provides and what
                      was rejected; with NAME or PATH, show that plugin in detail
-  check              validate the config and load the plugins it selects (no network)
+  check [PROGRAM]    validate the config and load the plugins it selects; with PROGRAM, also
+                     build, verify and prepare it (no network)
   run PROGRAM [--config FILE] [--set KEY=VALUE ...]
                      train PROGRAM on this process as [train] and [data] of the config say
   show PROGRAM [--stage parsed|backward|optimized] [--program main|startup|all]

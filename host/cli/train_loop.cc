@@ -84,9 +84,10 @@ int64_t PredictionWidth(const ir::Program& main, const std::string& label) {
   return 0;
 }
 
-StatusOr<TrainSummary> Train(const Config& config, const frontend::ParsedProgram& programs,
-                             const PluginRegistry& registry, const std::string& device,
-                             std::ostream& out) {
+StatusOr<TrainingSetup> PrepareTraining(const Config& config,
+                                        const frontend::ParsedProgram& programs,
+                                        const PluginRegistry& registry,
+                                        const std::string& device) {
   const Config::Train& train = config.train;
   if (programs.loss.empty()) {
     return InvalidArgument("the program has no minimize(...): run needs a loss to train");
@@ -104,25 +105,39 @@ StatusOr<TrainSummary> Train(const Config& config, const frontend::ParsedProgram
     dims[0] = train.batch_size;
     shapes[f.name] = dims;
   }
-  FLEET_ASSIGN_OR_RETURN(std::unique_ptr<data::DataSource> source,
-                         MakeSource(config, programs, feeds));
+  TrainingSetup setup;
+  FLEET_ASSIGN_OR_RETURN(setup.source, MakeSource(config, programs, feeds));
 
   exec::ExecutorOptions options;
   options.num_threads = static_cast<int32_t>(train.threads);
   options.seed = static_cast<uint64_t>(train.seed);
-  FLEET_ASSIGN_OR_RETURN(std::unique_ptr<exec::Executor> executor,
-                         exec::Executor::Create(registry, device, options));
+  FLEET_ASSIGN_OR_RETURN(setup.executor, exec::Executor::Create(registry, device, options));
 
   std::vector<exec::HostTensor> fetched;
   {
-    auto startup = executor->Prepare(programs.startup, {}, {});
+    auto startup = setup.executor->Prepare(programs.startup, {}, {});
     if (!startup.ok()) return startup.status().WithContext("startup program");
-    if (Status s = executor->Run(**startup, {}, fetched); !s.ok()) {
+    setup.startup_ops = (*startup)->num_ops();
+    if (Status s = setup.executor->Run(**startup, {}, fetched); !s.ok()) {
       return s.WithContext("startup program");
     }
   }
-  auto prepared = executor->Prepare(programs.main, shapes, {programs.loss});
+  auto prepared = setup.executor->Prepare(programs.main, shapes, {programs.loss});
   if (!prepared.ok()) return prepared.status().WithContext("main program");
+  setup.main = std::move(*prepared);
+  return setup;
+}
+
+StatusOr<TrainSummary> Train(const Config& config, const frontend::ParsedProgram& programs,
+                             const PluginRegistry& registry, const std::string& device,
+                             std::ostream& out) {
+  const Config::Train& train = config.train;
+  FLEET_ASSIGN_OR_RETURN(TrainingSetup setup,
+                         PrepareTraining(config, programs, registry, device));
+  exec::Executor* executor = setup.executor.get();
+  data::DataSource* source = setup.source.get();
+  exec::PreparedProgram* prepared = setup.main.get();
+  std::vector<exec::HostTensor> fetched;
 
   std::ofstream metrics;
   if (!train.metrics_file.empty()) {
@@ -142,7 +157,7 @@ StatusOr<TrainSummary> Train(const Config& config, const frontend::ParsedProgram
     if (Status s = source->Next(train.batch_size, batch); !s.ok()) {
       return s.WithContext("data at step " + std::to_string(step));
     }
-    if (Status s = executor->Run(**prepared, batch, fetched); !s.ok()) {
+    if (Status s = executor->Run(*prepared, batch, fetched); !s.ok()) {
       return s.WithContext("step " + std::to_string(step));
     }
     FLEET_ASSIGN_OR_RETURN(double loss, LossValue(fetched[0], programs.loss));

@@ -4,11 +4,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "config/config.h"
+#include "data/source.h"
+#include "executor/executor.h"
 #include "frontend/frontend.h"
 #include "plugin/registry.h"
 #include "support/status.h"
@@ -22,8 +25,25 @@ struct TrainSummary {
   std::vector<double> logged_losses;  // the loss of every logged step, in order
 };
 
+// Everything a training run needs before its first step: the data source, an executor whose
+// scope holds the initialised parameters (startup has run), and main prepared for
+// [train].batch_size with the loss as its fetch.
+struct TrainingSetup {
+  std::unique_ptr<data::DataSource> source;
+  std::unique_ptr<exec::Executor> executor;
+  std::unique_ptr<exec::PreparedProgram> main;
+  size_t startup_ops = 0;
+};
+
 // `programs` must be optimized (backward + optimizer appended) and have a loss. `device` is the
-// device component's name in `registry`.
+// device component's name in `registry`. Errors name the program and op at fault (a missing
+// kernel, a shape that does not fit the batch, a data file that does not fit its var).
+StatusOr<TrainingSetup> PrepareTraining(const Config& config,
+                                        const frontend::ParsedProgram& programs,
+                                        const PluginRegistry& registry,
+                                        const std::string& device);
+
+// PrepareTraining, then the loop.
 StatusOr<TrainSummary> Train(const Config& config, const frontend::ParsedProgram& programs,
                              const PluginRegistry& registry, const std::string& device,
                              std::ostream& out);

@@ -321,6 +321,28 @@ TEST(CliRunTest, Errors) {
   EXPECT_TRUE(Contains(npy.err, "no file for feed 'y'")) << npy.err;
 }
 
+TEST(CliCheckTest, PreparesAProgram) {
+  Result ok = RunHost("--config " + (kExamples / "mlp/fleet.toml").string() + " check " +
+                      (kExamples / "mlp/mlp.fleet").string());
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_TRUE(Contains(ok.out, "prepared for batch 128 on cpu")) << ok.out;
+
+  // A batch the data var cannot take is caught before any job starts.
+  TempDir dir;
+  fs::path program = dir.Write(
+      "fixed.fleet",
+      "x = data(\"x\", shape=[8, 4], dtype=\"float32\")\n"
+      "y = data(\"y\", shape=[8, 1], dtype=\"int64\")\n"
+      "p = fc(x, size=3, act=\"softmax\")\n"
+      "minimize(mean(cross_entropy(p, y)), optimizer=sgd(learning_rate=0.1))\n");
+  Result bad = RunHost("--set train.batch_size=16 check " + program.string());
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_TRUE(Contains(bad.err, "feed 'x' is declared with batch dimension 8")) << bad.err;
+
+  Result usage = RunHost("check a.fleet b.fleet");
+  EXPECT_EQ(usage.exit_code, 2);
+}
+
 TEST(CliShowTest, Stages) {
   const std::string mlp = (kExamples / "mlp/mlp.fleet").string();
   Result parsed = RunHost("show " + mlp + " --stage parsed --program main");
