@@ -9,5 +9,7 @@ build_dir="${BUILD_DIR:-build}"
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build_dir" -j "$(nproc)" --target fleet-host fleet_cpu fleet_comm_gloo \
   fleet_transport_rpc
+host="$(cd "$build_dir/bin" && pwd)/fleet-host"
+# examples/mlp/fleet.toml is picked up from the working directory.
 cd examples/mlp
-"../../$build_dir/bin/fleet-host" run mlp.fleet
+"$host" run mlp.fleet
