@@ -1,6 +1,8 @@
 #include "cli/train_loop.h"
 
+#include <algorithm>
 #include <chrono>
+#include <map>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -61,6 +63,35 @@ StatusOr<std::unique_ptr<data::DataSource>> MakeSource(const Config& config,
   return source;
 }
 
+// Where a step's time went: the ops that took most, then the total per op type.
+void PrintProfile(const exec::PreparedProgram& p, std::ostream& out) {
+  const std::vector<double>& secs = p.op_seconds();
+  const double runs = static_cast<double>(std::max<int64_t>(p.runs(), 1));
+  double total = 0;
+  for (double s : secs) total += s;
+  total = std::max(total, 1e-12);
+  std::vector<size_t> order(secs.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return secs[a] > secs[b]; });
+  std::map<std::string, double> by_type;
+  for (size_t i = 0; i < secs.size(); ++i) by_type[p.kernel(i).op_type()] += secs[i];
+
+  out << "profile: " << Fixed(total / runs * 1e3, 3) << " ms per step in " << secs.size()
+      << " ops (mean over " << p.runs() << " steps)\n";
+  out << "  ms/step      %  op\n";
+  for (size_t k = 0; k < order.size() && k < 12; ++k) {
+    const size_t i = order[k];
+    out << "  " << Fixed(secs[i] / runs * 1e3, 4) << "  " << Fixed(100 * secs[i] / total, 1)
+        << "  #" << i << " " << p.kernel(i).op_type() << "\n";
+  }
+  std::vector<std::pair<double, std::string>> types;
+  for (const auto& [type, t] : by_type) types.emplace_back(t, type);
+  std::sort(types.rbegin(), types.rend());
+  out << "  by type:";
+  for (const auto& [t, type] : types) out << " " << type << " " << Fixed(100 * t / total, 1) << "%";
+  out << "\n";
+}
+
 }  // namespace
 
 int64_t PredictionWidth(const ir::Program& main, const std::string& label) {
@@ -111,6 +142,7 @@ StatusOr<TrainingSetup> PrepareTraining(const Config& config,
   exec::ExecutorOptions options;
   options.num_threads = static_cast<int32_t>(train.threads);
   options.seed = static_cast<uint64_t>(train.seed);
+  options.profile = train.profile;
   FLEET_ASSIGN_OR_RETURN(setup.executor, exec::Executor::Create(registry, device, options));
 
   std::vector<exec::HostTensor> fetched;
@@ -199,6 +231,7 @@ StatusOr<TrainSummary> Train(const Config& config, const frontend::ParsedProgram
                    std::max(summary.elapsed_s, 1e-9),
                1)
       << " samples/s\n";
+  if (train.profile) PrintProfile(*prepared, out);
   return summary;
 }
 

@@ -64,6 +64,7 @@ struct Config {
     int64_t threads = 0;        // >= 0: CPU threads per kernel; 0 = all cores
     int64_t log_every = 10;     // >= 1: print (and record) every N steps
     std::string metrics_file;   // "" = none; else a JSON-lines file, one object per logged step
+    bool profile = false;       // time every op and print where a step's time goes at the end
   } train;
 
   // Where batches come from.

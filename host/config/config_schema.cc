@@ -401,7 +401,8 @@ class Checker {
   }
 
   void ReadTrain(const toml::table& t, Config::Train& out) {
-    CheckKeys(t, "train", {"steps", "batch_size", "seed", "threads", "log_every", "metrics_file"});
+    CheckKeys(t, "train",
+              {"steps", "batch_size", "seed", "threads", "log_every", "metrics_file", "profile"});
     ReadInt(t, "train", "steps", 1, out.steps);
     ReadInt(t, "train", "batch_size", 1, out.batch_size);
     ReadInt(t, "train", "seed", 0, out.seed);
@@ -409,6 +410,13 @@ class Checker {
     ReadInt(t, "train", "log_every", 1, out.log_every);
     if (const toml::node* n = t.get("metrics_file")) {
       if (std::optional<std::string> s = String(*n, "train.metrics_file")) out.metrics_file = *s;
+    }
+    if (const toml::node* n = t.get("profile")) {
+      if (const auto* b = n->as_boolean()) {
+        out.profile = b->get();
+      } else {
+        diag_.AtValue(*n, "train.profile", "expected a boolean, got " + TypeName(*n));
+      }
     }
   }
 

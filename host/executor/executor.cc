@@ -1,6 +1,7 @@
 #include "executor/executor.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "fleet/fleet_plugin.h"
@@ -384,6 +385,7 @@ StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
     const ops::TensorInfo& info = infos[name];
     p.fetches_.push_back({name, info.dtype, info.dims, p.data_[name], Bytes(info)});
   }
+  prepared->op_seconds_.assign(prepared->calls_.size(), 0.0);
   return prepared;
 }
 
@@ -421,9 +423,16 @@ Status Executor::Run(PreparedProgram& p, const FeedMap& feeds, std::vector<HostT
     }
   }
   for (size_t i = 0; i < p.calls_.size(); ++i) {
+    std::chrono::steady_clock::time_point start;
+    if (options_.profile) start = std::chrono::steady_clock::now();
     Status s = p.calls_[i]->Launch();
     if (!s.ok()) return Status(s.code(), "op #" + std::to_string(i) + ": " + s.message());
+    if (options_.profile) {
+      p.op_seconds_[i] +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
   }
+  ++p.runs_;
   if (fetched.size() != p.fetches_.size()) fetched.resize(p.fetches_.size());
   for (size_t i = 0; i < p.fetches_.size(); ++i) {
     const PreparedProgram::Binding& f = p.fetches_[i];

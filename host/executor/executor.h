@@ -41,6 +41,7 @@ struct ExecutorOptions {
   int32_t num_threads = 0;  // CPU threads a kernel may use; 0 = all cores
   uint64_t seed = 1;        // base of every random op's seed
   int32_t device_ordinal = 0;
+  bool profile = false;     // time every launch (PreparedProgram::op_seconds)
 };
 
 class Executor;
@@ -62,6 +63,10 @@ class PreparedProgram {
   // The kernel chosen for op `index`.
   const KernelCall& kernel(size_t index) const { return *calls_[index]; }
   size_t scratch_bytes() const { return scratch_bytes_; }
+  // With ExecutorOptions::profile: seconds spent in each op's launch over every run so far
+  // (synchronous devices; an asynchronous one measures the enqueue), and the number of runs.
+  const std::vector<double>& op_seconds() const { return op_seconds_; }
+  int64_t runs() const { return runs_; }
 
  private:
   friend class Executor;
@@ -88,6 +93,8 @@ class PreparedProgram {
   MemoryPlan plan_;
   void* arena_ = nullptr;
   size_t scratch_bytes_ = 0;
+  std::vector<double> op_seconds_;  // sized at prepare, so profiling allocates nothing per run
+  int64_t runs_ = 0;
 };
 
 class Executor {

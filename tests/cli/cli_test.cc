@@ -257,6 +257,19 @@ TEST(CliRunTest, MlpLossFalls) {
   EXPECT_EQ(n, 150u);
 }
 
+TEST(CliRunTest, ProfileSaysWhereTheTimeGoes) {
+  Result r = RunHost(MlpRun("--set train.steps=20 --set train.profile=true"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "profile: ")) << r.out;
+  EXPECT_TRUE(Contains(r.out, " ops (mean over 20 steps)")) << r.out;
+  // Every op type of the MLP's main program shows up in the per-type totals.
+  for (const char* type : {" mul_grad ", " mul ", " tanh ", " softmax ", " sgd "}) {
+    EXPECT_TRUE(Contains(r.out, type)) << type << "\n" << r.out;
+  }
+  Result plain = RunHost(MlpRun("--set train.steps=5"));
+  EXPECT_FALSE(Contains(plain.out, "profile: ")) << plain.out;
+}
+
 TEST(CliRunTest, SameSeedSameLosses) {
   const std::string sets = "--set train.steps=20 --set train.log_every=5 --config " +
                            (kExamples / "mlp/fleet.toml").string();

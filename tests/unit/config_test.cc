@@ -53,6 +53,7 @@ void ExpectDefaults(const Config& config) {
   EXPECT_EQ(config.train.threads, 0);
   EXPECT_EQ(config.train.log_every, 10);
   EXPECT_EQ(config.train.metrics_file, "");
+  EXPECT_FALSE(config.train.profile);
   EXPECT_EQ(config.data.source, "synthetic");
   EXPECT_EQ(config.data.label, "");
   EXPECT_EQ(config.data.classes, 0);
@@ -97,7 +98,7 @@ TEST(ConfigTest, ExampleFileShowsEveryKey) {
                            "backend = ", "plugin = ", "timeout_s = ", "[transport]", "backend = ",
                            "plugin = ", "[log]", "level = ", "[strategy]", "mode = ", "[train]",
                            "steps = ", "batch_size = ", "seed = ", "threads = ", "log_every = ",
-                           "metrics_file = ", "[data]", "source = ", "label = ", "classes = ",
+                           "metrics_file = ", "profile = ", "[data]", "source = ", "label = ", "classes = ",
                            "[data.files]", "[data.csv]", "path = ", "header = ",
                            "[data.csv.columns]"}) {
     size_t found = example.find(line, at);
