@@ -61,7 +61,7 @@ void RegisterActivationOps(OpRegistry& registry) {
       (reads_out ? outs : ins).push_back(reads_out ? "Out" : "X");
       return std::vector<ir::Op>{MakeGradOp(fwd, grad_type, ins, outs, {"Out"}, {"X"})};
     };
-    RegisterOrDie(registry, std::move(s));
+    RegisterBuiltin(registry, std::move(s));
 
     OpSchema g;
     g.type = grad_type;
@@ -73,7 +73,19 @@ void RegisterActivationOps(OpRegistry& registry) {
       return SameShapeAs(c, "X@GRAD", reads_out ? "Out" : "X");
     };
     g.kernel_dtype_slot = "Out@GRAD";
-    RegisterOrDie(registry, std::move(g));
+    RegisterBuiltin(registry, std::move(g));
+  }
+
+  {
+    // Not differentiable here: its derivative is zero almost everywhere, and its one use is L1
+    // regularization, which applies it to parameters after the backward pass.
+    OpSchema s;
+    s.type = "sign";
+    s.summary = "Out = -1, 0 or 1 as X is negative, zero or positive";
+    s.inputs = {{"X"}};
+    s.outputs = {{"Out"}};
+    s.infer_shape = InferSameAsX;
+    RegisterBuiltin(registry, std::move(s));
   }
 
   for (const char* name : {"softmax", "log_softmax"}) {
@@ -94,7 +106,7 @@ void RegisterActivationOps(OpRegistry& registry) {
     s.grad = [grad_type](const ir::Op& fwd) {
       return std::vector<ir::Op>{MakeGradOp(fwd, grad_type, {}, {"Out"}, {"Out"}, {"X"})};
     };
-    RegisterOrDie(registry, std::move(s));
+    RegisterBuiltin(registry, std::move(s));
 
     OpSchema g;
     g.type = grad_type;
@@ -107,7 +119,7 @@ void RegisterActivationOps(OpRegistry& registry) {
       return SameShapeAs(c, "X@GRAD", "Out");
     };
     g.kernel_dtype_slot = "Out@GRAD";
-    RegisterOrDie(registry, std::move(g));
+    RegisterBuiltin(registry, std::move(g));
   }
 }
 

@@ -101,7 +101,7 @@ void RegisterElementwiseOps(OpRegistry& registry) {
       return std::vector<ir::Op>{MakeGradOp(fwd, grad_type, {"X", "Y"}, outs, {"Out"},
                                             {"X", "Y"})};
     };
-    RegisterOrDie(registry, std::move(s));
+    RegisterBuiltin(registry, std::move(s));
 
     OpSchema g;
     g.type = grad_type;
@@ -113,7 +113,7 @@ void RegisterElementwiseOps(OpRegistry& registry) {
     g.attrs = {{"axis", int32_t{-1}}};
     g.infer_shape = InferElementwiseGrad;
     g.kernel_dtype_slot = "Out@GRAD";
-    RegisterOrDie(registry, std::move(g));
+    RegisterBuiltin(registry, std::move(g));
   }
 }
 

@@ -37,8 +37,4 @@ ir::Op MakeGradOp(const ir::Op& fwd, std::string type,
                   const std::vector<std::string>& out_grads,
                   const std::vector<std::string>& in_grads);
 
-// Registers a built-in schema. A failure (a duplicate type) is a bug in the built-in set that
-// BuiltinOps' construction cannot report, so it is asserted in debug builds.
-void RegisterOrDie(OpRegistry& registry, OpSchema schema);
-
 }  // namespace fleet::ops::math

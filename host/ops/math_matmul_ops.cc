@@ -137,9 +137,9 @@ void RegisterMatmulOps(OpRegistry& registry) {
     s.attrs = mul_attrs;
     s.infer_shape = InferMul;
     s.grad = XYGrad("mul_grad");
-    RegisterOrDie(registry, std::move(s));
+    RegisterBuiltin(registry, std::move(s));
   }
-  RegisterOrDie(registry, GradSchema("mul_grad", mul_attrs));
+  RegisterBuiltin(registry, GradSchema("mul_grad", mul_attrs));
 
   std::vector<AttrSpec> mm_attrs = {{"trans_x", false}, {"trans_y", false}};
   {
@@ -151,9 +151,9 @@ void RegisterMatmulOps(OpRegistry& registry) {
     s.attrs = mm_attrs;
     s.infer_shape = InferMatmulV2;
     s.grad = XYGrad("matmul_v2_grad");
-    RegisterOrDie(registry, std::move(s));
+    RegisterBuiltin(registry, std::move(s));
   }
-  RegisterOrDie(registry, GradSchema("matmul_v2_grad", mm_attrs));
+  RegisterBuiltin(registry, GradSchema("matmul_v2_grad", mm_attrs));
 }
 
 }  // namespace fleet::ops::math

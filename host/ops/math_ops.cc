@@ -53,11 +53,6 @@ ir::Op MakeGradOp(const ir::Op& fwd, std::string type,
   return g;
 }
 
-void RegisterOrDie(OpRegistry& registry, OpSchema schema) {
-  [[maybe_unused]] Status s = registry.Register(std::move(schema));
-  assert(s.ok());
-}
-
 }  // namespace math
 
 void RegisterMathOps(OpRegistry& registry) {

@@ -103,7 +103,7 @@ void RegisterReduceOps(OpRegistry& registry) {
       }
       return ops;
     };
-    RegisterOrDie(registry, std::move(s));
+    RegisterBuiltin(registry, std::move(s));
   }
   {
     OpSchema s;
@@ -115,7 +115,7 @@ void RegisterReduceOps(OpRegistry& registry) {
     s.grad = [](const ir::Op& fwd) {
       return std::vector<ir::Op>{MakeGradOp(fwd, "mean_grad", {"X"}, {}, {"Out"}, {"X"})};
     };
-    RegisterOrDie(registry, std::move(s));
+    RegisterBuiltin(registry, std::move(s));
     OpSchema g;
     g.type = "mean_grad";
     g.summary = "X@GRAD = Out@GRAD[0] / numel(X) everywhere";
@@ -123,7 +123,7 @@ void RegisterReduceOps(OpRegistry& registry) {
     g.outputs = {{"X@GRAD"}};
     g.infer_shape = [](ShapeContext& c) { return SameShapeAs(c, "X@GRAD", "X"); };
     g.kernel_dtype_slot = "Out@GRAD";
-    RegisterOrDie(registry, std::move(g));
+    RegisterBuiltin(registry, std::move(g));
   }
   for (const char* name : {"reduce_sum", "reduce_mean"}) {
     const std::string type = name;
@@ -142,7 +142,7 @@ void RegisterReduceOps(OpRegistry& registry) {
     s.grad = [grad_type](const ir::Op& fwd) {
       return std::vector<ir::Op>{MakeGradOp(fwd, grad_type, {"X"}, {}, {"Out"}, {"X"})};
     };
-    RegisterOrDie(registry, std::move(s));
+    RegisterBuiltin(registry, std::move(s));
     OpSchema g;
     g.type = grad_type;
     g.summary = "Out@GRAD broadcast back over the reduced dims" +
@@ -152,7 +152,7 @@ void RegisterReduceOps(OpRegistry& registry) {
     g.attrs = attrs;
     g.infer_shape = InferReduceGrad;
     g.kernel_dtype_slot = "Out@GRAD";
-    RegisterOrDie(registry, std::move(g));
+    RegisterBuiltin(registry, std::move(g));
   }
 }
 

@@ -79,10 +79,6 @@ Status AppendRegularization(ir::Program& main, ir::Program& startup,
   std::string source = pg.param;
   if (kind == "l1") {
     // L1Decay: coeff * sign(param).
-    if (ops::BuiltinOps().Find("sign") == nullptr) {
-      return Unimplemented("parameter '" + pg.param +
-                           "': l1 regularization needs the sign op, which this build lacks");
-    }
     std::string sign = UniqueName(main, startup, pg.param + "_sign");
     FLEET_RETURN_IF_ERROR(Declare(main, nullptr, MakeVar(sign, dtype, shape, false)));
     block.ops.push_back(MakeOp("sign", {{"X", {pg.param}}}, {{"Out", {sign}}}));

@@ -371,6 +371,16 @@ const std::vector<ActCase>& ActCases() {
   return cases;
 }
 
+TEST(MathConformance, SignMatchesNumpy) {
+  FLEET_CONFORMANCE_RUNNER(runner);
+  // Exact zeros included: sign(0) is 0.
+  HostTensor x = MakeTensor<double>({2, 5}, {-2.5, -1e-9, 0.0, 1e-9, 3.0, 0.0, -0.0, 7.0, -7.0, 0.5});
+  ExpectMatchesNumpy(*runner, Unary("sign"), {{"x", x}});
+  const ops::OpSchema* schema = ops::BuiltinOps().Find("sign");
+  ASSERT_NE(schema, nullptr);
+  EXPECT_FALSE(schema->grad) << "sign is not differentiated";
+}
+
 TEST(MathConformance, ActivationsMatchNumpy) {
   FLEET_CONFORMANCE_RUNNER(runner);
   uint64_t seed = 400;

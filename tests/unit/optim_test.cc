@@ -278,6 +278,23 @@ TEST(OptimTest, RegularizationAndPerParamLearningRate) {
   EXPECT_FALSE(f.main.global().FindVar("w_l2_decay_0")->persistable);
 }
 
+TEST(OptimTest, L1RegularizationAddsCoeffTimesSign) {
+  Fixture f;
+  auto& w_info = *f.main.global().FindVar("w")->param;
+  w_info.regularizer = "l1";
+  w_info.regularization_coeff = 0.25;
+  OptimizerSpec spec;
+  ASSERT_TRUE(f.Apply(spec).ok());
+  EXPECT_EQ(Describe(f.main, 1),
+            (std::vector<std::string>{
+                "sign(X=w)->(Out=w_sign_0)",
+                "scale(X=w_sign_0)->(Out=w_l1_decay_0)",
+                "sum(X=w@GRAD,w_l1_decay_0)->(Out=w@GRAD)",
+                "sgd(Grad=b@GRAD LearningRate=learning_rate_0 Param=b)->(ParamOut=b)",
+                "sgd(Grad=w@GRAD LearningRate=learning_rate_0 Param=w)->(ParamOut=w)"}));
+  EXPECT_FLOAT_EQ(AttrOf<float>(f.main.global().ops[2], "scale"), 0.25f);
+}
+
 ::testing::AssertionResult FailsWith(const OptimizerSpec& spec, const std::string& needle) {
   Fixture f;
   ir::Program main_before = f.main, startup_before = f.startup;

@@ -379,9 +379,23 @@ void AddSoftmax(KernelList& list, const char* name, const char* grad_name) {
   Add(list, grad_name, FLEET_DTYPE_FLOAT64, SoftmaxGradLaunch<kLog, double>);
 }
 
+template <typename T>
+FleetStatus* SignLaunch(void*, const FleetKernelContext* kc, void*) {
+  return Guard(kc, [&]() -> FleetStatus* {
+    if (FleetStatus* e = RequireSlots(kc, {"X"}, {"Out"})) return e;
+    const T* x = Data<const T>(Input(kc, "X"));
+    T* out = Data<T>(Output(kc, "Out"));
+    const int64_t n = Numel(Input(kc, "X"));
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>((x[i] > T(0)) - (x[i] < T(0)));
+    return nullptr;
+  });
+}
+
 }  // namespace
 
 void AddActivationKernels(KernelList& list) {
+  Add(list, "sign", FLEET_DTYPE_FLOAT32, SignLaunch<float>);
+  Add(list, "sign", FLEET_DTYPE_FLOAT64, SignLaunch<double>);
   AddActivation<Act::kRelu>(list, "relu", "relu_grad");
   AddActivation<Act::kTanh>(list, "tanh", "tanh_grad");
   AddActivation<Act::kSigmoid>(list, "sigmoid", "sigmoid_grad");

@@ -193,6 +193,7 @@ REFERENCES = {
     "gelu": _unary(_gelu),
     "leaky_relu": _unary(_leaky_relu),
     "square": _unary(lambda x, a: x * x),
+    "sign": _unary(lambda x, a: np.sign(x)),
     "log": _unary(lambda x, a: np.log(x)),
     "softmax": softmax,
     "log_softmax": log_softmax,
