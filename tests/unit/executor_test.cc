@@ -350,6 +350,46 @@ void ExpectNoAllocationsAfterTheFirstStep(Executor& exec, PreparedProgram& prepa
                                   static_cast<int>(g_plugin_allocations.load()));
 }
 
+// Dropout in training: each step draws a new mask (so the network does not always drop the
+// same units), yet a run is reproducible: a fresh executor with the same seed draws the same
+// masks in the same order.
+TEST_F(ExecutorTest, DropoutMasksDifferPerStepAndRepeatPerSeed) {
+  ir::Program p;
+  ir::Block& b = p.global();
+  (void)b.AddVar(Data("x", {-1, 64}));
+  (void)b.AddVar(Data("out", {-1, 64}));
+  (void)b.AddVar(Data("mask", {-1, 64}, ir::DataType::kUInt8));
+  ir::Op op;
+  op.type = "dropout";
+  op.inputs["X"] = {"x"};
+  op.outputs["Out"] = {"out"};
+  op.outputs["Mask"] = {"mask"};
+  op.attrs["dropout_prob"] = 0.5f;
+  b.ops = {op};
+  FeedMap feeds{{"x", Floats({2, 64}, std::vector<float>(128, 1.0f))}};
+
+  auto masks = [&](uint64_t seed) {
+    auto exec = Make(seed);
+    std::vector<std::vector<uint8_t>> out;
+    auto prepared = exec->Prepare(p, {{"x", {2, 64}}}, {"mask"});
+    EXPECT_TRUE(prepared.ok()) << prepared.status().ToString();
+    if (!prepared.ok()) return out;
+    std::vector<HostTensor> fetched;
+    for (int step = 0; step < 3; ++step) {
+      EXPECT_TRUE(exec->Run(**prepared, feeds, fetched).ok());
+      const uint8_t* m = fetched[0].data<uint8_t>();
+      out.emplace_back(m, m + fetched[0].numel());
+    }
+    return out;
+  };
+  const auto a = masks(5), again = masks(5), other = masks(6);
+  ASSERT_EQ(a.size(), 3u);
+  EXPECT_NE(a[0], a[1]);
+  EXPECT_NE(a[1], a[2]);
+  EXPECT_EQ(a, again);
+  EXPECT_NE(a[0], other[0]);
+}
+
 TEST_F(ExecutorTest, SteadyStateAllocatesNothingScaleChain) {
   auto exec = Make();
   ir::Program p = ScaleChain();
