@@ -1,5 +1,6 @@
 // A key-value rendezvous store inside one process: the store of a job whose ranks are threads
-// of this process (and of any single-process run). Every wait has a deadline.
+// of this process (and of any single-process run). Every wait has a deadline. See store.h for
+// the contract.
 #pragma once
 
 #include <chrono>
@@ -10,19 +11,27 @@
 #include <string>
 #include <vector>
 
+#include "dist/store.h"
 #include "support/status.h"
 
 namespace fleet {
 
-class MemoryStore {
+class MemoryStore final : public Store {
  public:
+  // Setting a key in memory cannot fail, so a caller holding a MemoryStore gets no Status;
+  // through Store& the same call answers OK.
   void Set(const std::string& key, std::string value);
-  // Waits up to `timeout` for the key; DEADLINE_EXCEEDED names it.
-  StatusOr<std::string> Get(const std::string& key, std::chrono::milliseconds timeout);
-  // Adds delta to the decimal integer at key (0 if absent) and returns the sum.
-  StatusOr<int64_t> Add(const std::string& key, int64_t delta);
-  // Waits for every key; DEADLINE_EXCEEDED names those still missing.
-  Status Wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout);
+  using Store::Add;
+  using Store::Get;
+  using Store::Wait;
+
+ protected:
+  Status DoSet(const std::string& key, std::string_view value) override;
+  StatusOr<std::string> DoGet(const std::string& key,
+                              std::chrono::milliseconds timeout) override;
+  StatusOr<int64_t> DoAdd(const std::string& key, int64_t delta) override;
+  Status DoWait(const std::vector<std::string>& keys,
+                std::chrono::milliseconds timeout) override;
 
  private:
   std::mutex mu_;
