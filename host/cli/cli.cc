@@ -19,6 +19,9 @@ Commands:
                      train PROGRAM on this process as [train] and [data] of the config say
   show PROGRAM [--stage parsed|backward|optimized] [--program main|startup|all]
                      print the programs after a stage (default: optimized, both) as text IR
+  env [--json]       print this process's role (trainer or pserver, rank, world size,
+                     endpoints) resolved from [role] of the config and the launcher's
+                     environment variables, and where each value came from
   version            print the host and plugin ABI versions
 
 Options:
@@ -32,7 +35,8 @@ Plugins are searched in [plugins] dirs of the config, then FLEET_PLUGIN_PATH (co
 then this installation's plugin directory.
 )";
 
-const std::vector<std::string> kCommands = {"plugins", "check", "run", "show", "version", "help"};
+const std::vector<std::string> kCommands = {"plugins", "check", "run", "show", "env",
+                                           "version", "help"};
 
 void PrintVersion(std::ostream& out) {
   out << "fleet-host " << FLEET_VERSION << " (plugin ABI " << FLEET_ABI_MAJOR << "."
@@ -107,6 +111,7 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
   if (command == "check") return CheckCommand(global, rest, out, err);
   if (command == "run") return RunCommand(global, rest, out, err);
   if (command == "show") return ShowCommand(global, rest, out, err);
+  if (command == "env") return EnvCommand(global, rest, out, err);
   if (command == "version") {
     PrintVersion(out);
     return kExitOk;

@@ -40,6 +40,8 @@ int CheckCommand(const GlobalOptions& global, const std::vector<std::string>& ar
                  std::ostream& out, std::ostream& err);
 int RunCommand(const GlobalOptions& global, const std::vector<std::string>& args,
                std::ostream& out, std::ostream& err);
+int EnvCommand(const GlobalOptions& global, const std::vector<std::string>& args,
+               std::ostream& out, std::ostream& err);
 int ShowCommand(const GlobalOptions& global, const std::vector<std::string>& args,
                 std::ostream& out, std::ostream& err);
 

@@ -78,6 +78,23 @@ struct Config {
     std::map<std::string, std::vector<int64_t>> csv_columns;  // csv: 0-based columns per feed
     std::string where;                 // where data.source was set, for messages
   } data;
+
+  // This process's place in a job. Environment variables of launchers may say the same things;
+  // dist/role.h combines both and refuses disagreements. Every key here is optional: the values
+  // below mean "not set".
+  struct Role {
+    std::string role;                            // "", trainer or pserver
+    int64_t rank = -1;                           // -1, or >= 0
+    int64_t world_size = 0;                      // 0, or >= 1: the number of trainers
+    std::vector<std::string> trainer_endpoints;  // "host:port" each
+    std::string current_endpoint;                // "host:port"
+    std::vector<std::string> pserver_endpoints;  // "host:port" each; order = server index
+    std::string master;                          // "host:port" of the rendezvous store
+    int64_t local_rank = -1;                     // -1, or >= 0: rank on this machine
+    // Where each key set to something other than "not set" was set, by key ("rank"):
+    // "fleet.toml:12:1" or "--set role.rank".
+    std::map<std::string, std::string> where;
+  } role;
 };
 
 // Reads `path` (or, when path is empty, uses the defaults) and applies `overrides`, each of the

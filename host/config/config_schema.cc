@@ -171,7 +171,8 @@ class Checker {
   Config Check(const toml::table& root) {
     Config config;
     CheckKeys(root, "",
-              {"plugins", "device", "comm", "transport", "log", "strategy", "train", "data"});
+              {"plugins", "device", "comm", "transport", "log", "strategy", "train", "data",
+               "role"});
     if (const toml::table* t = Table(root, "", "plugins")) ReadPlugins(*t, config.plugins);
     if (const toml::table* t = Table(root, "", "device")) {
       CheckKeys(*t, "device", {"backend", "plugin"});
@@ -196,6 +197,7 @@ class Checker {
     }
     if (const toml::table* t = Table(root, "", "train")) ReadTrain(*t, config.train);
     if (const toml::table* t = Table(root, "", "data")) ReadData(*t, config.data);
+    if (const toml::table* t = Table(root, "", "role")) ReadRole(*t, config.role);
     return config;
   }
 
@@ -417,6 +419,54 @@ class Checker {
       } else {
         diag_.AtValue(*n, "train.profile", "expected a boolean, got " + TypeName(*n));
       }
+    }
+  }
+
+  // [role]: types and ranges here; endpoint syntax and agreement with the environment are
+  // checked by dist/role.cc, which sees both. Only keys set to something other than their
+  // "not set" value get an entry in `where`, so a file spelling out the defaults equals none.
+  void ReadRole(const toml::table& t, Config::Role& out) {
+    CheckKeys(t, "role",
+              {"role", "rank", "world_size", "trainer_endpoints", "current_endpoint",
+               "pserver_endpoints", "master", "local_rank"});
+    auto note = [&](std::string_view key, bool is_set) {
+      const toml::node* n = t.get(key);
+      if (n != nullptr && is_set) out.where[std::string(key)] = diag_.Where(*n, Join("role", key));
+    };
+    if (const toml::node* n = t.get("role")) {
+      if (std::optional<std::string> s = String(*n, "role.role")) {
+        if (s->empty() || *s == "trainer" || *s == "pserver") {
+          out.role = *s;
+        } else {
+          diag_.AtValue(*n, "role.role",
+                        "expected \"\" (from the environment), trainer or pserver, got " +
+                            ValueText(*n));
+        }
+      }
+    }
+    note("role", !out.role.empty());
+    ReadInt(t, "role", "rank", -1, out.rank);
+    note("rank", out.rank != -1);
+    ReadInt(t, "role", "world_size", 0, out.world_size);
+    note("world_size", out.world_size != 0);
+    ReadInt(t, "role", "local_rank", -1, out.local_rank);
+    note("local_rank", out.local_rank != -1);
+    for (auto [key, list] : {std::pair{"trainer_endpoints", &out.trainer_endpoints},
+                             std::pair{"pserver_endpoints", &out.pserver_endpoints}}) {
+      const toml::node* n = t.get(key);
+      if (n == nullptr) continue;
+      ReadStrings(*n, Join("role", key),
+                  [&](const toml::node&, const std::string&, const std::string& value) {
+                    list->push_back(value);
+                  });
+      note(key, !list->empty());
+    }
+    for (auto [key, value] : {std::pair{"current_endpoint", &out.current_endpoint},
+                              std::pair{"master", &out.master}}) {
+      const toml::node* n = t.get(key);
+      if (n == nullptr) continue;
+      if (std::optional<std::string> s = String(*n, Join("role", key))) *value = *s;
+      note(key, !value->empty());
     }
   }
 

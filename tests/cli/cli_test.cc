@@ -397,4 +397,82 @@ TEST(CliRunTest, ExamplesParse) {
   }
 }
 
+// ---- env --------------------------------------------------------------------------------------
+
+// `env` options that clear every variable the role is resolved from, so a test sees only what it
+// sets even when the test itself runs under a launcher (mpirun, srun, torchrun).
+std::string CleanRoleEnv(const std::string& assignments) {
+  std::string out;
+  for (const char* name :
+       {"TRAINING_ROLE", "PADDLE_TRAINING_ROLE", "PADDLE_TRAINER_ID", "PADDLE_TRAINERS_NUM",
+        "PADDLE_TRAINER_ENDPOINTS", "PADDLE_CURRENT_ENDPOINT", "PADDLE_PSERVERS_IP_PORT_LIST",
+        "PADDLE_PSERVER_ID", "POD_IP", "PADDLE_PORT", "OMPI_COMM_WORLD_RANK",
+        "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "PMI_RANK", "PMI_SIZE",
+        "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "RANK", "WORLD_SIZE", "LOCAL_RANK",
+        "MASTER_ADDR", "MASTER_PORT"}) {
+    out += std::string("-u ") + name + " ";
+  }
+  return out + assignments;
+}
+
+TEST(CliEnvTest, DefaultsToASingleTrainer) {
+  TempDir cwd;
+  Result r = RunHost("env", CleanRoleEnv(""), cwd.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "config: <defaults>\n")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "role               trainer  (default)\n")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "rank               0  (default)\n")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "world_size         1  (default)\n")) << r.out;
+}
+
+TEST(CliEnvTest, ShowsValuesAndSourcesFromTheEnvironment) {
+  TempDir cwd;
+  Result r = RunHost("env",
+                     CleanRoleEnv("PADDLE_TRAINER_ID=1 PADDLE_TRAINER_ENDPOINTS=h0:6170,h1:6170 "
+                                  "RANK=1 LOCAL_RANK=0 MASTER_ADDR=h0 MASTER_PORT=29500"),
+                     cwd.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "rank               1  (env PADDLE_TRAINER_ID)\n")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "world_size         2  (number of trainer_endpoints")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "current_endpoint   h1:6170  (trainer_endpoints[1]")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "master_port        29500  (env MASTER_PORT)\n")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "local_rank         0  (env LOCAL_RANK)\n")) << r.out;
+}
+
+TEST(CliEnvTest, JsonAndConfigAndPserver) {
+  TempDir cwd;
+  cwd.Write("fleet.toml", "[role]\nworld_size = 3\n");
+  Result r = RunHost("env --json",
+                     CleanRoleEnv("TRAINING_ROLE=PSERVER PADDLE_PSERVERS_IP_PORT_LIST=s0:7000,s1:7000 "
+                                  "POD_IP=s1 PADDLE_PORT=7000"),
+                     cwd.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["config"], "fleet.toml");
+  EXPECT_EQ(j["role"], "pserver");
+  EXPECT_EQ(j["rank"], 1);
+  EXPECT_EQ(j["world_size"], 3);
+  EXPECT_EQ(j["current_endpoint"], "s1:7000");
+  EXPECT_EQ(j["pserver_endpoints"], nlohmann::json({"s0:7000", "s1:7000"}));
+  EXPECT_EQ(j["source"]["world_size"], "fleet.toml:2:14 role.world_size");
+  EXPECT_EQ(j["source"]["role"], "env TRAINING_ROLE");
+}
+
+TEST(CliEnvTest, ConflictExitsOneNamingBothSources) {
+  TempDir cwd;
+  Result r = RunHost("env", CleanRoleEnv("PADDLE_TRAINER_ID=1 RANK=0 WORLD_SIZE=2"), cwd.path());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "fleet-host: rank: PADDLE_TRAINER_ID=1 but RANK=0\n");
+  EXPECT_EQ(r.out, "");
+  Result set = RunHost("--set role.rank=2 env", CleanRoleEnv("SLURM_PROCID=0 SLURM_NTASKS=4"),
+                       cwd.path());
+  EXPECT_EQ(set.exit_code, 1);
+  EXPECT_EQ(set.err, "fleet-host: rank: --set role.rank=2 but SLURM_PROCID=0\n");
+  Result bad = RunHost("env", CleanRoleEnv("OMPI_COMM_WORLD_SIZE=two"), cwd.path());
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_TRUE(Contains(bad.err, "OMPI_COMM_WORLD_SIZE='two': expected an integer")) << bad.err;
+  Result usage = RunHost("env --yaml", CleanRoleEnv(""), cwd.path());
+  EXPECT_EQ(usage.exit_code, 2);
+}
+
 }  // namespace

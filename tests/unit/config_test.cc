@@ -61,6 +61,15 @@ void ExpectDefaults(const Config& config) {
   EXPECT_TRUE(config.data.csv_path.empty());
   EXPECT_FALSE(config.data.csv_header);
   EXPECT_TRUE(config.data.csv_columns.empty());
+  EXPECT_EQ(config.role.role, "");
+  EXPECT_EQ(config.role.rank, -1);
+  EXPECT_EQ(config.role.world_size, 0);
+  EXPECT_TRUE(config.role.trainer_endpoints.empty());
+  EXPECT_EQ(config.role.current_endpoint, "");
+  EXPECT_TRUE(config.role.pserver_endpoints.empty());
+  EXPECT_EQ(config.role.master, "");
+  EXPECT_EQ(config.role.local_rank, -1);
+  EXPECT_TRUE(config.role.where.empty());
 }
 
 // ---- whole files ------------------------------------------------------------------------------
@@ -100,7 +109,9 @@ TEST(ConfigTest, ExampleFileShowsEveryKey) {
                            "steps = ", "batch_size = ", "seed = ", "threads = ", "log_every = ",
                            "metrics_file = ", "profile = ", "[data]", "source = ", "label = ", "classes = ",
                            "[data.files]", "[data.csv]", "path = ", "header = ",
-                           "[data.csv.columns]"}) {
+                           "[data.csv.columns]", "[role]", "role = ", "rank = ",
+                           "world_size = ", "trainer_endpoints = ", "current_endpoint = ",
+                           "pserver_endpoints = ", "master = ", "local_rank = "}) {
     size_t found = example.find(line, at);
     ASSERT_NE(found, std::string::npos) << "no '" << line << "' after offset " << at;
     at = found + 1;
