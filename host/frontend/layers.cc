@@ -18,6 +18,8 @@ Value VarValue(std::string name, Pos pos) {
 
 namespace {
 
+using ir::MakeOp;
+
 constexpr std::array<std::string_view, 22> kActivations{
     "relu",  "relu6",      "tanh",     "sigmoid",      "softmax",  "log_softmax",
     "gelu",  "leaky_relu", "elu",      "swish",        "silu",     "mish",
@@ -46,15 +48,6 @@ StatusOr<const ir::Var*> VarOf(State& s, const Args& a, std::string_view arg,
 bool HasOutputSlot(const State& s, std::string_view op, std::string_view slot) {
   const ops::OpSchema* schema = s.builder.Schema(op);
   return schema != nullptr && schema->FindOutput(slot) != nullptr;
-}
-
-ir::Op MakeOp(std::string type, ir::SlotMap inputs, ir::SlotMap outputs, ir::AttrMap attrs = {}) {
-  ir::Op op;
-  op.type = std::move(type);
-  op.inputs = std::move(inputs);
-  op.outputs = std::move(outputs);
-  op.attrs = std::move(attrs);
-  return op;
 }
 
 // Appends the `act` activation (if any) after `x`; returns the var the layer returns.

@@ -138,6 +138,15 @@ std::vector<std::string> Op::OutputVars() const {
   return out;
 }
 
+Op MakeOp(std::string type, SlotMap inputs, SlotMap outputs, AttrMap attrs) {
+  Op op;
+  op.type = std::move(type);
+  op.inputs = std::move(inputs);
+  op.outputs = std::move(outputs);
+  op.attrs = std::move(attrs);
+  return op;
+}
+
 Var* Block::FindVar(std::string_view name) {
   auto it = vars.find(std::string(name));
   return it == vars.end() ? nullptr : &it->second;

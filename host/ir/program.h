@@ -114,6 +114,9 @@ struct Op {
   bool operator==(const Op&) const = default;
 };
 
+// An op from its type, slots and attributes.
+Op MakeOp(std::string type, SlotMap inputs, SlotMap outputs, AttrMap attrs = {});
+
 struct Block {
   int32_t index = 0;
   int32_t parent = -1;               // -1 for the global block

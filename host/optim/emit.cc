@@ -32,15 +32,6 @@ ir::Var MakeVar(std::string name, ir::DataType dtype, std::vector<int64_t> shape
   return v;
 }
 
-ir::Op MakeOp(std::string type, ir::SlotMap inputs, ir::SlotMap outputs, ir::AttrMap attrs) {
-  ir::Op op;
-  op.type = std::move(type);
-  op.inputs = std::move(inputs);
-  op.outputs = std::move(outputs);
-  op.attrs = std::move(attrs);
-  return op;
-}
-
 ir::Op FillConstant(const std::string& out, std::vector<int64_t> shape, double value,
                     ir::DataType dtype) {
   return MakeOp("fill_constant", {}, {{"Out", {out}}},

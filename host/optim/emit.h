@@ -14,6 +14,8 @@
 
 namespace fleet::optim::internal {
 
+using ir::MakeOp;
+
 // "<prefix>_<k>" for the smallest k >= 0 that neither program's global block declares
 // (Paddle's unique_name.generate for accumulators: "fc_0.w_0_moment1_0").
 std::string UniqueName(const ir::Program& main, const ir::Program& startup,
@@ -24,8 +26,6 @@ Status Declare(ir::Program& main, ir::Program* startup, const ir::Var& var);
 
 ir::Var MakeVar(std::string name, ir::DataType dtype, std::vector<int64_t> shape,
                 bool persistable);
-
-ir::Op MakeOp(std::string type, ir::SlotMap inputs, ir::SlotMap outputs, ir::AttrMap attrs = {});
 
 // fill_constant with Paddle's attribute types (shape int64s, value float, dtype int32).
 ir::Op FillConstant(const std::string& out, std::vector<int64_t> shape, double value,

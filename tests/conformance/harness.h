@@ -26,20 +26,11 @@ namespace fleet::conformance {
 
 // A tensor in host memory (the harness copies to and from the device).
 using HostTensor = data::NpyArray;
+using ir::MakeOp;
 // Tensors by var name: the op's inputs before a run, its inputs and outputs after.
 using VarMap = std::map<std::string, HostTensor>;
 
 // An op from its type, slots and attributes.
-inline ir::Op MakeOp(std::string type, ir::SlotMap inputs, ir::SlotMap outputs,
-                     ir::AttrMap attrs = {}) {
-  ir::Op op;
-  op.type = std::move(type);
-  op.inputs = std::move(inputs);
-  op.outputs = std::move(outputs);
-  op.attrs = std::move(attrs);
-  return op;
-}
-
 template <typename T>
 ir::DataType DataTypeOf();
 template <>
