@@ -225,31 +225,17 @@ void RegisterTensorCreateOps(OpRegistry& registry) {
     s.infer_shape = [](ShapeContext& c) { return InferRandom(c, "min", "max"); };
     RegisterBuiltin(registry, std::move(s));
   }
-  {
+  // gaussian_random and its truncated form share attributes and shape rules; only the sampler
+  // (in the kernel) differs.
+  for (const auto& [type, summary] :
+       {std::pair{"gaussian_random", "Out = normal samples with mean and std from seed (0 = the "
+                                     "executor's per-op seed)"},
+        std::pair{"truncated_gaussian_random",
+                  "Out = normal samples with mean and std, redrawn until within 2 std of the "
+                  "mean, from seed (0 = the executor's per-op seed)"}}) {
     OpSchema s;
-    s.type = "gaussian_random";
-    s.summary = "Out = normal samples with mean and std from seed (0 = the executor's per-op "
-                "seed)";
-    s.outputs = {{"Out"}};
-    s.attrs = {{"shape", std::vector<int64_t>{}},
-               {"mean", 0.0f},
-               {"std", 1.0f},
-               {"seed", int32_t{0}},
-               {"dtype", int32_t{FLEET_DTYPE_FLOAT32}}};
-    s.kernel_dtype_slot = "Out";
-    s.infer_shape = [](ShapeContext& c) -> Status {
-      if (c.FloatAttr("std") < 0) {
-        return c.Error("std " + std::to_string(c.FloatAttr("std")) + " is negative");
-      }
-      return InferRandom(c, "mean", "mean");
-    };
-    RegisterBuiltin(registry, std::move(s));
-  }
-  {
-    OpSchema s;
-    s.type = "truncated_gaussian_random";
-    s.summary = "Out = normal samples with mean and std, redrawn until within 2 std of the "
-                "mean, from seed (0 = the executor's per-op seed)";
+    s.type = type;
+    s.summary = summary;
     s.outputs = {{"Out"}};
     s.attrs = {{"shape", std::vector<int64_t>{}},
                {"mean", 0.0f},
