@@ -608,43 +608,44 @@ Status TcpStore::Call(const std::string& request, Clock::time_point deadline,
                       const std::string& what, ReadPayload read_payload) {
   std::string where = "tcp store " + address_ + " (" + what + ")";
   FLEET_ASSIGN_OR_RETURN(int fd, Borrow(deadline));
+  // An error the server answered with is the call's result and leaves the connection usable,
+  // except after a bad request, which the server answers and then drops; a transport error
+  // leaves the connection in an unknown state.
+  bool answered = false;
   auto io = [&]() -> Status {
     FLEET_RETURN_IF_ERROR(SendAll(fd, request, deadline, where));
     FLEET_ASSIGN_OR_RETURN(uint64_t code, RecvLe(fd, 1, deadline, where));
-    if (code == 0) return read_payload(fd, where);
+    if (code == 0) {
+      Status s = read_payload(fd, where);
+      answered = s.ok();
+      return s;
+    }
     FLEET_ASSIGN_OR_RETURN(uint64_t len, RecvLe(fd, 4, deadline, where));
     if (len > kMaxMessageBytes) return Unavailable(where + ": malformed error reply");
     std::string message(len, '\0');
     FLEET_RETURN_IF_ERROR(RecvExact(fd, message.data(), len, deadline, where));
     if (code > static_cast<uint64_t>(Code::kUnauthenticated)) code = 2;  // kUnknown
-    // A well-formed error reply leaves the connection usable; report it as the answer.
-    return Status(Code::kAborted, std::to_string(code) + "\n" + message);
+    answered = code != static_cast<uint64_t>(Code::kInvalidArgument);
+    return Status(static_cast<Code>(code), message);
   };
   Status s = io();
-  if (s.ok()) {
+  if (answered) {
     Return(fd);
-    return s;
+  } else {
+    ::close(fd);
   }
-  if (s.code() == Code::kAborted) {
-    size_t nl = s.message().find('\n');
-    int code = std::stoi(s.message().substr(0, nl));
-    if (code != static_cast<int>(Code::kInvalidArgument)) {
-      Return(fd);
-    } else {
-      ::close(fd);  // the server drops a connection after a bad request
-    }
-    return Status(static_cast<Code>(code), s.message().substr(nl + 1));
-  }
-  ::close(fd);
   return s;
 }
 
+Status TcpStore::CheckKey(const std::string& key) const {
+  if (key.size() <= tcp_store::kMaxKeyBytes) return OkStatus();
+  return InvalidArgument("tcp store " + address_ + ": key " + ShortKey(key) +
+                         " exceeds the limit of " + std::to_string(tcp_store::kMaxKeyBytes) +
+                         " bytes");
+}
+
 Status TcpStore::DoSet(const std::string& key, std::string_view value) {
-  if (key.size() > tcp_store::kMaxKeyBytes) {
-    return InvalidArgument("tcp store " + address_ + ": key " + ShortKey(key) +
-                           " exceeds the limit of " + std::to_string(tcp_store::kMaxKeyBytes) +
-                           " bytes");
-  }
+  FLEET_RETURN_IF_ERROR(CheckKey(key));
   if (value.size() > tcp_store::kMaxValueBytes) {
     return InvalidArgument("tcp store " + address_ + ": the value of key " + ShortKey(key) +
                            " has " + std::to_string(value.size()) +
@@ -662,11 +663,7 @@ Status TcpStore::DoSet(const std::string& key, std::string_view value) {
 }
 
 StatusOr<std::string> TcpStore::DoGet(const std::string& key, milliseconds timeout) {
-  if (key.size() > tcp_store::kMaxKeyBytes) {
-    return InvalidArgument("tcp store " + address_ + ": key " + ShortKey(key) +
-                           " exceeds the limit of " + std::to_string(tcp_store::kMaxKeyBytes) +
-                           " bytes");
-  }
+  FLEET_RETURN_IF_ERROR(CheckKey(key));
   int64_t ms = ClampTimeout(timeout);
   std::string request;
   PutU8(&request, tcp_store::kGet);
@@ -689,11 +686,7 @@ StatusOr<std::string> TcpStore::DoGet(const std::string& key, milliseconds timeo
 }
 
 StatusOr<int64_t> TcpStore::DoAdd(const std::string& key, int64_t delta) {
-  if (key.size() > tcp_store::kMaxKeyBytes) {
-    return InvalidArgument("tcp store " + address_ + ": key " + ShortKey(key) +
-                           " exceeds the limit of " + std::to_string(tcp_store::kMaxKeyBytes) +
-                           " bytes");
-  }
+  FLEET_RETURN_IF_ERROR(CheckKey(key));
   std::string request;
   PutU8(&request, tcp_store::kAdd);
   PutBytes32(&request, key);
@@ -721,11 +714,7 @@ Status TcpStore::DoWait(const std::vector<std::string>& keys, milliseconds timeo
   PutU8(&request, tcp_store::kWait);
   PutU32(&request, static_cast<uint32_t>(keys.size()));
   for (const std::string& k : keys) {
-    if (k.size() > tcp_store::kMaxKeyBytes) {
-      return InvalidArgument("tcp store " + address_ + ": key " + ShortKey(k) +
-                             " exceeds the limit of " +
-                             std::to_string(tcp_store::kMaxKeyBytes) + " bytes");
-    }
+    FLEET_RETURN_IF_ERROR(CheckKey(k));
     PutBytes32(&request, k);
   }
   PutI64(&request, ms);

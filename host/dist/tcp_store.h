@@ -108,6 +108,8 @@ class TcpStore final : public Store {
   Status Call(const std::string& request, Clock::time_point deadline, const std::string& what,
               ReadPayload read_payload);
   StatusOr<int> Borrow(Clock::time_point deadline);
+  // INVALID_ARGUMENT for a key over tcp_store::kMaxKeyBytes, before anything is sent.
+  Status CheckKey(const std::string& key) const;
   void Return(int fd);
 
   std::string host_;
