@@ -2,6 +2,7 @@
 // nothing but the autodiff itself. Emitted programs are compared op by op (type, slots, vars).
 #include <gtest/gtest.h>
 
+#include "op_summary.h"
 #include "autodiff/backward.h"
 
 #include <cmath>
@@ -91,29 +92,7 @@ void Declare(ir::Program& p, std::vector<ir::Var> vars) {
   for (auto& v : vars) ASSERT_TRUE(p.global().AddVar(std::move(v)).ok());
 }
 
-// "type(in)->(out)" per op from index `from`, for compact structural comparison.
-std::vector<std::string> Describe(const ir::Program& p, size_t from) {
-  std::vector<std::string> out;
-  const auto& ops = p.global().ops;
-  for (size_t i = from; i < ops.size(); ++i) {
-    std::string s = ops[i].type + "(";
-    bool first = true;
-    for (const auto& [slot, names] : ops[i].inputs) {
-      s += (first ? "" : " ") + slot + "=";
-      first = false;
-      for (size_t k = 0; k < names.size(); ++k) s += (k ? "," : "") + names[k];
-    }
-    s += ")->(";
-    first = true;
-    for (const auto& [slot, names] : ops[i].outputs) {
-      s += (first ? "" : " ") + slot + "=";
-      first = false;
-      for (size_t k = 0; k < names.size(); ++k) s += (k ? "," : "") + names[k];
-    }
-    out.push_back(s + ")");
-  }
-  return out;
-}
+using fleet::testing::DescribeOps;
 
 std::vector<std::string> Names(const std::vector<ParamGrad>& pgs) {
   std::vector<std::string> out;
@@ -138,7 +117,7 @@ TEST(AutodiffTest, ChainEmitsGradOpsInReverseAndDeclaresGrads) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(Names(*r), (std::vector<std::string>{"w:w@GRAD"}));
   // x and label need no gradient: X@GRAD of t_mul_grad is pruned, Label has no_grad.
-  EXPECT_EQ(Describe(p, 3),
+  EXPECT_EQ(DescribeOps(p, 3),
             (std::vector<std::string>{
                 "fill_constant()->(Out=loss@GRAD)",
                 "t_loss_grad(Label=label Out=loss Out@GRAD=loss@GRAD X=a)->(X@GRAD=a@GRAD)",
@@ -175,7 +154,7 @@ TEST(AutodiffTest, FanOutAccumulatesRenamedPartialGradients) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(Names(*r), (std::vector<std::string>{"w:w@GRAD"}));
   EXPECT_EQ(
-      Describe(p, 5),
+      DescribeOps(p, 5),
       (std::vector<std::string>{
           "fill_constant()->(Out=loss@GRAD)",
           "t_loss_grad(Label=label Out=loss Out@GRAD=loss@GRAD X=t)->(X@GRAD=t@GRAD)",
@@ -214,7 +193,7 @@ TEST(AutodiffTest, StopGradientAndNoGradSetPrune) {
     auto r = AppendBackward(p, "loss", opts, TestRegistry());
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     EXPECT_EQ(Names(*r), (std::vector<std::string>{"w1:w1@GRAD"}));
-    EXPECT_EQ(Describe(p, 5),
+    EXPECT_EQ(DescribeOps(p, 5),
               (std::vector<std::string>{
                   "fill_constant()->(Out=loss@GRAD)",
                   "t_loss_grad(Label=label Out=loss Out@GRAD=loss@GRAD X=a)->(X@GRAD=a@GRAD)",
@@ -232,7 +211,7 @@ TEST(AutodiffTest, StopGradientAndNoGradSetPrune) {
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     EXPECT_TRUE(r->empty());
     // Only the seed: nothing between the loss and a parameter remains.
-    EXPECT_EQ(Describe(p, 5), (std::vector<std::string>{"fill_constant()->(Out=loss@GRAD)"}));
+    EXPECT_EQ(DescribeOps(p, 5), (std::vector<std::string>{"fill_constant()->(Out=loss@GRAD)"}));
   }
 }
 
@@ -250,7 +229,7 @@ TEST(AutodiffTest, ParamNotReachingLossIsNotReturned) {
   EXPECT_EQ(Names(*r), (std::vector<std::string>{"w:w@GRAD"}));
   EXPECT_EQ(p.global().FindVar("w_side@GRAD"), nullptr);
   EXPECT_EQ(p.global().FindVar("w_frozen@GRAD"), nullptr);
-  EXPECT_EQ(Describe(p, 5),
+  EXPECT_EQ(DescribeOps(p, 5),
             (std::vector<std::string>{
                 "fill_constant()->(Out=loss@GRAD)",
                 "t_loss_grad(Label=label Out=loss Out@GRAD=loss@GRAD X=a)->(X@GRAD=a@GRAD)",
@@ -269,7 +248,7 @@ TEST(AutodiffTest, UnusedOutputGradientIsZeros) {
                     Op("t_loss", {{"X", {"a"}}, {"Label", {"label"}}}, {{"Out", {"loss"}}})};
   auto r = AppendBackward(p, "loss", {}, TestRegistry());
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(Describe(p, 3),
+  EXPECT_EQ(DescribeOps(p, 3),
             (std::vector<std::string>{
                 "fill_constant()->(Out=loss@GRAD)",
                 "t_loss_grad(Label=label Out=loss Out@GRAD=loss@GRAD X=a)->(X@GRAD=a@GRAD)",
@@ -299,7 +278,7 @@ TEST(AutodiffTest, PartiallyPrunedDuplicableSlotKeepsPositions) {
                     Op("t_loss", {{"X", {"s"}}, {"Label", {"label"}}}, {{"Out", {"loss"}}})};
   auto res = AppendBackward(p, "loss", {}, r);
   ASSERT_TRUE(res.ok()) << res.status().ToString();
-  EXPECT_EQ(Describe(p, 5)[0],
+  EXPECT_EQ(DescribeOps(p, 5)[0],
             "t_sum_grad(Out=s Out@GRAD=s@GRAD X=x,h)->(X@GRAD=@EMPTY@,h@GRAD)");
   EXPECT_EQ(p.global().FindVar("@EMPTY@"), nullptr);
 }

@@ -2,6 +2,7 @@
 // clipping, regularization, and the errors for bad specs.
 #include <gtest/gtest.h>
 
+#include "op_summary.h"
 #include "optim/optimizer.h"
 
 #include <cmath>
@@ -14,28 +15,7 @@ namespace {
 
 using ir::DataType;
 
-std::vector<std::string> Describe(const ir::Program& p, size_t from = 0) {
-  std::vector<std::string> out;
-  const auto& ops = p.global().ops;
-  for (size_t i = from; i < ops.size(); ++i) {
-    std::string s = ops[i].type + "(";
-    bool first = true;
-    for (const auto& [slot, names] : ops[i].inputs) {
-      s += (first ? "" : " ") + slot + "=";
-      first = false;
-      for (size_t k = 0; k < names.size(); ++k) s += (k ? "," : "") + names[k];
-    }
-    s += ")->(";
-    first = true;
-    for (const auto& [slot, names] : ops[i].outputs) {
-      s += (first ? "" : " ") + slot + "=";
-      first = false;
-      for (size_t k = 0; k < names.size(); ++k) s += (k ? "," : "") + names[k];
-    }
-    out.push_back(s + ")");
-  }
-  return out;
-}
+using fleet::testing::DescribeOps;
 
 template <typename T>
 T AttrOf(const ir::Op& op, const std::string& name) {
@@ -90,11 +70,11 @@ TEST(OptimTest, SgdWithConstantRate) {
   OptimizerSpec spec;
   spec.lr.learning_rate = 0.25;
   ASSERT_TRUE(f.Apply(spec).ok());
-  EXPECT_EQ(Describe(f.main, 1),
+  EXPECT_EQ(DescribeOps(f.main, 1),
             (std::vector<std::string>{
                 "sgd(Grad=b@GRAD LearningRate=learning_rate_0 Param=b)->(ParamOut=b)",
                 "sgd(Grad=w@GRAD LearningRate=learning_rate_0 Param=w)->(ParamOut=w)"}));
-  EXPECT_EQ(Describe(f.startup),
+  EXPECT_EQ(DescribeOps(f.startup),
             (std::vector<std::string>{"fill_constant()->(Out=learning_rate_0)"}));
   EXPECT_FLOAT_EQ(AttrOf<float>(f.startup.global().ops[0], "value"), 0.25f);
   EXPECT_EQ(AttrOf<int32_t>(f.startup.global().ops[0], "dtype"), FLEET_DTYPE_FLOAT32);
@@ -107,7 +87,7 @@ TEST(OptimTest, MomentumDeclaresVelocity) {
   spec.type = "momentum";
   spec.options = {{"momentum", 0.5}, {"use_nesterov", true}};
   ASSERT_TRUE(f.Apply(spec).ok());
-  EXPECT_EQ(Describe(f.main, 1),
+  EXPECT_EQ(DescribeOps(f.main, 1),
             (std::vector<std::string>{
                 "momentum(Grad=b@GRAD LearningRate=learning_rate_0 Param=b Velocity=b_velocity_0)"
                 "->(ParamOut=b VelocityOut=b_velocity_0)",
@@ -118,7 +98,7 @@ TEST(OptimTest, MomentumDeclaresVelocity) {
   EXPECT_TRUE(AttrOf<bool>(op, "use_nesterov"));
   ExpectPersistableIn(f, "w_velocity_0", DataType::kFloat32, {4, 3});
   ExpectPersistableIn(f, "b_velocity_0", DataType::kFloat32, {3});
-  EXPECT_EQ(Describe(f.startup),
+  EXPECT_EQ(DescribeOps(f.startup),
             (std::vector<std::string>{"fill_constant()->(Out=learning_rate_0)",
                                       "fill_constant()->(Out=b_velocity_0)",
                                       "fill_constant()->(Out=w_velocity_0)"}));
@@ -135,7 +115,7 @@ TEST(OptimTest, AdamAndAdamWAccumulators) {
     spec.options = {{"beta1", 0.8}, {"beta2", 0.99f}, {"epsilon", 1e-6}};
     if (type == "adamw") spec.options["weight_decay"] = 0.05;
     ASSERT_TRUE(f.Apply(spec).ok()) << type;
-    EXPECT_EQ(Describe(f.main, 2),
+    EXPECT_EQ(DescribeOps(f.main, 2),
               (std::vector<std::string>{
                   type + "(Beta1Pow=w_beta1_pow_acc_0 Beta2Pow=w_beta2_pow_acc_0 Grad=w@GRAD "
                          "LearningRate=learning_rate_0 Moment1=w_moment1_0 Moment2=w_moment2_0 "
@@ -175,7 +155,7 @@ TEST(OptimTest, ScheduleUsesTheStepCounter) {
   spec.lr.learning_rate = 0.1;
   spec.lr.args = {{"gamma", 0.5}, {"decay_steps", int64_t{10}}, {"staircase", true}};
   ASSERT_TRUE(f.Apply(spec).ok());
-  auto d = Describe(f.main);
+  auto d = DescribeOps(f.main);
   ASSERT_EQ(d.size(), 5u);
   EXPECT_EQ(d[0], "increment(X=@LR_DECAY_COUNTER@)->(Out=@LR_DECAY_COUNTER@)");
   EXPECT_EQ(d[1], "lr_schedule(Step=@LR_DECAY_COUNTER@)->(Out=learning_rate_0)");
@@ -232,7 +212,7 @@ TEST(OptimTest, ClipByGlobalNorm) {
   spec.clip_global_norm = 1.5;
   ASSERT_TRUE(f.Apply(spec).ok());
   EXPECT_EQ(
-      Describe(f.main, 1),
+      DescribeOps(f.main, 1),
       (std::vector<std::string>{
           "squared_l2_norm(X=b@GRAD)->(Out=b_grad_squared_norm_0)",
           "squared_l2_norm(X=w@GRAD)->(Out=w_grad_squared_norm_0)",
@@ -261,7 +241,7 @@ TEST(OptimTest, RegularizationAndPerParamLearningRate) {
   spec.l2_coeff = 0.001;
   spec.clip_global_norm = 0;
   ASSERT_TRUE(f.Apply(spec).ok());
-  EXPECT_EQ(Describe(f.main, 1),
+  EXPECT_EQ(DescribeOps(f.main, 1),
             (std::vector<std::string>{
                 "scale(X=b)->(Out=b_l2_decay_0)",
                 "sum(X=b@GRAD,b_l2_decay_0)->(Out=b@GRAD)",
@@ -285,7 +265,7 @@ TEST(OptimTest, L1RegularizationAddsCoeffTimesSign) {
   w_info.regularization_coeff = 0.25;
   OptimizerSpec spec;
   ASSERT_TRUE(f.Apply(spec).ok());
-  EXPECT_EQ(Describe(f.main, 1),
+  EXPECT_EQ(DescribeOps(f.main, 1),
             (std::vector<std::string>{
                 "sign(X=w)->(Out=w_sign_0)",
                 "scale(X=w_sign_0)->(Out=w_l1_decay_0)",
