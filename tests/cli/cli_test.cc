@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -328,6 +329,23 @@ TEST(CliRunTest, Errors) {
   Result noloss = RunHost("run " + program.string());
   EXPECT_EQ(noloss.exit_code, 1);
   EXPECT_TRUE(Contains(noloss.err, "run needs a loss")) << noloss.err;
+
+  Result metrics = RunHost(MlpRun("--set train.steps=2 --set train.metrics_file=" +
+                                  (dir.path() / "no/such/dir/m.jsonl").string()));
+  EXPECT_EQ(metrics.exit_code, 1);
+  EXPECT_TRUE(Contains(metrics.err, "train.metrics_file: cannot open")) << metrics.err;
+
+  // A learning rate that makes the loss overflow stops the run at the step it happens.
+  std::ifstream line_fit(kExamples / "fit_a_line/fit_a_line.fleet");
+  std::string text((std::istreambuf_iterator<char>(line_fit)), std::istreambuf_iterator<char>());
+  const size_t at = text.find("learning_rate=0.01");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, std::string("learning_rate=0.01").size(), "learning_rate=1e30");
+  fs::path diverging = dir.Write("diverging.fleet", text);
+  Result diverged = RunHost("run " + diverging.string() + " --set train.steps=50");
+  EXPECT_EQ(diverged.exit_code, 1);
+  EXPECT_TRUE(Contains(diverged.err, "(try a smaller learning rate)")) << diverged.err;
+  EXPECT_TRUE(Contains(diverged.err, ": step ")) << diverged.err;
 
   Result npy = RunHost(MlpRun("--set data.source=npy --set data.files.x=x.npy"));
   EXPECT_EQ(npy.exit_code, 1);
