@@ -45,31 +45,6 @@ uint64_t OpSeed(uint64_t base, size_t index, const ir::Op& op) {
   return SplitMix(SplitMix(base) ^ SplitMix(h + index));
 }
 
-// The dtype that selects the kernel of `op`, following the schema's rule.
-ir::DataType KernelDtype(const ops::OpSchema& schema, const ir::Op& op,
-                         const std::map<std::string, ops::TensorInfo, std::less<>>& infos) {
-  auto first_of = [&](const ir::SlotMap& slots, std::string_view slot) {
-    auto it = slots.find(std::string(slot));
-    if (it == slots.end() || it->second.empty()) return ir::DataType::kInvalid;
-    auto info = infos.find(it->second.front());
-    return info == infos.end() ? ir::DataType::kInvalid : info->second.dtype;
-  };
-  if (!schema.kernel_dtype_slot.empty()) {
-    ir::DataType d = first_of(op.inputs, schema.kernel_dtype_slot);
-    if (d == ir::DataType::kInvalid) d = first_of(op.outputs, schema.kernel_dtype_slot);
-    return d;
-  }
-  for (const ops::SlotSpec& s : schema.inputs) {
-    ir::DataType d = first_of(op.inputs, s.name);
-    if (d != ir::DataType::kInvalid) return d;
-  }
-  for (const ops::SlotSpec& s : schema.outputs) {
-    ir::DataType d = first_of(op.outputs, s.name);
-    if (d != ir::DataType::kInvalid) return d;
-  }
-  return ir::DataType::kInvalid;
-}
-
 }  // namespace
 
 // ---- PreparedProgram --------------------------------------------------------------------------
@@ -271,7 +246,10 @@ StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
     args.num_threads = options_.num_threads;
     args.seed = OpSeed(options_.seed, i, op);
 
-    const ir::DataType dtype = KernelDtype(*schema, op, infos);
+    const ir::DataType dtype = ops::KernelDtype(*schema, op, [&](const std::string& var) {
+      auto it = infos.find(var);
+      return it == infos.end() ? ir::DataType::kInvalid : it->second.dtype;
+    });
     const std::string dtype_name(ir::DataTypeName(dtype));
     std::vector<KernelCandidate> candidates = FindKernels(registry_, op.type, device_.name(), dtype);
     if (candidates.empty()) {

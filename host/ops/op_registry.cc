@@ -200,6 +200,28 @@ Status CheckOpSlots(const OpSchema& schema, const ir::Op& op) {
   return OkStatus();
 }
 
+ir::DataType KernelDtype(const OpSchema& schema, const ir::Op& op,
+                        const std::function<ir::DataType(const std::string& var)>& dtype_of) {
+  auto first_of = [&](const ir::SlotMap& slots, const std::string& slot) {
+    auto it = slots.find(slot);
+    if (it == slots.end() || it->second.empty()) return ir::DataType::kInvalid;
+    return dtype_of(it->second.front());
+  };
+  if (!schema.kernel_dtype_slot.empty()) {
+    ir::DataType d = first_of(op.inputs, schema.kernel_dtype_slot);
+    return d != ir::DataType::kInvalid ? d : first_of(op.outputs, schema.kernel_dtype_slot);
+  }
+  for (const SlotSpec& s : schema.inputs) {
+    ir::DataType d = first_of(op.inputs, s.name);
+    if (d != ir::DataType::kInvalid) return d;
+  }
+  for (const SlotSpec& s : schema.outputs) {
+    ir::DataType d = first_of(op.outputs, s.name);
+    if (d != ir::DataType::kInvalid) return d;
+  }
+  return ir::DataType::kInvalid;
+}
+
 ir::AttrMap AttrsWithDefaults(const OpSchema& schema, const ir::Op& op) {
   ir::AttrMap out = op.attrs;
   for (const auto& a : schema.attrs) out.emplace(a.name, a.default_value);

@@ -127,6 +127,12 @@ const OpRegistry& BuiltinOps();
 // op type and the slot.
 Status CheckOpSlots(const OpSchema& schema, const ir::Op& op);
 
+// The dtype that selects `op`'s kernel: the first var of the schema's kernel_dtype_slot (input
+// or output), else of the first declared input slot the op uses, else of the first output slot.
+// `dtype_of` gives a var's dtype (kInvalid when unknown). Called at prepare, not per step.
+ir::DataType KernelDtype(const OpSchema& schema, const ir::Op& op,
+                        const std::function<ir::DataType(const std::string& var)>& dtype_of);
+
 // Attributes of `op` with every schema default filled in.
 ir::AttrMap AttrsWithDefaults(const OpSchema& schema, const ir::Op& op);
 

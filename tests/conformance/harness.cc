@@ -179,22 +179,18 @@ Status OpRunner::Run(const ir::Op& op, VarMap& vars, uint64_t seed) {
     out_slots.push_back(std::move(slot));
   }
 
-  // The kernel's dtype: the schema's chosen slot, else the first present input, else output.
-  ir::DataType dtype = ir::DataType::kInvalid;
-  if (!schema->kernel_dtype_slot.empty()) {
-    for (const auto* list : {&in_slots, &out_slots}) {
-      for (const auto& s : *list) {
-        if (s.name == schema->kernel_dtype_slot && !s.tensors.empty() &&
-            dtype == ir::DataType::kInvalid) {
-          dtype = s.tensors[0].dtype;
+  // The executor's rule, over the input tensors and the inferred outputs.
+  const ir::DataType dtype = ops::KernelDtype(*schema, op, [&](const std::string& var) {
+    if (auto it = vars.find(var); it != vars.end()) return it->second.dtype;
+    for (const auto& [slot, names] : op.outputs) {
+      for (size_t i = 0; i < names.size(); ++i) {
+        if (names[i] == var && i < shapes.outputs[slot].size()) {
+          return shapes.outputs[slot][i].dtype;
         }
       }
     }
-  }
-  if (dtype == ir::DataType::kInvalid && !in_slots.empty()) dtype = in_slots[0].tensors[0].dtype;
-  if (dtype == ir::DataType::kInvalid && !out_slots.empty()) {
-    dtype = out_slots[0].tensors[0].dtype;
-  }
+    return ir::DataType::kInvalid;
+  });
 
   const ComponentRecord* dev_rec = registry_->Find(FLEET_COMPONENT_DEVICE, device_);
   Device device(dev_rec);
