@@ -250,28 +250,9 @@ StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
       auto it = infos.find(var);
       return it == infos.end() ? ir::DataType::kInvalid : it->second.dtype;
     });
-    const std::string dtype_name(ir::DataTypeName(dtype));
-    std::vector<KernelCandidate> candidates = FindKernels(registry_, op.type, device_.name(), dtype);
-    if (candidates.empty()) {
-      return NotFound(label + ": no kernel for op '" + op.type + "' on device '" +
-                      device_.name() + "' with dtype " + dtype_name);
-    }
-    std::unique_ptr<KernelCall> chosen;
-    std::string refusals;
-    for (const KernelCandidate& c : candidates) {
-      std::unique_ptr<KernelCall> call = KernelCall::Create(c, args);
-      Status s = call->Supports();
-      if (s.ok()) {
-        chosen = std::move(call);
-        break;
-      }
-      refusals += "; " + s.message();
-    }
-    if (chosen == nullptr) {
-      return NotFound(label + ": every kernel for op '" + op.type + "' on device '" +
-                      device_.name() + "' with dtype " + dtype_name + " refused it" + refusals);
-    }
-    p.calls_.push_back(std::move(chosen));
+    auto chosen = ChooseKernel(registry_, device_.name(), dtype, args);
+    if (!chosen.ok()) return chosen.status().WithContext(label);
+    p.calls_.push_back(std::move(*chosen));
     op_slots.push_back(std::move(slots));
   }
 

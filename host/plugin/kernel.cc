@@ -42,6 +42,23 @@ std::vector<std::string> ListKernels(const PluginRegistry& registry) {
   return out;
 }
 
+StatusOr<std::unique_ptr<KernelCall>> ChooseKernel(const PluginRegistry& registry,
+                                                   std::string_view device, ir::DataType dtype,
+                                                   const KernelCallArgs& args) {
+  const std::string what = "op '" + args.op_type + "' on device '" + std::string(device) +
+                           "' with dtype " + std::string(ir::DataTypeName(dtype));
+  std::vector<KernelCandidate> candidates = FindKernels(registry, args.op_type, device, dtype);
+  if (candidates.empty()) return NotFound("no kernel for " + what);
+  std::string refusals;
+  for (const KernelCandidate& c : candidates) {
+    std::unique_ptr<KernelCall> call = KernelCall::Create(c, args);
+    Status s = call->Supports();
+    if (s.ok()) return call;
+    refusals += "; " + s.message();
+  }
+  return NotFound("every kernel for " + what + " refused it" + refusals);
+}
+
 void ToFleetAttr(const char* name, const ir::Attribute& attr, std::vector<int64_t>& ints,
                  std::vector<double>& floats, std::vector<const char*>& strings, FleetAttr& out) {
   out = FleetAttr{};

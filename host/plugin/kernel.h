@@ -101,6 +101,13 @@ class KernelCall {
   bool prepared_ = false;
 };
 
+// The kernel for `args.op_type` on `device` with `dtype`: candidates are tried by priority and
+// the first whose `supports` accepts `args` is returned, not yet prepared. NOT_FOUND names op,
+// device and dtype when no kernel exists, and lists each refusal when all of them refuse.
+StatusOr<std::unique_ptr<KernelCall>> ChooseKernel(const PluginRegistry& registry,
+                                                   std::string_view device, ir::DataType dtype,
+                                                   const KernelCallArgs& args);
+
 // Fills `out` from `attr` (name must outlive `out`); arrays go to the given storage vectors,
 // which must outlive `out` too. Shared with other places that hand attributes to plugins.
 void ToFleetAttr(const char* name, const ir::Attribute& attr, std::vector<int64_t>& ints,

@@ -194,12 +194,6 @@ Status OpRunner::Run(const ir::Op& op, VarMap& vars, uint64_t seed) {
 
   const ComponentRecord* dev_rec = registry_->Find(FLEET_COMPONENT_DEVICE, device_);
   Device device(dev_rec);
-  auto candidates = FindKernels(*registry_, op.type, device_, dtype);
-  if (candidates.empty()) {
-    return NotFound("no kernel for op '" + op.type + "' on device '" + device_ + "' for dtype " +
-                    std::string(ir::DataTypeName(dtype)));
-  }
-
   KernelCallArgs args;
   args.op_type = op.type;
   args.inputs = in_slots;
@@ -210,17 +204,8 @@ Status OpRunner::Run(const ir::Op& op, VarMap& vars, uint64_t seed) {
   args.num_threads = 2;
   args.seed = seed;
 
-  std::unique_ptr<KernelCall> call;
-  Status last;
-  for (const auto& c : candidates) {
-    auto attempt = KernelCall::Create(c, args);
-    last = attempt->Supports();
-    if (last.ok()) {
-      call = std::move(attempt);
-      break;
-    }
-  }
-  if (call == nullptr) return last;
+  FLEET_ASSIGN_OR_RETURN(std::unique_ptr<KernelCall> call,
+                         ChooseKernel(*registry_, device_, dtype, args));
   FLEET_ASSIGN_OR_RETURN(size_t scratch_bytes, call->Prepare());
 
   std::vector<void*> allocations;
