@@ -1,9 +1,10 @@
 // elementwise_{add,sub,mul,div,max,min} and their grads. Plain loops: a same-shape path, the
-// bias-add path (X [N, C] with Y [C]) and a general broadcast path; the broadcast plan lives on
-// the stack, so no launch allocates. Grads accumulate into the smaller operand's gradient, which
+// bias-add path (X [N, C] with Y [C]) and a general broadcast path; the broadcast plan is made
+// at prepare and kept as kernel state, so a launch neither plans nor allocates. Grads accumulate into the smaller operand's gradient, which
 // is the reduction over broadcast dims.
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include "kernels/math_util.h"
@@ -72,15 +73,45 @@ inline T Apply(T a, T b) {
   if constexpr (op == Bin::kMin) return a < b ? a : b;
 }
 
+// The broadcast plan depends only on shapes and `axis`, so it is made once at prepare and kept
+// as the kernel's state; a launch only walks it. `out` is the slot whose shape the plan
+// covers: Out for the forward op, Out@GRAD for the grad op.
+template <bool kGrad>
+FleetStatus* BinaryPrepare(void*, const FleetKernelContext* kc, void** state, size_t*) {
+  return Guard(kc, [&]() -> FleetStatus* {
+    const FleetTensor* x = Input(kc, "X");
+    const FleetTensor* y = Input(kc, "Y");
+    const FleetTensor* out = kGrad ? Input(kc, "Out@GRAD") : Output(kc, "Out");
+    if (x == nullptr || y == nullptr || out == nullptr) return nullptr;  // launch reports it
+    auto plan = std::make_unique<StridePlan>();
+    if (FleetStatus* s = BinaryPlan(kc, x, y, out, plan.get())) return s;
+    *state = plan.release();
+    return nullptr;
+  });
+}
+
+void BinaryRelease(void*, void* state) { delete static_cast<StridePlan*>(state); }
+
+// The plan prepare made; the host always prepares a kernel before launching it.
+FleetStatus* PreparedPlan(const FleetKernelContext* kc, void* state, const StridePlan** plan) {
+  if (state == nullptr) {
+    return Error(FLEET_CODE_FAILED_PRECONDITION,
+                 std::string(kc->op_type) + ": launched without prepare");
+  }
+  *plan = static_cast<const StridePlan*>(state);
+  return nullptr;
+}
+
 template <Bin op, typename T>
-FleetStatus* BinaryLaunch(void*, const FleetKernelContext* kc, void*) {
+FleetStatus* BinaryLaunch(void*, const FleetKernelContext* kc, void* state) {
   return Guard(kc, [&]() -> FleetStatus* {
     if (FleetStatus* e = RequireSlots(kc, {"X", "Y"}, {"Out"})) return e;
     const FleetTensor* x = Input(kc, "X");
     const FleetTensor* y = Input(kc, "Y");
     const FleetTensor* out = Output(kc, "Out");
-    StridePlan p;
-    if (FleetStatus* s = BinaryPlan(kc, x, y, out, &p)) return s;
+    const StridePlan* plan = nullptr;
+    if (FleetStatus* s = PreparedPlan(kc, state, &plan)) return s;
+    const StridePlan& p = *plan;
     const T* xs = Data<const T>(x);
     const T* ys = Data<const T>(y);
     T* os = Data<T>(out);
@@ -134,7 +165,7 @@ inline void Partials(T x, T y, T out, T g, T* dx, T* dy) {
 }
 
 template <Bin op, typename T>
-FleetStatus* BinaryGradLaunch(void*, const FleetKernelContext* kc, void*) {
+FleetStatus* BinaryGradLaunch(void*, const FleetKernelContext* kc, void* state) {
   return Guard(kc, [&]() -> FleetStatus* {
     if (FleetStatus* e = RequireSlots(kc, {"X", "Y", "Out@GRAD"}, {})) return e;
     const FleetTensor* x = Input(kc, "X");
@@ -146,8 +177,9 @@ FleetStatus* BinaryGradLaunch(void*, const FleetKernelContext* kc, void*) {
     if (op == Bin::kDiv && out == nullptr) {
       return InvalidArgument("elementwise_div_grad: input Out is missing");
     }
-    StridePlan p;
-    if (FleetStatus* s = BinaryPlan(kc, x, y, dout, &p)) return s;
+    const StridePlan* plan = nullptr;
+    if (FleetStatus* s = PreparedPlan(kc, state, &plan)) return s;
+    const StridePlan& p = *plan;
     const T* xs = Data<const T>(x);
     const T* ys = Data<const T>(y);
     const T* os = out != nullptr ? Data<const T>(out) : nullptr;
@@ -202,10 +234,14 @@ FleetStatus* BinaryGradLaunch(void*, const FleetKernelContext* kc, void*) {
 
 template <Bin op>
 void AddBinary(KernelList& list, const char* name, const char* grad_name) {
-  Add(list, name, FLEET_DTYPE_FLOAT32, BinaryLaunch<op, float>);
-  Add(list, name, FLEET_DTYPE_FLOAT64, BinaryLaunch<op, double>);
-  Add(list, grad_name, FLEET_DTYPE_FLOAT32, BinaryGradLaunch<op, float>);
-  Add(list, grad_name, FLEET_DTYPE_FLOAT64, BinaryGradLaunch<op, double>);
+  Add(list, name, FLEET_DTYPE_FLOAT32, BinaryLaunch<op, float>, BinaryPrepare<false>,
+      BinaryRelease);
+  Add(list, name, FLEET_DTYPE_FLOAT64, BinaryLaunch<op, double>, BinaryPrepare<false>,
+      BinaryRelease);
+  Add(list, grad_name, FLEET_DTYPE_FLOAT32, BinaryGradLaunch<op, float>, BinaryPrepare<true>,
+      BinaryRelease);
+  Add(list, grad_name, FLEET_DTYPE_FLOAT64, BinaryGradLaunch<op, double>, BinaryPrepare<true>,
+      BinaryRelease);
 }
 
 }  // namespace
