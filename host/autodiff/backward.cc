@@ -284,6 +284,26 @@ StatusOr<std::vector<ParamGrad>> AppendBackward(ir::Program& main, const std::st
       if (!s.ok()) return s.WithContext(where + "declaring the outputs of grad op " + op.type);
     }
   }
+  // Roles for transpile passes: every appended op is Backward, the seed also Loss, and the op
+  // that last writes a parameter's gradient names the pair in op_role_var (Paddle's
+  // convention, which grad_allreduce keys on).
+  std::map<std::string, size_t> last_writer;
+  for (size_t i = 0; i < emitted.size(); ++i) {
+    emitted[i].attrs[std::string(ir::op_role::kAttr)] =
+        i == 0 ? (ir::op_role::kBackward | ir::op_role::kLoss) : ir::op_role::kBackward;
+    for (const auto& n : emitted[i].OutputVars()) last_writer[n] = i;
+  }
+  std::map<size_t, std::vector<std::string>> role_vars;
+  for (const auto& [name, var] : out_block.vars) {
+    if (!var.param.has_value() || !var.param->trainable) continue;
+    auto it = last_writer.find(ir::GradVarName(name));
+    if (it == last_writer.end()) continue;
+    role_vars[it->second].push_back(name);
+    role_vars[it->second].push_back(it->first);
+  }
+  for (auto& [i, vars] : role_vars) {
+    emitted[i].attrs[std::string(ir::op_role::kVarAttr)] = std::move(vars);
+  }
   for (auto& op : emitted) out_block.ops.push_back(std::move(op));
   const int32_t block_index = block.index;
   main = std::move(result_program);  // `block` and `ops` dangle from here on

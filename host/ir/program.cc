@@ -218,6 +218,19 @@ int64_t KnownNumel(const std::vector<int64_t>& dims) {
   return n;
 }
 
+int32_t OpRoleOf(const Op& op) {
+  const Attribute* a = op.FindAttr(op_role::kAttr);
+  if (a == nullptr) return op_role::kForward;
+  return static_cast<int32_t>(AttrAsInt(*a).value_or(op_role::kForward));
+}
+
+std::vector<std::string> OpRoleVars(const Op& op) {
+  const Attribute* a = op.FindAttr(op_role::kVarAttr);
+  if (a == nullptr) return {};
+  if (const auto* v = std::get_if<std::vector<std::string>>(a)) return *v;
+  return {};
+}
+
 std::string GradVarName(std::string_view var) {
   std::string out(var);
   out += kGradSuffix;

@@ -167,6 +167,25 @@ int64_t KnownNumel(const std::vector<int64_t>& dims);
 
 // Suffix of gradient variables, as in Paddle ("fc_0.w_0@GRAD").
 inline constexpr std::string_view kGradSuffix = "@GRAD";
+
+// Paddle's op roles (framework.proto OpRole), kept in every op's optional "op_role" attribute so
+// transpile passes can tell the phases of a training program apart: autodiff marks what it
+// appends Backward (the loss-gradient seed Backward|Loss), optimizers mark theirs Optimize and
+// the learning-rate schedule LRSched. An op without the attribute is Forward. "op_role_var"
+// holds [parameter, gradient] pairs on the op that finally produces each parameter's gradient.
+namespace op_role {
+inline constexpr int32_t kForward = 0x0000;
+inline constexpr int32_t kBackward = 0x0001;
+inline constexpr int32_t kOptimize = 0x0002;
+inline constexpr int32_t kLRSched = 0x0010;
+inline constexpr int32_t kLoss = 0x0100;
+inline constexpr std::string_view kAttr = "op_role";
+inline constexpr std::string_view kVarAttr = "op_role_var";
+}  // namespace op_role
+// The op's role bits (kForward when it has no op_role attribute).
+int32_t OpRoleOf(const Op& op);
+// The op's op_role_var list (empty when absent).
+std::vector<std::string> OpRoleVars(const Op& op);
 std::string GradVarName(std::string_view var);
 // "x@GRAD" -> "x"; "" when `name` is not a gradient name.
 std::string_view ForwardVarName(std::string_view name);

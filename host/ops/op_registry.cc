@@ -88,6 +88,11 @@ const AttrSpec* OpSchema::FindAttr(std::string_view name) const {
   for (const auto& a : attrs) {
     if (a.name == name) return &a;
   }
+  // As Paddle's OpProtoAndCheckerMaker adds them to every op.
+  static const AttrSpec kRole{std::string(ir::op_role::kAttr), int32_t{0}};
+  static const AttrSpec kRoleVar{std::string(ir::op_role::kVarAttr), std::vector<std::string>{}};
+  if (name == kRole.name) return &kRole;
+  if (name == kRoleVar.name) return &kRoleVar;
   return nullptr;
 }
 

@@ -99,6 +99,7 @@ struct OpSchema {
 
   const SlotSpec* FindInput(std::string_view name) const;
   const SlotSpec* FindOutput(std::string_view name) const;
+  // Also finds the attributes every op may carry (op_role, op_role_var; see ir/program.h).
   const AttrSpec* FindAttr(std::string_view name) const;
 };
 

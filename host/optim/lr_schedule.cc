@@ -178,12 +178,15 @@ StatusOr<std::string> AppendLearningRate(ir::Program& main, ir::Program& startup
         Declare(main, &startup, MakeVar(kCounter, ir::DataType::kInt64, {1}, true)));
     startup.global().ops.push_back(FillConstant(kCounter, {1}, -1.0, ir::DataType::kInt64));
     ops.insert(ops.begin(), MakeOp("increment", {{"X", {kCounter}}}, {{"Out", {kCounter}}},
-                                   {{"step", 1.0f}}));
+                                   {{"step", 1.0f}, {std::string(ir::op_role::kAttr),
+                                                     ir::op_role::kLRSched}}));
   }
   // After the increment (and any earlier schedule ops), before the forward pass.
   while (at < ops.size() && (ops[at].type == "increment" || ops[at].type == "lr_schedule")) ++at;
+  ir::AttrMap attrs = plan.attrs;
+  attrs[std::string(ir::op_role::kAttr)] = ir::op_role::kLRSched;
   ops.insert(ops.begin() + static_cast<std::ptrdiff_t>(at),
-             MakeOp("lr_schedule", {{"Step", {kCounter}}}, {{"Out", {lr}}}, plan.attrs));
+             MakeOp("lr_schedule", {{"Step", {kCounter}}}, {{"Out", {lr}}}, std::move(attrs)));
   return lr;
 }
 

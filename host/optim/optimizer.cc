@@ -261,7 +261,21 @@ Status ApplyOptimizer(ir::Program& main, ir::Program& startup,
 
   // Emission works on copies, so an error part-way leaves both programs as they were.
   ir::Program new_main = main, new_startup = startup;
+  auto count_lr_ops = [](const ir::Block& b) {
+    return std::count_if(b.ops.begin(), b.ops.end(), [](const ir::Op& op) {
+      return ir::OpRoleOf(op) == ir::op_role::kLRSched;
+    });
+  };
+  const size_t before = new_main.global().ops.size();
+  const auto lr_before = count_lr_ops(new_main.global());
   FLEET_RETURN_IF_ERROR(Emit(new_main, new_startup, pairs, spec, options));
+  // Everything appended at the end (clipping, regularization, the updates) is the Optimize
+  // phase; the schedule ops inserted at the front carry LRSched already.
+  std::vector<ir::Op>& ops = new_main.global().ops;
+  const size_t front = static_cast<size_t>(count_lr_ops(new_main.global()) - lr_before);
+  for (size_t i = before + front; i < ops.size(); ++i) {
+    ops[i].attrs[std::string(ir::op_role::kAttr)] = ir::op_role::kOptimize;
+  }
   main = std::move(new_main);
   startup = std::move(new_startup);
   return OkStatus();
