@@ -47,47 +47,13 @@ FleetStatus* StoreOpenSlot(void* host_ctx, const char* scope, const FleetStore**
   return Ctx(host_ctx)->StoreOpen(scope, out);
 }
 
-// ---- the rendezvous store, over the process's MemoryStore ----
+// ---- the rendezvous store ----
 
-MemoryStore& ProcessStore() {
-  static MemoryStore* store = new MemoryStore();  // lives as long as any plugin may use it
-  return *store;
-}
+Store* g_job_store = nullptr;
 
-// A store's ctx is its key prefix, "plugin/scope/", owned by the plugin's context.
-std::string ScopedKey(void* ctx, const char* key) {
-  return *static_cast<const std::string*>(ctx) + (key != nullptr ? key : "");
-}
-
-FleetStatus* StoreSet(void* ctx, const char* key, const void* value, size_t len) {
-  ProcessStore().Set(ScopedKey(ctx, key), std::string(static_cast<const char*>(value), len));
-  return nullptr;
-}
-
-FleetStatus* StoreGet(void* ctx, const char* key, int64_t timeout_ms,
-                      void* (*alloc)(void*, size_t), void* alloc_ctx, size_t* len) {
-  auto value = ProcessStore().Get(ScopedKey(ctx, key), std::chrono::milliseconds(timeout_ms));
-  if (!value.ok()) return MakeFleetStatus(value.status());
-  void* buffer = alloc(alloc_ctx, value->size());
-  if (buffer == nullptr && !value->empty()) {
-    return StatusNew(FLEET_CODE_RESOURCE_EXHAUSTED, "store get: alloc returned NULL");
-  }
-  if (!value->empty()) std::memcpy(buffer, value->data(), value->size());
-  *len = value->size();
-  return nullptr;
-}
-
-FleetStatus* StoreAdd(void* ctx, const char* key, int64_t delta, int64_t* result) {
-  auto sum = ProcessStore().Add(ScopedKey(ctx, key), delta);
-  if (!sum.ok()) return MakeFleetStatus(sum.status());
-  *result = *sum;
-  return nullptr;
-}
-
-FleetStatus* StoreWait(void* ctx, const char* const* keys, size_t n, int64_t timeout_ms) {
-  std::vector<std::string> scoped;
-  for (size_t i = 0; i < n; ++i) scoped.push_back(ScopedKey(ctx, keys[i]));
-  return MakeFleetStatus(ProcessStore().Wait(scoped, std::chrono::milliseconds(timeout_ms)));
+Store& JobStore() {
+  static MemoryStore* private_store = new MemoryStore();  // outlives every plugin
+  return g_job_store != nullptr ? *g_job_store : *private_store;
 }
 
 spdlog::level::level_enum SpdLevel(int32_t level) {
@@ -308,17 +274,12 @@ FleetStatus* PluginContext::StoreOpen(const char* scope, const FleetStore** out)
   if (scope == nullptr || *scope == '\0' || out == nullptr) {
     return StatusNew(FLEET_CODE_INVALID_ARGUMENT, "store_open: scope must be non-empty");
   }
-  store_prefixes_.push_back(std::make_unique<std::string>(plugin_name_ + "/" + scope + "/"));
-  auto store = std::make_unique<FleetStore>();
-  store->struct_size = FLEET_STRUCT_SIZE(FleetStore, wait);
-  store->ctx = store_prefixes_.back().get();
-  store->set = StoreSet;
-  store->get = StoreGet;
-  store->add = StoreAdd;
-  store->wait = StoreWait;
-  *out = store.get();
-  stores_.push_back(std::move(store));
+  stores_.push_back(
+      std::make_unique<AbiStore>(&JobStore(), "plugin/" + plugin_name_ + "/" + scope));
+  *out = stores_.back()->table();
   return nullptr;
 }
+
+void SetJobStore(Store* store) { g_job_store = store; }
 
 }  // namespace fleet

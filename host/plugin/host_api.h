@@ -12,6 +12,7 @@
 #include <spdlog/logger.h>
 
 #include "config/config.h"
+#include "dist/store_abi.h"
 #include "fleet/fleet_plugin.h"
 #include "support/status.h"
 
@@ -24,6 +25,13 @@ struct FleetStatus {
 namespace fleet {
 
 class PluginRegistry;
+class Store;
+
+// The store behind every plugin's store_open: the job's rendezvous store once the job has one,
+// else a store private to this process. `store` must outlive every plugin (the job's store is
+// set before plugins that use it are created and lives until exit); nullptr restores the
+// private store. Not thread-safe against concurrent store_open.
+void SetJobStore(Store* store);
 struct ComponentRecord;
 
 // Converts a status a plugin returned into a Status and frees it. `context` prefixes the
@@ -85,8 +93,7 @@ class PluginContext {
   std::vector<std::vector<double>> float_storage_;
   std::vector<std::vector<const char*>> string_storage_;
   std::set<std::string> read_keys_;
-  std::vector<std::unique_ptr<FleetStore>> stores_;
-  std::vector<std::unique_ptr<std::string>> store_prefixes_;  // ctx of each opened store
+  std::vector<std::unique_ptr<AbiStore>> stores_;
 };
 
 // The program-editing API handed to plugins (implemented over the IR in plugin/program_api.h).
