@@ -172,6 +172,7 @@ const OpRegistry& BuiltinOps() {
     RegisterNnOps(*r);
     RegisterTensorOps(*r);
     RegisterOptimizerOps(*r);
+    RegisterCollectiveOps(*r);
     return r;
   }();
   return *registry;

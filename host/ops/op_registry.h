@@ -155,5 +155,7 @@ void RegisterTensorOps(OpRegistry& registry);     // tensor_ops.cc: reshape2, tr
                                                   // assign, random initializers
 void RegisterOptimizerOps(OpRegistry& registry);  // optimizer_ops.cc: sgd, momentum, adam(w),
                                                   // learning-rate schedules, clipping helpers
+void RegisterCollectiveOps(OpRegistry& registry);  // collective_ops.cc: c_allreduce_*,
+                                                  // c_broadcast, c_comm_init, syncs
 
 }  // namespace fleet::ops

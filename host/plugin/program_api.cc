@@ -491,6 +491,11 @@ ProgramSetBinding::ProgramSetBinding(std::map<std::string, ir::Program>& program
   set_->programs = &programs;
 }
 
+std::map<std::string, ir::Program>* ProgramSetBinding::Programs(FleetProgramSet* handle) {
+  if (handle == nullptr || handle->magic != kSetMagic) return nullptr;
+  return handle->programs;
+}
+
 ProgramSetBinding::~ProgramSetBinding() = default;
 
 const FleetProgramApi* ProgramApi() {

@@ -39,6 +39,11 @@ class ProgramSetBinding {
 
   FleetProgramSet* handle() { return set_.get(); }
 
+  // The programs behind a handle a binding made, or nullptr for anything else. The host's own
+  // passes use this to edit the C++ IR directly while going through the same registry, run
+  // and verification as plugin passes.
+  static std::map<std::string, ir::Program>* Programs(FleetProgramSet* handle);
+
  private:
   std::unique_ptr<FleetProgramSet> set_;
 };

@@ -299,6 +299,16 @@ void PluginRegistry::LoadAll() {
   for (const fs::path& p : Discover()) (void)LoadFile(p);
 }
 
+Status PluginRegistry::RegisterHostComponent(std::unique_ptr<ComponentRecord> record) {
+  if (Find(record->kind, record->name) != nullptr) {
+    return AlreadyExists(ComponentKindName(record->kind) + " '" + record->name +
+                         "' is already registered");
+  }
+  record->plugin = "host";
+  components_.push_back(std::move(record));
+  return OkStatus();
+}
+
 const ComponentRecord* PluginRegistry::Find(int32_t kind, std::string_view name) const {
   for (const auto& c : components_) {
     if (c->kind == kind && c->name == name) return c.get();

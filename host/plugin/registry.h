@@ -105,6 +105,11 @@ class PluginRegistry {
   const std::vector<std::unique_ptr<PluginRecord>>& plugins() const { return plugins_; }
   const std::vector<Rejection>& rejected() const { return rejected_; }
 
+  // Adds a component the host itself provides (plugin "host"), such as a built-in pass. Call it
+  // before loading plugins, so a plugin offering the same kind and name is refused as
+  // ALREADY_EXISTS like any other clash. `record.ctx` and the vtable must outlive the registry.
+  Status RegisterHostComponent(std::unique_ptr<ComponentRecord> record);
+
   // The component of `kind` named `name`, or nullptr.
   const ComponentRecord* Find(int32_t kind, std::string_view name) const;
   std::vector<const ComponentRecord*> Components(int32_t kind) const;
