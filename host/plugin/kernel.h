@@ -101,6 +101,16 @@ class KernelCall {
   bool prepared_ = false;
 };
 
+// Kernels the host itself provides for some op types (the collective ops, which call a
+// communicator rather than a device). The executor asks these before the device's kernels.
+class HostKernels {
+ public:
+  virtual ~HostKernels() = default;
+  // The kernel for op_type, or nullptr when the host does not provide one. The candidate must
+  // stay valid while any KernelCall made from it exists.
+  virtual const KernelCandidate* Find(std::string_view op_type) const = 0;
+};
+
 // The kernel for `args.op_type` on `device` with `dtype`: candidates are tried by priority and
 // the first whose `supports` accepts `args` is returned, not yet prepared. NOT_FOUND names op,
 // device and dtype when no kernel exists, and lists each refusal when all of them refuse.

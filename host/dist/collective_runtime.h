@@ -1,0 +1,71 @@
+// The collective ops' runtime: the communicators of a process, one per ring, and the host
+// kernels that run c_comm_init, c_broadcast, c_allreduce_*, c_allgather, c_reducescatter and the
+// stream syncs through them (DESIGN.md §5: collective ops are host ops whose kernels call the
+// selected communicator).
+//
+// The kernels are ordinary FleetKernelDefs whose ctx is the runtime, so the executor prepares
+// and launches them like a device plugin's (ExecutorOptions::host_kernels); they work on any
+// device the communicator accepts, since they only hand tensors to it.
+//
+// c_comm_init creates the ring's communicator when it runs (in the startup program): it joins
+// the group through the job's store under "ring<id>" and blocks until every rank joined or the
+// timeout passed. A ring used before its c_comm_init is FAILED_PRECONDITION naming the op.
+//
+// Synchronisation: communicators here are called with a NULL stream, so every collective
+// returns with its result in place and c_sync_calc_stream/c_sync_comm_stream have nothing to
+// wait for (they remain in programs for devices with streams).
+//
+// Threading: launches come from one executor thread; AbortAll may be called from any thread.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dist/communicator.h"
+#include "dist/store.h"
+#include "fleet/fleet_kernels.h"
+#include "plugin/kernel.h"
+#include "plugin/registry.h"
+#include "support/status.h"
+
+namespace fleet {
+
+class CollectiveRuntime final : public HostKernels {
+ public:
+  // `component` is the communicator component; `store` the job's store. Both must outlive the
+  // runtime. options.rank/world_size are this process's; c_comm_init's attributes must agree.
+  CollectiveRuntime(const ComponentRecord& component, Store* store,
+                    CommunicatorOptions options);
+  ~CollectiveRuntime() override;
+  CollectiveRuntime(const CollectiveRuntime&) = delete;
+  CollectiveRuntime& operator=(const CollectiveRuntime&) = delete;
+
+  // The host kernel for a collective op type, or nullptr when op_type is not one.
+  const KernelCandidate* Find(std::string_view op_type) const override;
+
+  // Creates ring `ring_id` (what c_comm_init does). A ring already made with the same
+  // rank and size is kept; a different one is FAILED_PRECONDITION.
+  Status InitRing(int32_t ring_id, int32_t nranks, int32_t rank);
+  // The ring's communicator, or FAILED_PRECONDITION when it was never initialised.
+  StatusOr<Communicator*> Ring(int32_t ring_id);
+
+  // Makes every communicator's pending and later calls fail (any thread).
+  void AbortAll();
+
+  const CommunicatorOptions& options() const { return options_; }
+
+ private:
+  const ComponentRecord& component_;
+  Store* store_;
+  CommunicatorOptions options_;
+  std::mutex mu_;  // guards rings_ against AbortAll
+  std::map<int32_t, std::unique_ptr<Communicator>> rings_;
+  ComponentRecord kernels_record_;  // kind KERNELS, plugin "host", ctx = this
+  std::map<std::string, KernelCandidate, std::less<>> kernels_;
+};
+
+}  // namespace fleet

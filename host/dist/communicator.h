@@ -1,0 +1,75 @@
+// The host's handle on one communicator (fleet_comm.h): a FleetComm made by a communicator
+// component, with the calls the collective ops need turned into Status.
+//
+// Ownership: a Communicator owns its FleetComm (destroyed in the destructor) and the FleetStore
+// view it was created with; the component and the base store must outlive it.
+// Threading: one call at a time (the ABI's rule), except Abort, which any thread may call at any
+// time, e.g. a signal watcher, to make the call in flight and every later one fail promptly.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dist/store.h"
+#include "dist/store_abi.h"
+#include "fleet/fleet_comm.h"
+#include "plugin/registry.h"
+#include "support/status.h"
+
+namespace fleet {
+
+struct CommunicatorOptions {
+  int32_t rank = 0;
+  int32_t world_size = 1;
+  std::chrono::milliseconds timeout{300000};
+  std::string device = "cpu";  // device component the tensors live on
+  int32_t device_ordinal = 0;
+  // Backend options handed to create (FleetCommConfig.options), e.g. hostname for Gloo.
+  std::vector<std::pair<std::string, std::string>> options;
+  // Prefixed to every error, e.g. "ring 0".
+  std::string label = "communicator";
+};
+
+class Communicator {
+ public:
+  // Joins the group: blocks until every rank joined or options.timeout passed. `store` is the
+  // job's store; the communicator gets a view of it scoped under `scope`, which every rank of
+  // the group must name alike and no other group may use.
+  static StatusOr<std::unique_ptr<Communicator>> Create(const ComponentRecord& component,
+                                                        Store* store, const std::string& scope,
+                                                        const CommunicatorOptions& options);
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  int32_t rank() const { return options_.rank; }
+  int32_t world_size() const { return options_.world_size; }
+  const std::string& backend() const { return component_.name; }
+
+  Status AllReduce(const FleetTensor& in, const FleetTensor& out, int32_t op);
+  Status Broadcast(const FleetTensor& buf, int32_t root);
+  Status AllGather(const FleetTensor& in, const FleetTensor& out);
+  Status ReduceScatter(const FleetTensor& in, const FleetTensor& out, int32_t op);
+  Status Barrier();
+  // Any thread; never blocks for long. Later calls fail with ABORTED.
+  void Abort();
+  bool aborted() const { return aborted_.load(); }
+
+ private:
+  Communicator(const ComponentRecord& component, Store* store, const std::string& scope,
+               CommunicatorOptions options);
+  Status Check(FleetStatus* status, const char* op) const;
+
+  const ComponentRecord& component_;
+  const FleetCommVTable* vtable_;
+  AbiStore store_;
+  CommunicatorOptions options_;
+  FleetComm* comm_ = nullptr;
+  std::atomic<bool> aborted_{false};
+};
+
+}  // namespace fleet
