@@ -50,11 +50,26 @@ struct Config {
   BackendChoice device{"cpu", "cpu"};                  // plugin default: the backend name
   BackendChoice comm{"gloo", "comm_gloo"};             // plugin default: "comm_" + backend
   double comm_timeout_s = 300.0;
+  // The address peers reach this process's communicator at ("" = derived: this machine's
+  // address on the route to the rendezvous master, or 127.0.0.1 for a local job).
+  std::string comm_hostname;
+  // The rendezvous store of a multi-process job: "tcp" (served by rank 0, or by the launcher,
+  // at the master address) or "file" (a directory every rank can reach, comm_store_dir).
+  std::string comm_store = "tcp";
+  std::filesystem::path comm_store_dir;  // absolute; empty = not set
   BackendChoice transport{"rpc", "transport_rpc"};     // plugin default: "transport_" + backend
 
   std::string log_level = "info";  // trace, debug, info, warn, error
 
-  std::string strategy_mode = "none";  // none, collective, pserver
+  // none, collective, pserver; auto = collective when the job has several trainers, else none.
+  std::string strategy_mode = "auto";
+  struct Collective {
+    std::string mode = "grad_allreduce";  // grad_allreduce, local_sgd
+    int64_t nrings = 1;                   // communicators gradients alternate over
+    int64_t local_sgd_k_steps = 1;        // local_sgd: average parameters every k steps
+    double fuse_grad_size_mb = 32.0;      // all-reduce gradients in buckets this big; 0 = off
+    std::vector<std::string> passes;      // pass components run after the built-in ones
+  } collective;
 
   // The training loop of `fleet-host run`.
   struct Train {
@@ -65,6 +80,11 @@ struct Config {
     int64_t log_every = 10;     // >= 1: print (and record) every N steps
     std::string metrics_file;   // "" = none; else a JSON-lines file, one object per logged step
     bool profile = false;       // time every op and print where a step's time goes at the end
+    // After the last step, one .npy per parameter in this directory (absolute; empty = none);
+    // rank 0 writes it in a job of several trainers.
+    std::filesystem::path save_params_dir;
+    // At every logged step, check that every trainer holds bit-identical parameters.
+    bool check_replicas = false;
   } train;
 
   // Where batches come from.

@@ -112,7 +112,9 @@ namespace {
 namespace fs = std::filesystem;
 
 const std::vector<std::string> kLogLevels = {"trace", "debug", "info", "warn", "error"};
-const std::vector<std::string> kStrategyModes = {"none", "collective", "pserver"};
+const std::vector<std::string> kStrategyModes = {"auto", "none", "collective", "pserver"};
+const std::vector<std::string> kCollectiveModes = {"grad_allreduce", "local_sgd"};
+const std::vector<std::string> kStores = {"tcp", "file"};
 const std::vector<std::string> kDataSources = {"synthetic", "csv", "npy"};
 
 // A value as the user wrote it, for "got ..." when the type was right but the value was not.
@@ -179,9 +181,19 @@ class Checker {
       ReadBackend(*t, "device", "", config.device);
     }
     if (const toml::table* t = Table(root, "", "comm")) {
-      CheckKeys(*t, "comm", {"backend", "plugin", "timeout_s"});
+      CheckKeys(*t, "comm", {"backend", "plugin", "timeout_s", "hostname", "store", "store_dir"});
       ReadBackend(*t, "comm", "comm_", config.comm);
       if (const toml::node* n = t->get("timeout_s")) ReadTimeout(*n, config.comm_timeout_s);
+      if (const toml::node* n = t->get("hostname")) {
+        if (std::optional<std::string> h = String(*n, "comm.hostname")) config.comm_hostname = *h;
+      }
+      ReadEnum(*t, "comm", "store", kStores, config.comm_store);
+      if (const toml::node* n = t->get("store_dir")) {
+        const auto* s = n->as_string();
+        if (s == nullptr || !s->get().empty()) {  // "" is the default: not set
+          if (std::optional<fs::path> d = Path(*n, "comm.store_dir")) config.comm_store_dir = *d;
+        }
+      }
     }
     if (const toml::table* t = Table(root, "", "transport")) {
       CheckKeys(*t, "transport", {"backend", "plugin"});
@@ -192,8 +204,28 @@ class Checker {
       ReadEnum(*t, "log", "level", kLogLevels, config.log_level);
     }
     if (const toml::table* t = Table(root, "", "strategy")) {
-      CheckKeys(*t, "strategy", {"mode"});
+      CheckKeys(*t, "strategy", {"mode", "collective_mode", "nrings", "local_sgd_k_steps",
+                                 "fuse_grad_size_mb", "passes"});
       ReadEnum(*t, "strategy", "mode", kStrategyModes, config.strategy_mode);
+      Config::Collective& c = config.collective;
+      ReadEnum(*t, "strategy", "collective_mode", kCollectiveModes, c.mode);
+      ReadInt(*t, "strategy", "nrings", 1, c.nrings);
+      ReadInt(*t, "strategy", "local_sgd_k_steps", 1, c.local_sgd_k_steps);
+      if (const toml::node* n = t->get("fuse_grad_size_mb")) {
+        if (!n->is_number() || !(AsDouble(*n) >= 0)) {
+          diag_.AtValue(*n, "strategy.fuse_grad_size_mb",
+                        "expected a number >= 0, got " +
+                            (n->is_number() ? ValueText(*n) : TypeName(*n)));
+        } else {
+          c.fuse_grad_size_mb = AsDouble(*n);
+        }
+      }
+      if (const toml::node* n = t->get("passes")) {
+        ReadStrings(*n, "strategy.passes",
+                    [&](const toml::node&, const std::string&, const std::string& v) {
+                      c.passes.push_back(v);
+                    });
+      }
     }
     if (const toml::table* t = Table(root, "", "train")) ReadTrain(*t, config.train);
     if (const toml::table* t = Table(root, "", "data")) ReadData(*t, config.data);
@@ -404,7 +436,8 @@ class Checker {
 
   void ReadTrain(const toml::table& t, Config::Train& out) {
     CheckKeys(t, "train",
-              {"steps", "batch_size", "seed", "threads", "log_every", "metrics_file", "profile"});
+              {"steps", "batch_size", "seed", "threads", "log_every", "metrics_file", "profile",
+               "save_params_dir", "check_replicas"});
     ReadInt(t, "train", "steps", 1, out.steps);
     ReadInt(t, "train", "batch_size", 1, out.batch_size);
     ReadInt(t, "train", "seed", 0, out.seed);
@@ -413,11 +446,22 @@ class Checker {
     if (const toml::node* n = t.get("metrics_file")) {
       if (std::optional<std::string> s = String(*n, "train.metrics_file")) out.metrics_file = *s;
     }
-    if (const toml::node* n = t.get("profile")) {
-      if (const auto* b = n->as_boolean()) {
-        out.profile = b->get();
-      } else {
-        diag_.AtValue(*n, "train.profile", "expected a boolean, got " + TypeName(*n));
+    for (auto [key, flag] : {std::pair{"profile", &out.profile},
+                             std::pair{"check_replicas", &out.check_replicas}}) {
+      if (const toml::node* n = t.get(key)) {
+        if (const auto* b = n->as_boolean()) {
+          *flag = b->get();
+        } else {
+          diag_.AtValue(*n, Join("train", key), "expected a boolean, got " + TypeName(*n));
+        }
+      }
+    }
+    if (const toml::node* n = t.get("save_params_dir")) {
+      const auto* s = n->as_string();
+      if (s == nullptr || !s->get().empty()) {  // "" is the default: none
+        if (std::optional<fs::path> d = Path(*n, "train.save_params_dir")) {
+          out.save_params_dir = *d;
+        }
       }
     }
   }

@@ -110,6 +110,7 @@ class Executor {
   Executor& operator=(const Executor&) = delete;
 
   Scope& scope() { return scope_; }
+  const Scope& scope() const { return scope_; }
   const Device& device() const { return device_; }
   const ExecutorOptions& options() const { return options_; }
 

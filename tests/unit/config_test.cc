@@ -43,10 +43,18 @@ void ExpectDefaults(const Config& config) {
   EXPECT_EQ(config.comm.backend, "gloo");
   EXPECT_EQ(config.comm.plugin, "comm_gloo");
   EXPECT_EQ(config.comm_timeout_s, 300.0);
+  EXPECT_EQ(config.comm_hostname, "");
+  EXPECT_EQ(config.comm_store, "tcp");
+  EXPECT_TRUE(config.comm_store_dir.empty());
   EXPECT_EQ(config.transport.backend, "rpc");
   EXPECT_EQ(config.transport.plugin, "transport_rpc");
   EXPECT_EQ(config.log_level, "info");
-  EXPECT_EQ(config.strategy_mode, "none");
+  EXPECT_EQ(config.strategy_mode, "auto");
+  EXPECT_EQ(config.collective.mode, "grad_allreduce");
+  EXPECT_EQ(config.collective.nrings, 1);
+  EXPECT_EQ(config.collective.local_sgd_k_steps, 1);
+  EXPECT_EQ(config.collective.fuse_grad_size_mb, 32.0);
+  EXPECT_TRUE(config.collective.passes.empty());
   EXPECT_EQ(config.train.steps, 100);
   EXPECT_EQ(config.train.batch_size, 64);
   EXPECT_EQ(config.train.seed, 1);
@@ -54,6 +62,8 @@ void ExpectDefaults(const Config& config) {
   EXPECT_EQ(config.train.log_every, 10);
   EXPECT_EQ(config.train.metrics_file, "");
   EXPECT_FALSE(config.train.profile);
+  EXPECT_TRUE(config.train.save_params_dir.empty());
+  EXPECT_FALSE(config.train.check_replicas);
   EXPECT_EQ(config.data.source, "synthetic");
   EXPECT_EQ(config.data.label, "");
   EXPECT_EQ(config.data.classes, 0);
@@ -104,10 +114,14 @@ TEST(ConfigTest, ExampleFileShowsEveryKey) {
   size_t at = 0;
   for (const char* line : {"[plugins]", "dirs = ", "allow_insecure = ", "load = ", "optional = ",
                            "[plugins.config.", "[device]", "backend = ", "plugin = ", "[comm]",
-                           "backend = ", "plugin = ", "timeout_s = ", "[transport]", "backend = ",
-                           "plugin = ", "[log]", "level = ", "[strategy]", "mode = ", "[train]",
+                           "backend = ", "plugin = ", "timeout_s = ", "hostname = ", "store = ",
+                           "store_dir = ", "[transport]", "backend = ",
+                           "plugin = ", "[log]", "level = ", "[strategy]", "mode = ",
+                           "collective_mode = ", "nrings = ", "local_sgd_k_steps = ",
+                           "fuse_grad_size_mb = ", "passes = ", "[train]",
                            "steps = ", "batch_size = ", "seed = ", "threads = ", "log_every = ",
-                           "metrics_file = ", "profile = ", "[data]", "source = ", "label = ", "classes = ",
+                           "metrics_file = ", "profile = ", "save_params_dir = ",
+                           "check_replicas = ", "[data]", "source = ", "label = ", "classes = ",
                            "[data.files]", "[data.csv]", "path = ", "header = ",
                            "[data.csv.columns]", "[role]", "role = ", "rank = ",
                            "world_size = ", "trainer_endpoints = ", "current_endpoint = ",
@@ -155,6 +169,53 @@ mode = "collective"
   EXPECT_EQ(config->transport.plugin, "grpc");
   EXPECT_EQ(config->log_level, "debug");
   EXPECT_EQ(config->strategy_mode, "collective");
+}
+
+TEST(ConfigTest, ReadsTheCollectiveKeys) {
+  StatusOr<Config> config = Parse(R"(
+[comm]
+hostname = "10.0.0.7"
+store = "file"
+store_dir = "/shared/rdzv"
+[strategy]
+mode = "collective"
+collective_mode = "local_sgd"
+nrings = 2
+local_sgd_k_steps = 4
+fuse_grad_size_mb = 0
+passes = ["my_pass"]
+)");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->comm_hostname, "10.0.0.7");
+  EXPECT_EQ(config->comm_store, "file");
+  EXPECT_EQ(config->comm_store_dir, fs::path("/shared/rdzv"));
+  EXPECT_EQ(config->collective.mode, "local_sgd");
+  EXPECT_EQ(config->collective.nrings, 2);
+  EXPECT_EQ(config->collective.local_sgd_k_steps, 4);
+  EXPECT_EQ(config->collective.fuse_grad_size_mb, 0.0);
+  EXPECT_EQ(config->collective.passes, std::vector<std::string>{"my_pass"});
+}
+
+TEST(ConfigTest, RejectsBadCollectiveKeys) {
+  StatusOr<Config> config = Parse(R"([strategy]
+collective_mode = "ring"
+nrings = 0
+fuse_grad_size_mb = -1
+[comm]
+store = "redis"
+)");
+  ASSERT_FALSE(config.ok());
+  const std::string& m = config.status().message();
+  EXPECT_NE(m.find("fleet.toml:2:19: strategy.collective_mode: expected one of grad_allreduce or "
+                   "local_sgd, got 'ring'"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("strategy.nrings: expected an integer >= 1, got 0"), std::string::npos) << m;
+  EXPECT_NE(m.find("strategy.fuse_grad_size_mb: expected a number >= 0, got -1"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("comm.store: expected one of tcp or file, got 'redis'"), std::string::npos)
+      << m;
 }
 
 TEST(ConfigTest, EmptyPluginMeansTheDerivedName) {
@@ -209,7 +270,7 @@ TEST(ConfigTest, BadEnumValues) {
             "fleet.toml:2:9: log.level: expected one of trace, debug, info, warn or error, got "
             "'loud'");
   EXPECT_EQ(ErrorOf("[strategy]\nmode = \"Collective\"\n"),
-            "fleet.toml:2:8: strategy.mode: expected one of none, collective or pserver, got "
+            "fleet.toml:2:8: strategy.mode: expected one of auto, none, collective or pserver, got "
             "'Collective'");
 }
 
@@ -264,7 +325,7 @@ backend = 7
 backendd = "cpu"
 [wat]
 )"),
-      "fleet.toml:2:8: strategy.mode: expected one of none, collective or pserver, got 'all'\n"
+      "fleet.toml:2:8: strategy.mode: expected one of auto, none, collective or pserver, got 'all'\n"
       "fleet.toml:4:13: comm.timeout_s: expected a number > 0, got -5\n"
       "fleet.toml:5:11: comm.backend: expected a string, got an integer\n"
       "fleet.toml:7:1: device.backendd: unknown key (did you mean 'device.backend'?)\n"
@@ -441,7 +502,7 @@ TEST(ConfigOverrideTest, ErrorsFollowTheFileErrorsInOverrideOrder) {
               {"strategy.mode=all", "bad", "comm.timeout_s=0"}),
       "fleet.toml:2:9: log.level: expected one of trace, debug, info, warn or error, got 'x'\n"
       "fleet.toml:4:11: device.backend: expected a string, got an integer\n"
-      "--set strategy.mode: expected one of none, collective or pserver, got 'all'\n"
+      "--set strategy.mode: expected one of auto, none, collective or pserver, got 'all'\n"
       "--set bad: expected KEY=VALUE\n"
       "--set comm.timeout_s: expected a number > 0, got 0");
 }
