@@ -22,6 +22,8 @@ Commands:
   env [--json]       print this process's role (trainer or pserver, rank, world size,
                      endpoints) resolved from [role] of the config and the launcher's
                      environment variables, and where each value came from
+  launch --nproc N [OPTIONS] -- COMMAND...
+                     start N ranks of a job on this machine (see fleet-host launch --help)
   version            print the host and plugin ABI versions
 
 Options:
@@ -36,7 +38,7 @@ then this installation's plugin directory.
 )";
 
 const std::vector<std::string> kCommands = {"plugins", "check", "run", "show", "env",
-                                           "version", "help"};
+                                           "launch", "version", "help"};
 
 void PrintVersion(std::ostream& out) {
   out << "fleet-host " << FLEET_VERSION << " (plugin ABI " << FLEET_ABI_MAJOR << "."
@@ -112,6 +114,7 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
   if (command == "run") return RunCommand(global, rest, out, err);
   if (command == "show") return ShowCommand(global, rest, out, err);
   if (command == "env") return EnvCommand(global, rest, out, err);
+  if (command == "launch") return LaunchCommand(global, rest, out, err);
   if (command == "version") {
     PrintVersion(out);
     return kExitOk;

@@ -44,5 +44,7 @@ int EnvCommand(const GlobalOptions& global, const std::vector<std::string>& args
                std::ostream& out, std::ostream& err);
 int ShowCommand(const GlobalOptions& global, const std::vector<std::string>& args,
                 std::ostream& out, std::ostream& err);
+int LaunchCommand(const GlobalOptions& global, const std::vector<std::string>& args,
+                  std::ostream& out, std::ostream& err);
 
 }  // namespace fleet

@@ -1,0 +1,179 @@
+// `fleet-host launch [OPTIONS] -- COMMAND...`: starts the local ranks of a job (see
+// dist/launcher.h for the process model). This file only turns the command line into
+// LaunchOptions.
+#include <unistd.h>
+
+#include <charconv>
+#include <filesystem>
+#include <optional>
+
+#include "cli/cli.h"
+#include "dist/launcher.h"
+#include "dist/role.h"
+
+namespace fleet {
+namespace {
+
+constexpr const char* kLaunchUsage = R"(Usage: fleet-host launch --nproc N [OPTIONS] -- COMMAND...
+
+Starts N ranks of one job on this machine, each with the Fleet role variables set
+(PADDLE_TRAINER_ID, PADDLE_TRAINERS_NUM, TRAINING_ROLE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT, ...).
+COMMAND is a program when it contains '/', else a fleet-host command line such as
+`run mlp.fleet` (run with this fleet-host and its global options).
+
+Options:
+  --nproc N          ranks on this node (>= 1)
+  --nnodes M         nodes in the job (default 1); M > 1 needs --master and --node-rank
+  --node-rank K      this node's index, 0..M-1 (default 0); global rank = K*N + local rank
+  --master HOST:PORT the rendezvous store: node 0 serves it there, the others connect to it
+                     (default: node 0 serves it on 127.0.0.1 at a free port)
+  --log-dir DIR      where logs go (default: log); each rank writes DIR/JOB/trainer.RANK.log
+  --job-id JOB       the job's name (default: fleet)
+  --grace-s S        seconds the ranks get to stop after SIGTERM before SIGKILL (default: 3)
+  -h, --help         show this help
+
+When a rank fails the others are stopped and a summary (also DIR/JOB/failure.json) names it;
+the exit code is the failed rank's (128+signal when a signal ended it). Ctrl-C stops every
+rank; a second Ctrl-C kills them.
+)";
+
+std::optional<int> ParseIntArg(const std::string& text) {
+  int value = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || ec != std::errc() || ptr != end) return std::nullopt;
+  return value;
+}
+
+std::optional<double> ParseSeconds(const std::string& text) {
+  double value = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || ec != std::errc() || ptr != end) return std::nullopt;
+  return value;
+}
+
+int Usage(std::ostream& err, const std::string& message) {
+  err << "fleet-host launch: " << message << "; see fleet-host launch --help\n";
+  return kExitUsage;
+}
+
+}  // namespace
+
+int LaunchCommand(const GlobalOptions& global, const std::vector<std::string>& args,
+                  std::ostream& out, std::ostream& err) {
+  LaunchOptions o;
+  bool nproc_set = false, saw_separator = false;
+  size_t i = 0;
+  for (; i < args.size(); ++i) {
+    std::string flag = args[i];
+    if (flag == "--") {
+      saw_separator = true;
+      ++i;
+      break;
+    }
+    if (flag == "-h" || flag == "--help") {
+      out << kLaunchUsage;
+      return kExitOk;
+    }
+    std::optional<std::string> inline_value;
+    if (size_t eq = flag.find('='); flag.starts_with("--") && eq != std::string::npos) {
+      inline_value = flag.substr(eq + 1);
+      flag = flag.substr(0, eq);
+    }
+    // Paddle spells its flags with '_' (--log_dir, --job_id); accept both.
+    for (char& ch : flag) {
+      if (ch == '_') ch = '-';
+    }
+    auto value = [&]() -> std::optional<std::string> {
+      if (inline_value) return inline_value;
+      if (i + 1 >= args.size() || args[i + 1] == "--") return std::nullopt;
+      return args[++i];
+    };
+    auto int_flag = [&](int& target) -> std::optional<std::string> {
+      std::optional<std::string> v = value();
+      if (!v) return flag + " needs a value";
+      std::optional<int> n = ParseIntArg(*v);
+      if (!n) return flag + " '" + *v + "': expected an integer";
+      target = *n;
+      return std::nullopt;
+    };
+    std::optional<std::string> problem;
+    if (flag == "--nproc" || flag == "--nproc-per-node") {
+      problem = int_flag(o.nproc);
+      nproc_set = true;
+    } else if (flag == "--nnodes") {
+      problem = int_flag(o.nnodes);
+    } else if (flag == "--node-rank" || flag == "--rank") {
+      problem = int_flag(o.node_rank);
+      o.node_rank_set = true;
+    } else if (flag == "--master") {
+      std::optional<std::string> v = value();
+      if (!v) {
+        problem = "--master needs HOST:PORT";
+      } else if (Status s = CheckEndpoint(*v); !s.ok()) {
+        problem = "--master: " + s.message();
+      } else {
+        size_t colon = v->rfind(':');
+        std::string host = v->substr(0, colon);
+        if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+        o.master_host = host;
+        o.master_port = *ParseIntArg(v->substr(colon + 1));
+      }
+    } else if (flag == "--log-dir") {
+      std::optional<std::string> v = value();
+      if (!v) problem = "--log-dir needs a directory";
+      else o.log_dir = *v;
+    } else if (flag == "--job-id") {
+      std::optional<std::string> v = value();
+      if (!v) problem = "--job-id needs a value";
+      else o.job_id = *v;
+    } else if (flag == "--grace-s") {
+      std::optional<std::string> v = value();
+      std::optional<double> s = v ? ParseSeconds(*v) : std::nullopt;
+      if (!v) problem = "--grace-s needs a number of seconds";
+      else if (!s) problem = "--grace-s '" + *v + "': expected a number of seconds";
+      else o.grace_s = *s;
+    } else if (flag.starts_with("-")) {
+      problem = "unknown option '" + args[i] + "'";
+    } else {
+      problem = "missing '--' before the command to run ('" + args[i] +
+                "' is not an option; write: fleet-host launch --nproc N -- COMMAND...)";
+    }
+    if (problem) return Usage(err, *problem);
+  }
+  if (!saw_separator) return Usage(err, "missing '--' before the command to run");
+  if (!nproc_set) return Usage(err, "--nproc N is required");
+  std::vector<std::string> command(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
+  if (command.empty()) return Usage(err, "no command after '--'");
+
+  if (command[0].find('/') != std::string::npos) {
+    o.argv = command;
+  } else {
+    // A fleet-host command line: run it with this very binary and the same global options.
+    std::error_code ec;
+    std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (ec) return Fail(err, Internal("cannot find this fleet-host (/proc/self/exe): " +
+                                      ec.message()));
+    o.argv.push_back(self.string());
+    if (!global.config_path.empty()) {
+      o.argv.push_back("--config");
+      o.argv.push_back(global.config_path);
+    }
+    for (const std::string& s : global.overrides) {
+      o.argv.push_back("--set");
+      o.argv.push_back(s);
+    }
+    if (!global.log_level.empty()) {
+      o.argv.push_back("--log-level");
+      o.argv.push_back(global.log_level);
+    }
+    o.argv.insert(o.argv.end(), command.begin(), command.end());
+  }
+  if (Status s = ValidateLaunchOptions(o); !s.ok()) return Usage(err, s.message());
+  StatusOr<int> code = RunLaunch(o, out, err);
+  if (!code.ok()) return Fail(err, code.status().WithContext("launch"));
+  return *code;
+}
+
+}  // namespace fleet

@@ -1,0 +1,60 @@
+// `fleet-host launch`: starts the local ranks of one job as child processes, serves the job's
+// rendezvous store, collects every rank's output into a log file and stops the whole job when
+// one rank fails or the user presses Ctrl-C (the role Paddle's `paddle.distributed.launch` and
+// torchrun play).
+//
+// Process model (one launcher per node):
+//   - World size W = nnodes * nproc; local rank l of node K has global rank K * nproc + l.
+//   - Node 0's launcher serves the TCP store (TcpStoreServer) for as long as its children run:
+//     on 127.0.0.1, port 0 (bound once and held, so two launches never race for a port) without
+//     a master, else on the master's host:port. Other nodes only pass the master on.
+//   - Every child runs in its own process group with PR_SET_PDEATHSIG(SIGKILL), stdin from
+//     /dev/null and stdout+stderr into a pipe the launcher reads. Each line lands in
+//     <log_dir>/<job_id>/trainer.<rank>.log; the node's first rank is also echoed to the console
+//     with a "[trainer.<rank>] " prefix.
+//   - The first rank to exit non-zero or by a signal is the job's failure: the others get SIGTERM
+//     (to their process groups), SIGKILL after grace_s, and one bordered summary plus
+//     <log_dir>/<job_id>/failure.json name it, its exit code or signal, its log tail and the
+//     ranks that were only collateral. The launcher exits with the failure's code (128+signal
+//     for a signal).
+//   - SIGINT/SIGTERM to the launcher: SIGTERM to every child; a second one, or grace_s
+//     passing, SIGKILLs them. Exit code 128+signal (130 for Ctrl-C).
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "support/status.h"
+
+namespace fleet {
+
+struct LaunchOptions {
+  int nproc = 0;                  // local ranks; >= 1
+  int nnodes = 1;                 // >= 1; > 1 needs master and node_rank
+  int node_rank = 0;              // < nnodes
+  bool node_rank_set = false;     // whether --node-rank was given
+  std::string master_host;        // empty = no --master (single node, 127.0.0.1, port 0)
+  int master_port = 0;
+  std::string log_dir = "log";
+  std::string job_id = "fleet";   // no '/', no "..", not empty
+  double grace_s = 3.0;           // >= 0
+  // The child's argv: argv[0] is executed as given (a path) by every child.
+  std::vector<std::string> argv;
+};
+
+// Checks the options without touching anything; INVALID_ARGUMENT names the offending flag.
+Status ValidateLaunchOptions(const LaunchOptions& options);
+
+// Checks a --job-id value: non-empty, no '/', no "..", no control characters.
+Status CheckJobId(const std::string& job_id);
+
+// Runs the job to its end and returns the launcher's exit code (0 when every rank finished
+// with 0). Returns an error Status, with nothing started, when the options are invalid, the log
+// directory cannot be created or the store cannot be served (e.g. the master's port is in use).
+// Launcher messages and the summary go to `err`, the echoed rank's lines to `out`.
+// Installs its own SIGINT/SIGTERM/SIGCHLD/SIGPIPE handling for the duration and restores the
+// previous dispositions before returning. Not reentrant: one launch per process at a time.
+StatusOr<int> RunLaunch(const LaunchOptions& options, std::ostream& out, std::ostream& err);
+
+}  // namespace fleet

@@ -1,0 +1,536 @@
+// `fleet-host launch` end to end: real launcher, real child processes (fixtures/fake_rank.cc),
+// real signals and log files. Every wait has its own deadline; whatever a test started is
+// SIGKILLed in TearDown.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dist/tcp_store.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+std::string ReadFile(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool Contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+std::map<std::string, std::string> ReadEnvFile(const fs::path& p) {
+  std::map<std::string, std::string> env;
+  std::istringstream in(ReadFile(p));
+  std::string line;
+  while (std::getline(in, line)) {
+    size_t eq = line.find('=');
+    if (eq != std::string::npos) env[line.substr(0, eq)] = line.substr(eq + 1);
+  }
+  return env;
+}
+
+// Whether `pid` still runs. A zombie counts as gone: an orphan waits for init to reap it, and
+// some containers' init is slow to.
+bool Alive(pid_t pid) {
+  if (::kill(pid, 0) != 0 && errno == ESRCH) return false;
+  std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  size_t paren = stat.rfind(')');
+  if (paren == std::string::npos || paren + 2 >= stat.size()) return false;
+  return stat[paren + 2] != 'Z' && stat[paren + 2] != 'X';
+}
+
+// One run of fleet-host as a separate process, in its own process group.
+struct Launcher {
+  pid_t pid = -1;
+  fs::path out, err;
+  int exit_code = -1;  // after Wait: the exit code, 1000+signal when killed, -1 on timeout
+  std::string stdout_text, stderr_text;
+  double seconds = 0;
+  Clock::time_point started;
+};
+
+class LaunchTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(fs::exists(FLEET_HOST_EXE)) << "build fleet-host first: " << FLEET_HOST_EXE;
+    ASSERT_TRUE(fs::exists(FLEET_FAKE_RANK_EXE)) << FLEET_FAKE_RANK_EXE;
+    char tmpl[] = "/tmp/fleet_launch_XXXXXX";
+    dir_ = ::mkdtemp(tmpl);
+    fs::create_directories(dir_ / "pids");
+    fs::create_directories(dir_ / "env");
+  }
+
+  void TearDown() override {
+    // Nothing a test started may outlive it.
+    for (Launcher* l : started_) {
+      if (l->pid > 0 && l->exit_code == -1) {
+        ::kill(-l->pid, SIGKILL);
+        ::kill(l->pid, SIGKILL);
+        int status;
+        ::waitpid(l->pid, &status, 0);
+      }
+    }
+    if (dir_.empty()) return;
+    for (pid_t pid : ChildPids()) ::kill(pid, SIGKILL);
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  // Starts `fleet-host ARGS` in dir_ with extra environment variables `env` (NAME=VALUE).
+  void Start(Launcher& l, const std::vector<std::string>& args,
+             const std::vector<std::string>& env = {}) {
+    static int counter = 0;
+    ++counter;
+    l.out = dir_ / ("out." + std::to_string(counter));
+    l.err = dir_ / ("err." + std::to_string(counter));
+    std::vector<std::string> argv = {FLEET_HOST_EXE};
+    argv.insert(argv.end(), args.begin(), args.end());
+    std::vector<char*> cargv;
+    for (std::string& a : argv) cargv.push_back(a.data());
+    cargv.push_back(nullptr);
+    std::vector<std::string> env_copy = env;
+    l.started = Clock::now();
+    l.pid = ::fork();
+    ASSERT_GE(l.pid, 0);
+    if (l.pid == 0) {
+      ::setpgid(0, 0);
+      if (::chdir(dir_.c_str()) != 0) _exit(120);
+      int o = ::open(l.out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      int e = ::open(l.err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (o < 0 || e < 0) _exit(121);
+      ::dup2(o, 1);
+      ::dup2(e, 2);
+      for (std::string& kv : env_copy) ::putenv(kv.data());
+      ::execv(cargv[0], cargv.data());
+      _exit(122);
+    }
+    started_.push_back(&l);
+  }
+
+  // Waits up to `deadline` for the launcher to exit.
+  void Wait(Launcher& l, milliseconds deadline = milliseconds(30000)) {
+    auto until = Clock::now() + deadline;
+    while (true) {
+      int status = 0;
+      pid_t r = ::waitpid(l.pid, &status, WNOHANG);
+      if (r == l.pid) {
+        l.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 1000 + WTERMSIG(status);
+        break;
+      }
+      if (Clock::now() >= until) {
+        ::kill(-l.pid, SIGKILL);
+        ::kill(l.pid, SIGKILL);
+        ::waitpid(l.pid, &status, 0);
+        l.exit_code = -1;
+        ADD_FAILURE() << "the launcher did not exit within " << deadline.count() << " ms";
+        break;
+      }
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+    l.seconds = std::chrono::duration<double>(Clock::now() - l.started).count();
+    l.stdout_text = ReadFile(l.out);
+    l.stderr_text = ReadFile(l.err);
+  }
+
+  Launcher Run(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
+    Launcher l;
+    Start(l, args, env);
+    Wait(l);
+    return l;
+  }
+
+  // The pids the fake ranks wrote into dir_/pids.
+  std::vector<pid_t> ChildPids() const {
+    std::vector<pid_t> pids;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(dir_ / "pids", ec)) {
+      if (entry.path().filename().string().starts_with("pid.") &&
+          entry.path().extension() != ".tmp") {
+        pids.push_back(static_cast<pid_t>(std::stol(ReadFile(entry.path()))));
+      }
+    }
+    return pids;
+  }
+
+  // Waits (bounded) until `n` ranks have written their pid.
+  bool WaitForPids(size_t n, milliseconds deadline = milliseconds(15000)) {
+    auto until = Clock::now() + deadline;
+    while (Clock::now() < until) {
+      if (ChildPids().size() >= n) return true;
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+    return false;
+  }
+
+  bool WaitForText(const fs::path& file, const std::string& text,
+                   milliseconds deadline = milliseconds(10000)) {
+    auto until = Clock::now() + deadline;
+    while (Clock::now() < until) {
+      if (Contains(ReadFile(file), text)) return true;
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+    return false;
+  }
+
+  std::string Pids() const { return (dir_ / "pids").string(); }
+  std::string Envs() const { return (dir_ / "env").string(); }
+  fs::path JobDir(const std::string& job = "fleet") const { return dir_ / "log" / job; }
+
+  fs::path dir_;
+  std::vector<Launcher*> started_;
+};
+
+std::string Output(const Launcher& l) {
+  return "exit " + std::to_string(l.exit_code) + "\n--- stdout:\n" + l.stdout_text +
+         "--- stderr:\n" + l.stderr_text;
+}
+
+TEST_F(LaunchTest, EveryChildGetsItsRoleAndALiveStore) {
+  // Variables from some other launcher in the user's shell must not reach the ranks.
+  Launcher l = Run({"launch", "--nproc", "3", "--job-id", "envjob", "--", FLEET_FAKE_RANK_EXE,
+                    "--dump-env", Envs(), "--store-check"},
+                   {"RANK=7", "WORLD_SIZE=9", "OMPI_COMM_WORLD_RANK=5", "LOCAL_RANK=4",
+                    "http_proxy=http://proxy.invalid:1", "https_proxy=http://proxy.invalid:1",
+                    "FLEET_TEST_KEEP=yes"});
+  ASSERT_EQ(l.exit_code, 0) << Output(l);
+  std::set<std::string> ports;
+  for (int r = 0; r < 3; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    auto env = ReadEnvFile(dir_ / "env" / ("env." + std::to_string(r)));
+    EXPECT_EQ(env["PADDLE_TRAINER_ID"], std::to_string(r));
+    EXPECT_EQ(env["PADDLE_TRAINERS_NUM"], "3");
+    EXPECT_EQ(env["TRAINING_ROLE"], "TRAINER");
+    EXPECT_EQ(env["LOCAL_RANK"], std::to_string(r));
+    EXPECT_EQ(env["LOCAL_WORLD_SIZE"], "3");
+    EXPECT_EQ(env["MASTER_ADDR"], "127.0.0.1");
+    EXPECT_EQ(env["FLEET_MASTER_SERVED"], "1");
+    EXPECT_EQ(env["FLEET_JOB_ID"], "envjob");
+    EXPECT_EQ(env["FLEET_TEST_KEEP"], "yes");
+    for (const char* gone : {"RANK", "WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "http_proxy",
+                             "https_proxy"}) {
+      EXPECT_EQ(env.count(gone), 0u) << gone;
+    }
+    ASSERT_TRUE(env.count("MASTER_PORT"));
+    EXPECT_NE(env["MASTER_PORT"], "0");
+    ports.insert(env["MASTER_PORT"]);
+    // The store check ran against the launcher's store and saw all three ranks' keys.
+    EXPECT_TRUE(Contains(ReadFile(JobDir("envjob") / ("trainer." + std::to_string(r) + ".log")),
+                         "store ok: 3 keys"));
+  }
+  EXPECT_EQ(ports.size(), 1u);
+  EXPECT_TRUE(Contains(l.stderr_text, "127.0.0.1:" + *ports.begin())) << Output(l);
+  EXPECT_TRUE(Contains(l.stderr_text, "all 3 ranks finished")) << Output(l);
+}
+
+TEST_F(LaunchTest, OtherNodesUseTheMasterStoreAndGlobalRanks) {
+  // The test plays node 0 by serving the store itself; the launcher is node 1 of 2.
+  auto server = fleet::TcpStoreServer::Start("127.0.0.1", 0);
+  ASSERT_TRUE(server.ok()) << server.status().message();
+  std::string master = "127.0.0.1:" + std::to_string((*server)->port());
+  Launcher l = Run({"launch", "--nproc", "2", "--nnodes", "2", "--node-rank", "1", "--master",
+                    master, "--", FLEET_FAKE_RANK_EXE, "--dump-env", Envs(), "--store-check"});
+  ASSERT_EQ(l.exit_code, 0) << Output(l);
+  for (int r : {2, 3}) {
+    auto env = ReadEnvFile(dir_ / "env" / ("env." + std::to_string(r)));
+    EXPECT_EQ(env["PADDLE_TRAINER_ID"], std::to_string(r));
+    EXPECT_EQ(env["PADDLE_TRAINERS_NUM"], "4");
+    EXPECT_EQ(env["LOCAL_RANK"], std::to_string(r - 2));
+    EXPECT_EQ(env["MASTER_PORT"], std::to_string((*server)->port()));
+    EXPECT_TRUE(fs::exists(JobDir() / ("trainer." + std::to_string(r) + ".log")));
+  }
+  // The ranks wrote into the test's store, so it is the one they were given.
+  auto client = fleet::TcpStore::Connect("127.0.0.1", (*server)->port());
+  ASSERT_TRUE(client.ok());
+  for (int r : {2, 3}) {
+    auto v = (*client)->Get("hello/" + std::to_string(r), milliseconds(1000));
+    EXPECT_TRUE(v.ok()) << "rank " << r;
+  }
+  EXPECT_TRUE(Contains(l.stdout_text, "[trainer.2] store ok")) << Output(l);
+}
+
+TEST_F(LaunchTest, LogsEveryRankAndEchoesRankZero) {
+  Launcher l = Run({"launch", "--nproc", "2", "--", FLEET_FAKE_RANK_EXE, "--print", "5"});
+  ASSERT_EQ(l.exit_code, 0) << Output(l);
+  for (int r = 0; r < 2; ++r) {
+    std::string log = ReadFile(JobDir() / ("trainer." + std::to_string(r) + ".log"));
+    std::string expected;
+    for (int i = 0; i < 5; ++i) expected += "rank " + std::to_string(r) + " line " +
+                                            std::to_string(i) + "\n";
+    expected += "rank " + std::to_string(r) + " stderr\n";
+    EXPECT_EQ(log, expected) << "rank " << r;
+  }
+  // Rank 0 on the console, every line prefixed; rank 1 only in its file.
+  std::string expected;
+  for (int i = 0; i < 5; ++i) expected += "[trainer.0] rank 0 line " + std::to_string(i) + "\n";
+  expected += "[trainer.0] rank 0 stderr\n";
+  EXPECT_EQ(l.stdout_text, expected);
+  EXPECT_FALSE(Contains(l.stdout_text + l.stderr_text, "rank 1 line"));
+  // The absolute log directory is printed at start.
+  EXPECT_TRUE(Contains(l.stderr_text, "logs in " + fs::weakly_canonical(JobDir()).string()))
+      << Output(l);
+  EXPECT_TRUE(Contains(l.stderr_text, "all 2 ranks finished")) << Output(l);
+  EXPECT_FALSE(fs::exists(JobDir() / "failure.json"));
+}
+
+TEST_F(LaunchTest, LotsOfOutputLosesNothing) {
+  Launcher l = Run({"launch", "--nproc", "3", "--", FLEET_FAKE_RANK_EXE, "--print", "20000"});
+  ASSERT_EQ(l.exit_code, 0) << l.stderr_text;
+  for (int r = 0; r < 3; ++r) {
+    std::string log = ReadFile(JobDir() / ("trainer." + std::to_string(r) + ".log"));
+    EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 20001) << "rank " << r;
+    EXPECT_TRUE(Contains(log, "rank " + std::to_string(r) + " line 19999\n"));
+  }
+  EXPECT_EQ(std::count(l.stdout_text.begin(), l.stdout_text.end(), '\n'), 20001);
+}
+
+TEST_F(LaunchTest, FailingRankIsNamedAndTheOthersAreCollateral) {
+  Launcher l = Run({"launch", "--nproc", "4", "--", FLEET_FAKE_RANK_EXE, "--pid-dir", Pids(),
+                    "--print", "40", "--fail-rank", "2", "--exit-code", "7", "--after-ms", "300",
+                    "--sleep-ms", "60000"});
+  EXPECT_EQ(l.exit_code, 7) << Output(l);
+  EXPECT_LT(l.seconds, 15.0);
+  const std::string& e = l.stderr_text;
+  std::string log2 = fs::weakly_canonical(JobDir() / "trainer.2.log").string();
+  EXPECT_TRUE(Contains(e, "first failure: rank 2")) << Output(l);
+  EXPECT_TRUE(Contains(e, "exited with code 7")) << Output(l);
+  EXPECT_TRUE(Contains(e, log2)) << Output(l);
+  // The last 30 lines of its log, and nothing before them.
+  EXPECT_TRUE(Contains(e, "| rank 2 line 39\n")) << Output(l);
+  EXPECT_TRUE(Contains(e, "| rank 2 failing with exit code 7\n")) << Output(l);
+  EXPECT_TRUE(Contains(e, "| rank 2 line 12\n")) << Output(l);
+  EXPECT_FALSE(Contains(e, "| rank 2 line 11\n")) << Output(l);
+  for (int r : {0, 1, 3}) {
+    EXPECT_TRUE(Contains(e, "rank " + std::to_string(r) + ": stopped by the launcher"))
+        << Output(l);
+  }
+  // Exactly one summary block.
+  size_t first = e.find("first failure:");
+  EXPECT_EQ(e.find("first failure:", first + 1), std::string::npos);
+
+  auto j = nlohmann::json::parse(ReadFile(JobDir() / "failure.json"), nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << ReadFile(JobDir() / "failure.json");
+  EXPECT_EQ(j["exit_code"], 7);
+  EXPECT_EQ(j["job_id"], "fleet");
+  EXPECT_EQ(j["first_failure"]["rank"], 2);
+  EXPECT_EQ(j["first_failure"]["exit_code"], 7);
+  EXPECT_TRUE(j["first_failure"]["signal"].is_null());
+  EXPECT_EQ(j["first_failure"]["log"], log2);
+  ASSERT_EQ(j["first_failure"]["tail"].size(), 30u);
+  EXPECT_EQ(j["first_failure"]["tail"][0], "rank 2 line 12");
+  EXPECT_EQ(j["first_failure"]["tail"][29], "rank 2 failing with exit code 7");
+  std::set<int> collateral;
+  for (const auto& c : j["collateral"]) {
+    collateral.insert(c["rank"].get<int>());
+    EXPECT_EQ(c["reason"], "stopped by the launcher");
+  }
+  EXPECT_EQ(collateral, (std::set<int>{0, 1, 3}));
+  for (pid_t pid : ChildPids()) EXPECT_FALSE(Alive(pid)) << pid;
+}
+
+TEST_F(LaunchTest, RanksFailingOnTheirWayDownAreCollateralToo) {
+  // Every rank exits 5 when told to stop; rank 1 fails first with 3 and alone is to blame.
+  Launcher l = Run({"launch", "--nproc", "3", "--", FLEET_FAKE_RANK_EXE, "--exit-on-term", "5",
+                    "--fail-rank", "1", "--exit-code", "3", "--after-ms", "300", "--sleep-ms",
+                    "60000"});
+  EXPECT_EQ(l.exit_code, 3) << Output(l);
+  EXPECT_TRUE(Contains(l.stderr_text, "first failure: rank 1")) << Output(l);
+  for (int r : {0, 2}) {
+    EXPECT_TRUE(Contains(l.stderr_text, "rank " + std::to_string(r) +
+                                            ": failed after the first failure, exited with code 5"))
+        << Output(l);
+  }
+  auto j = nlohmann::json::parse(ReadFile(JobDir() / "failure.json"), nullptr, false);
+  ASSERT_FALSE(j.is_discarded());
+  EXPECT_EQ(j["first_failure"]["rank"], 1);
+  ASSERT_EQ(j["collateral"].size(), 2u);
+  for (const auto& c : j["collateral"]) {
+    EXPECT_EQ(c["reason"], "failed after the first failure");
+    EXPECT_EQ(c["exit_code"], 5);
+  }
+}
+
+TEST_F(LaunchTest, RankKilledBySignalIsReportedAsSignal) {
+  Launcher l = Run({"launch", "--nproc", "2", "--", FLEET_FAKE_RANK_EXE, "--signal-rank", "1",
+                    "9", "--after-ms", "200", "--sleep-ms", "60000"});
+  EXPECT_EQ(l.exit_code, 128 + 9) << Output(l);
+  EXPECT_TRUE(Contains(l.stderr_text, "first failure: rank 1")) << Output(l);
+  EXPECT_TRUE(Contains(l.stderr_text, "was killed by SIGKILL (signal 9)")) << Output(l);
+  auto j = nlohmann::json::parse(ReadFile(JobDir() / "failure.json"), nullptr, false);
+  ASSERT_FALSE(j.is_discarded());
+  EXPECT_EQ(j["first_failure"]["signal"], "SIGKILL");
+  EXPECT_EQ(j["first_failure"]["signal_number"], 9);
+  EXPECT_TRUE(j["first_failure"]["exit_code"].is_null());
+  EXPECT_EQ(j["exit_code"], 137);
+}
+
+TEST_F(LaunchTest, RankIgnoringSigtermIsKilledAfterTheGracePeriod) {
+  Launcher l = Run({"launch", "--nproc", "3", "--grace-s", "1", "--", FLEET_FAKE_RANK_EXE,
+                    "--pid-dir", Pids(), "--ignore-term", "--fail-rank", "0", "--after-ms", "500",
+                    "--sleep-ms", "60000"});
+  EXPECT_EQ(l.exit_code, 1) << Output(l);
+  EXPECT_GE(l.seconds, 1.4);  // 0.5 s to fail + 1 s of grace
+  EXPECT_LT(l.seconds, 10.0);
+  EXPECT_TRUE(Contains(l.stderr_text, "rank 1: stopped by the launcher, was killed by SIGKILL"))
+      << Output(l);
+  EXPECT_TRUE(Contains(l.stderr_text, "sending SIGKILL")) << Output(l);
+  ASSERT_EQ(ChildPids().size(), 3u);
+  for (pid_t pid : ChildPids()) EXPECT_FALSE(Alive(pid)) << pid;
+}
+
+TEST_F(LaunchTest, CtrlCStopsEveryRankWithExit130) {
+  Launcher l;
+  Start(l, {"launch", "--nproc", "3", "--", FLEET_FAKE_RANK_EXE, "--pid-dir", Pids(),
+            "--sleep-ms", "60000"});
+  ASSERT_TRUE(WaitForPids(3));
+  std::vector<pid_t> pids = ChildPids();
+  for (pid_t pid : pids) EXPECT_TRUE(Alive(pid));
+  ::kill(l.pid, SIGINT);
+  Wait(l, milliseconds(15000));
+  EXPECT_EQ(l.exit_code, 130) << Output(l);
+  EXPECT_LT(l.seconds, 10.0);
+  EXPECT_TRUE(Contains(l.stderr_text, "stopping (press Ctrl-C again to kill)")) << Output(l);
+  EXPECT_FALSE(Contains(l.stderr_text, "first failure")) << Output(l);
+  for (pid_t pid : pids) EXPECT_FALSE(Alive(pid)) << pid;
+}
+
+TEST_F(LaunchTest, SecondCtrlCKillsRanksThatIgnoreSigterm) {
+  Launcher l;
+  Start(l, {"launch", "--nproc", "2", "--grace-s", "60", "--", FLEET_FAKE_RANK_EXE, "--pid-dir",
+            Pids(), "--ignore-term", "--sleep-ms", "60000"});
+  ASSERT_TRUE(WaitForPids(2));
+  std::vector<pid_t> pids = ChildPids();
+  ::kill(l.pid, SIGINT);
+  ASSERT_TRUE(WaitForText(l.err, "press Ctrl-C again"));
+  std::this_thread::sleep_for(milliseconds(300));
+  for (pid_t pid : pids) EXPECT_TRUE(Alive(pid)) << "SIGTERM is ignored, so still running";
+  ::kill(l.pid, SIGINT);
+  Wait(l, milliseconds(10000));
+  EXPECT_EQ(l.exit_code, 130) << Output(l);
+  EXPECT_LT(l.seconds, 10.0);  // far below the 60 s grace
+  for (pid_t pid : pids) EXPECT_FALSE(Alive(pid)) << pid;
+}
+
+TEST_F(LaunchTest, SigtermToTheLauncherExits143) {
+  Launcher l;
+  Start(l, {"launch", "--nproc", "2", "--", FLEET_FAKE_RANK_EXE, "--pid-dir", Pids(),
+            "--sleep-ms", "60000"});
+  ASSERT_TRUE(WaitForPids(2));
+  std::vector<pid_t> pids = ChildPids();
+  ::kill(l.pid, SIGTERM);
+  Wait(l, milliseconds(15000));
+  EXPECT_EQ(l.exit_code, 128 + 15) << Output(l);
+  for (pid_t pid : pids) EXPECT_FALSE(Alive(pid)) << pid;
+}
+
+TEST_F(LaunchTest, RanksDieWithAKilledLauncher) {
+  // SIGKILL gives the launcher no chance to clean up: PR_SET_PDEATHSIG must.
+  Launcher l;
+  Start(l, {"launch", "--nproc", "2", "--", FLEET_FAKE_RANK_EXE, "--pid-dir", Pids(),
+            "--ignore-term", "--sleep-ms", "60000"});
+  ASSERT_TRUE(WaitForPids(2));
+  std::vector<pid_t> pids = ChildPids();
+  ::kill(l.pid, SIGKILL);
+  Wait(l, milliseconds(5000));
+  EXPECT_EQ(l.exit_code, 1000 + SIGKILL);
+  auto until = Clock::now() + milliseconds(5000);
+  for (pid_t pid : pids) {
+    while (Alive(pid) && Clock::now() < until) std::this_thread::sleep_for(milliseconds(20));
+    EXPECT_FALSE(Alive(pid)) << pid;
+  }
+}
+
+TEST_F(LaunchTest, MasterPortInUseIsAClearError) {
+  // The test holds the port, as another job would.
+  auto holder = fleet::TcpStoreServer::Start("127.0.0.1", 0);
+  ASSERT_TRUE(holder.ok());
+  std::string master = "127.0.0.1:" + std::to_string((*holder)->port());
+  Launcher l = Run({"launch", "--nproc", "2", "--master", master, "--", FLEET_FAKE_RANK_EXE,
+                    "--pid-dir", Pids()});
+  EXPECT_EQ(l.exit_code, 1) << Output(l);
+  EXPECT_TRUE(Contains(l.stderr_text, master)) << Output(l);
+  EXPECT_TRUE(Contains(l.stderr_text, "in use")) << Output(l);
+  EXPECT_TRUE(Contains(l.stderr_text, "choose another port")) << Output(l);
+  EXPECT_TRUE(ChildPids().empty());
+  EXPECT_FALSE(fs::exists(dir_ / "log"));
+}
+
+TEST_F(LaunchTest, BadArgumentsExit2AndStartNothing) {
+  const std::vector<std::vector<std::string>> cases = {
+      {"launch", "--nproc", "2", FLEET_FAKE_RANK_EXE},
+      {"launch", "--nproc", "0", "--", FLEET_FAKE_RANK_EXE},
+      {"launch", "--nproc", "two", "--", FLEET_FAKE_RANK_EXE},
+      {"launch", "--", FLEET_FAKE_RANK_EXE},
+      {"launch", "--nproc", "2", "--master", "localhost", "--", FLEET_FAKE_RANK_EXE},
+      {"launch", "--nproc", "2", "--master", "127.0.0.1:70000", "--", FLEET_FAKE_RANK_EXE},
+      {"launch", "--nproc", "2", "--nnodes", "2", "--node-rank", "2", "--master",
+       "127.0.0.1:6170", "--", FLEET_FAKE_RANK_EXE},
+      {"launch", "--nproc", "2", "--nnodes", "2", "--", FLEET_FAKE_RANK_EXE},
+      {"launch", "--nproc", "2", "--frobnicate", "--", FLEET_FAKE_RANK_EXE},
+      {"launch", "--nproc", "2", "--job-id", "../x", "--", FLEET_FAKE_RANK_EXE},
+      {"launch", "--nproc", "2", "--grace-s", "-1", "--", FLEET_FAKE_RANK_EXE},
+      {"launch", "--nproc", "2", "--"},
+  };
+  for (const auto& args : cases) {
+    std::string joined;
+    for (const std::string& a : args) joined += a + " ";
+    SCOPED_TRACE(joined);
+    Launcher l = Run(args);
+    EXPECT_EQ(l.exit_code, 2) << Output(l);
+    EXPECT_TRUE(Contains(l.stderr_text, "fleet-host launch: ")) << Output(l);
+    EXPECT_FALSE(fs::exists(dir_ / "log"));
+  }
+  // The message says what is wrong.
+  EXPECT_TRUE(Contains(Run({"launch", "--nproc", "2", "x"}).stderr_text, "missing '--'"));
+  EXPECT_TRUE(Contains(Run({"launch", "--nproc", "2", "--bogus", "--", "/bin/true"}).stderr_text,
+                       "unknown option '--bogus'"));
+  EXPECT_TRUE(Contains(Run({"launch", "--nproc", "2", "--nnodes", "3", "--node-rank", "3",
+                            "--master", "127.0.0.1:6170", "--", "/bin/true"})
+                           .stderr_text,
+                       "--node-rank 3 is not below --nnodes 3"));
+}
+
+TEST_F(LaunchTest, FleetHostCommandRunsWithThisBinary) {
+  // A command word without '/' is a fleet-host command line: here `env`, which prints the role
+  // each rank resolves from the launcher's variables.
+  Launcher l = Run({"launch", "--nproc", "2", "--", "env", "--json"});
+  ASSERT_EQ(l.exit_code, 0) << Output(l);
+  for (int r = 0; r < 2; ++r) {
+    auto j = nlohmann::json::parse(ReadFile(JobDir() / ("trainer." + std::to_string(r) + ".log")),
+                                   nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << "rank " << r;
+    EXPECT_EQ(j["rank"], r);
+    EXPECT_EQ(j["world_size"], 2);
+    EXPECT_EQ(j["local_rank"], r);
+    EXPECT_EQ(j["role"], "trainer");
+    EXPECT_EQ(j["master_addr"], "127.0.0.1");
+  }
+}
+
+TEST_F(LaunchTest, MissingProgramIsAFailureOfItsRanks) {
+  Launcher l = Run({"launch", "--nproc", "2", "--", "/nonexistent/program"});
+  EXPECT_EQ(l.exit_code, 127) << Output(l);
+  EXPECT_TRUE(Contains(l.stderr_text, "cannot execute /nonexistent/program")) << Output(l);
+}
+
+}  // namespace
