@@ -4,6 +4,8 @@
 
 #include "autodiff/backward.h"
 #include "optim/optimizer.h"
+#include "fleet/fleet_plugin.h"
+#include "plugin/pass.h"
 
 namespace fleet {
 
@@ -11,8 +13,9 @@ StatusOr<Stage> ParseStage(std::string_view name) {
   if (name == "parsed") return Stage::kParsed;
   if (name == "backward") return Stage::kBackward;
   if (name == "optimized") return Stage::kOptimized;
+  if (name == "transpiled") return Stage::kTranspiled;
   return InvalidArgument("unknown stage '" + std::string(name) +
-                         "': expected parsed, backward or optimized");
+                         "': expected parsed, backward, optimized or transpiled");
 }
 
 StatusOr<frontend::ParsedProgram> BuildPrograms(const std::filesystem::path& file, Stage stage) {
@@ -27,6 +30,52 @@ StatusOr<frontend::ParsedProgram> BuildPrograms(const std::filesystem::path& fil
     return s.WithContext(file.string());
   }
   return p;
+}
+
+std::string EffectiveStrategy(const Config& config, const Role& role) {
+  if (config.strategy_mode != "auto") return config.strategy_mode;
+  if (role.is_pserver() || !role.pserver_endpoints.empty()) return "pserver";
+  return role.world_size > 1 ? "collective" : "none";
+}
+
+StatusOr<std::map<std::string, ir::Program>> Transpile(const Config& config, const Role& role,
+                                                       const frontend::ParsedProgram& optimized,
+                                                       const PluginRegistry& registry) {
+  std::map<std::string, ir::Program> programs = {{"startup", optimized.startup},
+                                                 {"main", optimized.main}};
+  PassContextInfo ctx;
+  ctx.rank = static_cast<int32_t>(role.rank);
+  ctx.world_size = static_cast<int32_t>(role.world_size);
+  ctx.role = role.role;
+  ctx.pserver_endpoints = role.pserver_endpoints;
+
+  auto run = [&](const std::string& name, const ir::AttrMap& given) -> Status {
+    const ComponentRecord* pass = registry.Find(FLEET_COMPONENT_PASS, name);
+    if (pass == nullptr) {
+      return NotFound("pass '" + name + "' is not registered (is its plugin in [plugins] load?)");
+    }
+    FLEET_ASSIGN_OR_RETURN(ir::AttrMap options, ResolvePassOptions(*pass, given));
+    return RunPass(*pass, programs, ctx, options);
+  };
+
+  const std::string mode = EffectiveStrategy(config, role);
+  if (mode == "collective") {
+    if (optimized.loss.empty() || !optimized.optimizer) {
+      return InvalidArgument("a collective job needs a program with minimize(..., optimizer=...)");
+    }
+    const Config::Collective& c = config.collective;
+    ir::AttrMap options = {{"nrings", static_cast<int32_t>(c.nrings)}};
+    if (c.mode == "local_sgd") options["k_steps"] = static_cast<int32_t>(c.local_sgd_k_steps);
+    FLEET_RETURN_IF_ERROR(run(c.mode, options).WithContext("strategy.collective_mode"));
+    if (c.fuse_grad_size_mb > 0 && c.mode == "grad_allreduce") {
+      FLEET_RETURN_IF_ERROR(run("fuse_allreduce", {{"bucket_mb", c.fuse_grad_size_mb}})
+                                .WithContext("strategy.fuse_grad_size_mb"));
+    }
+  }
+  for (const std::string& name : config.collective.passes) {
+    FLEET_RETURN_IF_ERROR(run(name, {}).WithContext("strategy.passes"));
+  }
+  return programs;
 }
 
 }  // namespace fleet

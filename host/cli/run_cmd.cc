@@ -3,6 +3,15 @@
 #include "cli/cli.h"
 #include "cli/pipeline.h"
 #include "cli/train_loop.h"
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <thread>
+
+#include "dist/job.h"
+#include "dist/role.h"
+#include "passes/builtin_passes.h"
+#include "plugin/host_api.h"
 #include "plugin/registry.h"
 #include "plugin/selection.h"
 
@@ -40,16 +49,76 @@ int RunCommand(const GlobalOptions& global, const std::vector<std::string>& args
            "[--set KEY=VALUE ...]\n";
     return kExitUsage;
   }
-  auto config = LoadConfigFor(options);
-  if (!config.ok()) return Fail(err, config.status());
+  auto loaded = LoadConfigFor(options);
+  if (!loaded.ok()) return Fail(err, loaded.status());
+  Config config = *loaded;
+  const std::map<std::string, std::string> env = ProcessEnvironment();
+  auto role = ResolveRole(config, env);
+  if (!role.ok()) return Fail(err, role.status());
+  if (role->is_pserver()) {
+    return Fail(err, Unimplemented("this process is a parameter server (role from " +
+                                   role->source.at("role") +
+                                   "); parameter-server training is not available yet"));
+  }
+  config.strategy_mode = EffectiveStrategy(config, *role);
+  if (config.strategy_mode == "none" && role->world_size > 1) {
+    return Fail(err, InvalidArgument("the job has " + std::to_string(role->world_size) +
+                                     " trainers (world_size from " +
+                                     role->source.at("world_size") +
+                                     ") but strategy.mode is \"none\"; use \"collective\" or "
+                                     "\"auto\""));
+  }
+  if (config.strategy_mode == "pserver") {
+    return Fail(err, Unimplemented("strategy.mode \"pserver\" is not available yet"));
+  }
+  // Trainers sharing a machine share its cores, unless [train] threads says otherwise.
+  if (config.train.threads == 0) {
+    auto it = env.find("LOCAL_WORLD_SIZE");
+    const int64_t local = it != env.end() ? std::atoll(it->second.c_str()) : 1;
+    const int64_t cores = static_cast<int64_t>(std::thread::hardware_concurrency());
+    if (local > 1 && cores > 0) config.train.threads = std::max<int64_t>(1, cores / local);
+  }
+
   auto programs = BuildPrograms(file, Stage::kOptimized);
   if (!programs.ok()) return Fail(err, programs.status());
-  PluginRegistry registry(LoadOptionsFor(*config));
-  auto selection = LoadSelected(*config, registry);
+  PluginRegistry registry(LoadOptionsFor(config));
+  if (Status s = RegisterBuiltinPasses(registry); !s.ok()) return Fail(err, s);
+  auto selection = LoadSelected(config, registry);
   if (!selection.ok()) return Fail(err, selection.status());
   for (const std::string& w : selection->warnings) err << "fleet-host: warning: " << w << "\n";
-  auto summary = Train(*config, *programs, registry, selection->device->name, out);
-  if (!summary.ok()) return Fail(err, summary.status().WithContext(file));
+
+  auto transpiled = Transpile(config, *role, *programs, registry);
+  if (!transpiled.ok()) return Fail(err, transpiled.status().WithContext(file));
+  frontend::ParsedProgram trainer = *programs;
+  trainer.startup = (*transpiled)["startup"];
+  trainer.main = (*transpiled)["main"];
+  TrainDist dist;
+  auto local = transpiled->find("main.local");
+  if (local != transpiled->end()) {
+    dist.main_local = &local->second;
+    dist.k_steps = config.collective.local_sgd_k_steps;
+  }
+  std::unique_ptr<Job> job;
+  if (config.strategy_mode == "collective") {
+    auto opened = Job::Open(config, *role, selection->comm, env);
+    if (!opened.ok()) return Fail(err, opened.status());
+    job = std::move(*opened);
+    dist.job = job.get();
+    SetJobStore(job->store());
+    if (role->rank == 0) {
+      out << "collective job: " << role->world_size << " trainers, " << config.comm.backend
+          << " communicator, store " << job->store_description() << "\n";
+    }
+  }
+  auto summary = Train(config, trainer, registry, selection->device->name, out, dist);
+  if (!summary.ok()) {
+    // Release peers blocked on this rank at once instead of at their timeout.
+    if (job != nullptr && job->collectives() != nullptr) job->collectives()->AbortAll();
+    return Fail(err, summary.status().WithContext(
+                         role->world_size > 1 ? file + " (rank " + std::to_string(role->rank) +
+                                                    ")"
+                                              : file));
+  }
   return kExitOk;
 }
 

@@ -1,6 +1,14 @@
 // The training loop of `fleet-host run`: run startup once, then [train] steps of main, each with
 // a batch from the [data] source, fetching the loss; progress every log_every steps to `out`
 // and, when [train] metrics_file is set, one JSON object per logged step to that file.
+//
+// In a job of several trainers (a Job with collectives), [train] batch_size is per trainer, as
+// in Paddle: every trainer draws the same global batch of batch_size * world_size samples and
+// keeps rows [rank * batch_size, (rank + 1) * batch_size), so N trainers on their shares see
+// exactly what one trainer sees on the global batch. Logged lines carry the loss averaged over
+// trainers and the job's total samples/s (one small all-reduce per logged step); only rank 0
+// writes the metrics file. The last step ends with a barrier so no trainer leaves (and takes
+// the store it serves with it) while others still need it.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +19,7 @@
 
 #include "config/config.h"
 #include "data/source.h"
+#include "dist/job.h"
 #include "executor/executor.h"
 #include "frontend/frontend.h"
 #include "plugin/registry.h"
@@ -32,21 +41,30 @@ struct TrainingSetup {
   std::unique_ptr<data::DataSource> source;
   std::unique_ptr<exec::Executor> executor;
   std::unique_ptr<exec::PreparedProgram> main;
+  std::unique_ptr<exec::PreparedProgram> main_local;  // with TrainDist::main_local
   size_t startup_ops = 0;
 };
 
-// `programs` must be optimized (backward + optimizer appended) and have a loss. `device` is the
-// device component's name in `registry`. Errors name the program and op at fault (a missing
-// kernel, a shape that does not fit the batch, a data file that does not fit its var).
+// How a trainer takes part in a distributed job; the default is a job of one.
+struct TrainDist {
+  Job* job = nullptr;                      // with collectives() for a collective job
+  const ir::Program* main_local = nullptr; // local_sgd's step without averaging, or null
+  int64_t k_steps = 1;                     // run main every k_steps-th step, main_local between
+};
+
+// `programs` must be optimized (backward + optimizer appended; transpiled for a distributed job)
+// and have a loss. `device` is the device component's name in `registry`. Errors name the
+// program and op at fault (a missing kernel, a shape that does not fit the batch, a data file
+// that does not fit its var).
 StatusOr<TrainingSetup> PrepareTraining(const Config& config,
                                         const frontend::ParsedProgram& programs,
                                         const PluginRegistry& registry,
-                                        const std::string& device);
+                                        const std::string& device, const TrainDist& dist = {});
 
 // PrepareTraining, then the loop.
 StatusOr<TrainSummary> Train(const Config& config, const frontend::ParsedProgram& programs,
                              const PluginRegistry& registry, const std::string& device,
-                             std::ostream& out);
+                             std::ostream& out, const TrainDist& dist = {});
 
 // The width of the prediction a label is compared with: the last dim of the other input of the
 // first op in `main` that reads `label` (e.g. cross_entropy's X). 0 when it cannot be told.

@@ -163,10 +163,11 @@ TEST(CliTest, CheckReportsConfigErrorsWithPositions) {
 }
 
 TEST(CliTest, CheckNamesAComponentThePluginDoesNotProvide) {
-  Result r = RunHost("--set strategy.mode=collective check");
+  Result r = RunHost(
+      "--set strategy.mode=collective --set comm.backend=mpi --set comm.plugin=comm_gloo check");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_TRUE(Contains(r.err, "comm.backend = \"gloo\": plugin 'comm_gloo'")) << r.err;
-  EXPECT_TRUE(Contains(r.err, "provides no communicator named 'gloo'")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "comm.backend = \"mpi\": plugin 'comm_gloo'")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "provides no communicator named 'mpi'")) << r.err;
 }
 
 TEST(CliTest, CheckNamesAMissingPlugin) {
@@ -397,9 +398,25 @@ TEST(CliShowTest, Stages) {
   EXPECT_TRUE(Contains(optimized.out, "op sgd(")) << optimized.out;
   EXPECT_TRUE(Contains(optimized.out, "op uniform_random(")) << optimized.out;
 
-  Result stage = RunHost("show " + mlp + " --stage transpiled");
+  // Trainer 1 of 2 under the default strategy (auto: collective with several trainers).
+  Result transpiled = RunHost("show " + mlp + " --stage transpiled --world-size 2 --rank 1");
+  ASSERT_EQ(transpiled.exit_code, 0) << transpiled.err;
+  EXPECT_TRUE(Contains(transpiled.out, "op c_comm_init() -> () {nranks=2, rank=1, ring_id=0}"))
+      << transpiled.out;
+  EXPECT_TRUE(Contains(transpiled.out, "op c_broadcast(X=[fc_0.w_0]) -> (Out=[fc_0.w_0])"))
+      << transpiled.out;
+  EXPECT_TRUE(Contains(transpiled.out, "scale=0.5f")) << transpiled.out;
+  EXPECT_TRUE(Contains(transpiled.out, "op c_allreduce_sum(")) << transpiled.out;
+  Result alone = RunHost("show " + mlp + " --stage transpiled --world-size 1");
+  ASSERT_EQ(alone.exit_code, 0) << alone.err;
+  EXPECT_FALSE(Contains(alone.out, "c_allreduce_sum")) << alone.out;  // auto: no strategy
+  Result outside = RunHost("show " + mlp + " --stage transpiled --world-size 2 --rank 2");
+  EXPECT_EQ(outside.exit_code, 2);
+  EXPECT_TRUE(Contains(outside.err, "rank 2 is outside a world of 2")) << outside.err;
+
+  Result stage = RunHost("show " + mlp + " --stage linked");
   EXPECT_EQ(stage.exit_code, 2);
-  EXPECT_TRUE(Contains(stage.err, "unknown stage 'transpiled'")) << stage.err;
+  EXPECT_TRUE(Contains(stage.err, "unknown stage 'linked'")) << stage.err;
   Result program = RunHost("show " + mlp + " --program pserver");
   EXPECT_EQ(program.exit_code, 2);
 }
