@@ -1,5 +1,6 @@
 #include "dist/communicator.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "plugin/host_api.h"
@@ -58,10 +59,35 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::Create(const ComponentReco
     return Internal(options.label + ": communicator '" + component.name +
                     "' returned OK from create but no communicator");
   }
+  if (options.world_size > 1) c->beat_thread_ = std::thread([raw = c.get()] { raw->Heartbeat(); });
   return c;
 }
 
+namespace {
+constexpr std::chrono::milliseconds kBeat(500);
+std::string BeatKey(int32_t rank) { return "heartbeat/" + std::to_string(rank); }
+}  // namespace
+
+void Communicator::Heartbeat() {
+  Store* store = store_.store();
+  std::unique_lock<std::mutex> lock(beat_mu_);
+  while (!stop_beating_) {
+    lock.unlock();
+    (void)store->Add(BeatKey(options_.rank), 1);  // a store that is gone shows in the survey
+    lock.lock();
+    beat_cv_.wait_for(lock, kBeat, [&] { return stop_beating_; });
+  }
+}
+
 Communicator::~Communicator() {
+  if (beat_thread_.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(beat_mu_);
+      stop_beating_ = true;
+    }
+    beat_cv_.notify_all();
+    beat_thread_.join();
+  }
   if (comm_ != nullptr) {
     Status s = TakeStatus(vtable_->destroy(component_.ctx, comm_), "destroy");
     (void)s;  // nothing useful to do with a failing destroy at teardown
@@ -70,9 +96,47 @@ Communicator::~Communicator() {
 
 Status Communicator::Check(FleetStatus* status, const char* op) const {
   if (status == nullptr) return OkStatus();
-  return TakeStatus(status, options_.label + " (" + component_.name + ", rank " +
-                                std::to_string(options_.rank) + " of " +
-                                std::to_string(options_.world_size) + ") " + op);
+  Status s = TakeStatus(status, options_.label + " (" + component_.name + ", rank " +
+                                    std::to_string(options_.rank) + " of " +
+                                    std::to_string(options_.world_size) + ") " + op);
+  if (aborted_.load() || comm_ == nullptr || s.code() == Code::kInvalidArgument ||
+      options_.world_size < 2) {
+    return s;
+  }
+  // A broken group stays broken: aborting it first fails the peers still blocked on this rank
+  // at once, so they join the survey instead of waiting out their timeout.
+  if (vtable_->abort != nullptr) vtable_->abort(component_.ctx, comm_);
+  return Status(s.code(), s.message() + "; " + SurveyPeers());
+}
+
+std::string Communicator::SurveyPeers() const {
+  Store* store = store_.store();
+  auto beats = [&]() -> StatusOr<std::vector<int64_t>> {
+    std::vector<int64_t> out;
+    for (int32_t r = 0; r < options_.world_size; ++r) {
+      FLEET_ASSIGN_OR_RETURN(int64_t n, store->Add(BeatKey(r), 0));
+      out.push_back(n);
+    }
+    return out;
+  };
+  auto before = beats();
+  if (before.ok()) std::this_thread::sleep_for(4 * kBeat);  // a live rank beats 3-4 times
+  auto after = before.ok() ? beats() : before;
+  if (!after.ok()) {
+    return "the rendezvous store is unreachable too (" + after.status().message() +
+           "), so the process serving it may be gone";
+  }
+  std::string gone;
+  int count = 0;
+  for (int32_t r = 0; r < options_.world_size; ++r) {
+    if (r == options_.rank) continue;
+    if ((*after)[static_cast<size_t>(r)] == (*before)[static_cast<size_t>(r)]) {
+      gone += (gone.empty() ? "" : ", ") + std::to_string(r);
+      ++count;
+    }
+  }
+  if (count == 0) return "every rank is still alive (the failure came from the communicator)";
+  return (count == 1 ? "rank " : "ranks ") + gone + " stopped beating (dead or stuck)";
 }
 
 Status Communicator::AllReduce(const FleetTensor& in, const FleetTensor& out, int32_t op) {

@@ -9,6 +9,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -52,6 +55,8 @@ class Communicator {
 
   Status AllReduce(const FleetTensor& in, const FleetTensor& out, int32_t op);
   Status Broadcast(const FleetTensor& buf, int32_t root);
+  // Collectives below (and AllReduce, Broadcast) that fail for another reason than Abort name
+  // the peers that did not answer a survey after the failure (see SurveyPeers).
   Status AllGather(const FleetTensor& in, const FleetTensor& out);
   Status ReduceScatter(const FleetTensor& in, const FleetTensor& out, int32_t op);
   Status Barrier();
@@ -63,6 +68,12 @@ class Communicator {
   Communicator(const ComponentRecord& component, Store* store, const std::string& scope,
                CommunicatorOptions options);
   Status Check(FleetStatus* status, const char* op) const;
+  // After a collective failed: which peers are gone. Every rank of a group of two or more beats
+  // a counter in the store twice a second from its own thread; the survey reads the counters,
+  // waits a few beats and names the ranks whose counter stood still, so a rank that was killed
+  // is named by every survivor, whether or not the survivors noticed the failure themselves.
+  std::string SurveyPeers() const;
+  void Heartbeat();
 
   const ComponentRecord& component_;
   const FleetCommVTable* vtable_;
@@ -70,6 +81,10 @@ class Communicator {
   CommunicatorOptions options_;
   FleetComm* comm_ = nullptr;
   std::atomic<bool> aborted_{false};
+  std::mutex beat_mu_;
+  std::condition_variable beat_cv_;
+  bool stop_beating_ = false;
+  std::thread beat_thread_;
 };
 
 }  // namespace fleet
