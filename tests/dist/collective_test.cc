@@ -1,0 +1,310 @@
+// Collective training across real processes: fleet-host ranks over the comm_gloo plugin, with
+// the rendezvous store in a directory (no ports to collide when tests run in parallel) except
+// where the TCP store itself is under test. Every wait has a deadline.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <nlohmann/json.hpp>
+#include <sys/socket.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "data/npy.h"
+#include "rank_process.h"
+
+namespace fleet::dist_test {
+namespace {
+
+namespace fs = std::filesystem;
+using std::chrono::milliseconds;
+
+const std::string kHost = FLEET_HOST_EXE;
+const fs::path kExamples = FLEET_EXAMPLES_DIR;
+
+class CollectiveTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("fleet_collective_" + std::to_string(getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    ranks_.clear();  // kills anything still running
+    fs::remove_all(dir_);
+  }
+
+  // `fleet-host run` of `program` (default: the quick-start MLP) with its config and `sets`.
+  std::vector<std::string> RunArgs(const std::vector<std::string>& sets,
+                                   fs::path program = kExamples / "mlp" / "mlp.fleet") const {
+    std::vector<std::string> args = {kHost, "run", program.string(), "--config",
+                                     (kExamples / "mlp" / "fleet.toml").string()};
+    for (const auto& s : sets) {
+      args.push_back("--set");
+      args.push_back(s);
+    }
+    return args;
+  }
+
+  // Starts ranks 0..n-1 of `world` (all of them unless `only` lists some) with a file store.
+  void StartRanks(int world, const std::vector<std::string>& sets, std::vector<int> only = {},
+                  fs::path program = kExamples / "mlp" / "mlp.fleet") {
+    if (only.empty()) {
+      for (int r = 0; r < world; ++r) only.push_back(r);
+    }
+    std::vector<std::string> all = sets;
+    all.push_back("comm.store=file");
+    all.push_back("comm.store_dir=" + (dir_ / "store").string());
+    for (int r : only) {
+      std::map<std::string, std::string> env = {{"PADDLE_TRAINER_ID", std::to_string(r)},
+                                                {"PADDLE_TRAINERS_NUM", std::to_string(world)},
+                                                {"LOCAL_WORLD_SIZE", std::to_string(world)},
+                                                {"FLEET_JOB_ID", "test"}};
+      ranks_.push_back(std::make_unique<RankProcess>(RunArgs(all, program), env,
+                                                     dir_ / ("rank" + std::to_string(r) + ".log")));
+      ASSERT_TRUE(ranks_.back()->started());
+    }
+  }
+
+  static std::vector<double> Losses(const fs::path& metrics) {
+    std::vector<double> out;
+    std::ifstream in(metrics);
+    std::string line;
+    while (std::getline(in, line)) out.push_back(nlohmann::json::parse(line)["loss"].get<double>());
+    return out;
+  }
+
+  static std::map<std::string, data::NpyArray> Params(const fs::path& dir) {
+    std::map<std::string, data::NpyArray> out;
+    for (const auto& e : fs::directory_iterator(dir)) {
+      auto a = data::ReadNpy(e.path());
+      EXPECT_TRUE(a.ok()) << a.status().ToString();
+      if (a.ok()) out[e.path().stem().string()] = std::move(*a);
+    }
+    return out;
+  }
+
+  // One rank on the global batch: its per-step losses, and its parameters in dir_/one.
+  std::vector<double> TrainOneRank(const std::vector<std::string>& sets,
+                                   fs::path program = kExamples / "mlp" / "mlp.fleet") {
+    std::vector<std::string> all = sets;
+    all.push_back("train.metrics_file=" + (dir_ / "one.jsonl").string());
+    all.push_back("train.save_params_dir=" + (dir_ / "one").string());
+    RankProcess one(RunArgs(all, program), {}, dir_ / "one.log");
+    EXPECT_EQ(one.Wait(milliseconds(60000)), 0) << one.Output();
+    return Losses(dir_ / "one.jsonl");
+  }
+
+  void ExpectSameParams(const fs::path& a_dir, const fs::path& b_dir, double tol) {
+    auto a = Params(a_dir), b = Params(b_dir);
+    ASSERT_FALSE(a.empty());
+    ASSERT_EQ(a.size(), b.size());
+    for (const auto& [name, pa] : a) {
+      const data::NpyArray& pb = b.at(name);
+      ASSERT_EQ(pa.dims, pb.dims) << name;
+      ASSERT_EQ(pa.dtype, ir::DataType::kFloat32);
+      const float* x = reinterpret_cast<const float*>(pa.bytes.data());
+      const float* y = reinterpret_cast<const float*>(pb.bytes.data());
+      double worst = 0;
+      for (size_t i = 0; i < pa.bytes.size() / 4; ++i) {
+        worst = std::max(worst, std::abs(static_cast<double>(x[i]) - y[i]));
+      }
+      EXPECT_LE(worst, tol) << name;
+    }
+  }
+
+  fs::path dir_;
+  std::vector<std::unique_ptr<RankProcess>> ranks_;
+};
+
+void ExpectSameLosses(const std::vector<double>& a, const std::vector<double>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_NEAR(a[i], b[i], 1e-5 * std::max(1.0, std::abs(a[i]))) << "step " << i + 1;
+  }
+}
+
+const std::vector<std::string> kSteps = {"train.steps=6", "train.log_every=1"};
+
+std::vector<std::string> With(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// The equivalence: two ranks with grad_allreduce on half batches match one rank on the
+// full batch, step by step; check_replicas makes every rank compare parameters every step.
+TEST_F(CollectiveTest, TwoRanksOnHalfBatchesMatchOneRankStepByStep) {
+  std::vector<double> one = TrainOneRank(With(kSteps, {"train.batch_size=64"}));
+  ASSERT_EQ(one.size(), 6u);
+  StartRanks(2, With(kSteps, {"train.batch_size=32", "train.check_replicas=true",
+                              "train.metrics_file=" + (dir_ / "two.jsonl").string(),
+                              "train.save_params_dir=" + (dir_ / "two").string(),
+                              "comm.timeout_s=30"}));
+  for (auto& r : ranks_) EXPECT_EQ(r->Wait(milliseconds(60000)), 0) << r->Output();
+  ExpectSameLosses(one, Losses(dir_ / "two.jsonl"));
+  ExpectSameParams(dir_ / "one", dir_ / "two", 1e-6);
+}
+
+// The same with every variant of the collective transpile: one all-reduce per gradient (no
+// buckets), two rings, an optimizer with state (Adam), and four ranks.
+TEST_F(CollectiveTest, EquivalenceHoldsForEveryVariant) {
+  const fs::path adam = dir_ / "adam.fleet";
+  {
+    std::ofstream f(adam);
+    f << "x = data(\"x\", shape=[-1, 16], dtype=\"float32\")\n"
+         "y = data(\"y\", shape=[-1, 1], dtype=\"float32\")\n"
+         "h = fc(x, size=24, act=\"relu\")\n"
+         "p = fc(h, size=1)\n"
+         "loss = mean(square_error_cost(p, y))\n"
+         "minimize(loss, optimizer=adam(learning_rate=0.01))\n";
+  }
+  struct Variant {
+    std::string name;
+    int world;
+    std::vector<std::string> sets;
+    fs::path program;
+  };
+  const std::vector<Variant> variants = {
+      {"unfused", 2, {"strategy.fuse_grad_size_mb=0"}, kExamples / "mlp" / "mlp.fleet"},
+      {"two rings", 2, {"strategy.nrings=2", "strategy.fuse_grad_size_mb=0"},
+       kExamples / "mlp" / "mlp.fleet"},
+      {"adam", 2, {}, adam},
+      {"four ranks", 4, {}, kExamples / "mlp" / "mlp.fleet"},
+  };
+  for (const Variant& v : variants) {
+    SCOPED_TRACE(v.name);
+    const int global = 64;
+    std::vector<double> one =
+        TrainOneRank(With(kSteps, {"train.batch_size=" + std::to_string(global)}), v.program);
+    ranks_.clear();
+    fs::remove_all(dir_ / "store");
+    fs::remove_all(dir_ / "two");
+    StartRanks(v.world,
+               With(With(kSteps, v.sets),
+                    {"train.batch_size=" + std::to_string(global / v.world),
+                     "train.check_replicas=true",
+                     "train.metrics_file=" + (dir_ / "two.jsonl").string(),
+                     "train.save_params_dir=" + (dir_ / "two").string(), "comm.timeout_s=30"}),
+               {}, v.program);
+    for (auto& r : ranks_) ASSERT_EQ(r->Wait(milliseconds(90000)), 0) << r->Output();
+    ExpectSameLosses(one, Losses(dir_ / "two.jsonl"));
+    ExpectSameParams(dir_ / "one", dir_ / "two", 1e-5);
+    fs::remove_all(dir_ / "one");
+  }
+}
+
+// Local SGD with plain SGD and averaging every step is the same update as grad_allreduce
+// (p - lr * mean(g)); with k_steps = 3 the replicas drift between averagings and meet again
+// at each, and the loss still falls.
+TEST_F(CollectiveTest, LocalSgdAveragesAndConverges) {
+  std::vector<double> one = TrainOneRank(With(kSteps, {"train.batch_size=64"}));
+  StartRanks(2, With(kSteps, {"train.batch_size=32", "strategy.collective_mode=local_sgd",
+                              "train.check_replicas=true",
+                              "train.metrics_file=" + (dir_ / "two.jsonl").string(),
+                              "train.save_params_dir=" + (dir_ / "two").string()}));
+  for (auto& r : ranks_) ASSERT_EQ(r->Wait(milliseconds(60000)), 0) << r->Output();
+  ExpectSameLosses(one, Losses(dir_ / "two.jsonl"));
+  ExpectSameParams(dir_ / "one", dir_ / "two", 1e-5);
+
+  ranks_.clear();
+  fs::remove_all(dir_ / "store");
+  StartRanks(2, {"train.steps=120", "train.log_every=3", "train.batch_size=32",
+                 "strategy.collective_mode=local_sgd", "strategy.local_sgd_k_steps=3",
+                 "train.check_replicas=true",
+                 "train.metrics_file=" + (dir_ / "k3.jsonl").string()});
+  for (auto& r : ranks_) ASSERT_EQ(r->Wait(milliseconds(90000)), 0) << r->Output();
+  std::vector<double> losses = Losses(dir_ / "k3.jsonl");
+  ASSERT_EQ(losses.size(), 40u);
+  double first = 0, last = 0;
+  for (size_t i = 0; i < 5; ++i) first += losses[i] / 5;
+  for (size_t i = losses.size() - 5; i < losses.size(); ++i) last += losses[i] / 5;
+  EXPECT_LT(last, 0.9 * first) << "first " << first << " last " << last;
+}
+
+// A rank killed mid-training: every other rank fails, naming it, well within twice the timeout.
+TEST_F(CollectiveTest, KilledRankMakesTheOthersFailNamingIt) {
+  const double timeout_s = 4;
+  StartRanks(3, {"train.steps=1000000", "train.log_every=20", "train.batch_size=16",
+                 "comm.timeout_s=" + std::to_string(timeout_s)});
+  // Wait until training is under way on rank 0.
+  const auto until = Clock::now() + std::chrono::seconds(60);
+  while (ranks_[0]->Output().find("step 20/") == std::string::npos && Clock::now() < until) {
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  ASSERT_NE(ranks_[0]->Output().find("step 20/"), std::string::npos) << ranks_[0]->Output();
+  const auto killed_at = Clock::now();
+  kill(ranks_[1]->pid(), SIGKILL);
+  for (int r : {0, 2}) {
+    const int code = ranks_[r]->Wait(milliseconds(static_cast<int64_t>(4 * timeout_s * 1000)));
+    const double after =
+        std::chrono::duration<double>(Clock::now() - killed_at).count();
+    const std::string out = ranks_[r]->Output();
+    EXPECT_NE(code, -1) << "rank " << r << " still running " << after << " s after the kill";
+    EXPECT_NE(code, 0) << out;
+    EXPECT_LT(after, 2 * timeout_s) << out;
+    EXPECT_NE(out.find("rank 1 stopped beating"), std::string::npos)
+        << "rank " << r << ":\n" << out;
+  }
+}
+
+// A rank that never starts: the others' rendezvous fails naming it, bounded by the timeout.
+TEST_F(CollectiveTest, RankThatNeverJoinsIsNamed) {
+  StartRanks(3, {"train.steps=5", "comm.timeout_s=2"}, {0, 1});
+  for (auto& r : ranks_) {
+    const int code = r->Wait(milliseconds(15000));
+    const std::string out = r->Output();
+    EXPECT_NE(code, -1) << "still running";
+    EXPECT_NE(code, 0) << out;
+    EXPECT_LT(r->seconds(), 10.0) << out;
+    EXPECT_NE(out.find("2"), std::string::npos) << out;
+    EXPECT_NE(out.find("never joined"), std::string::npos) << out;
+  }
+}
+
+// Rank 0 serves the TCP store at the master address; a port someone else holds is an error
+// naming it, not a hang.
+TEST_F(CollectiveTest, MasterPortInUseIsReported) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(listen(fd, 1), 0);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const std::string port = std::to_string(ntohs(addr.sin_port));
+  RankProcess rank0(RunArgs({"train.steps=2", "comm.timeout_s=3"}),
+                    {{"PADDLE_TRAINER_ID", "0"}, {"PADDLE_TRAINERS_NUM", "2"},
+                     {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", port}},
+                    dir_ / "rank0.log");
+  const int code = rank0.Wait(milliseconds(10000));
+  close(fd);
+  const std::string out = rank0.Output();
+  EXPECT_EQ(code, 1) << out;
+  EXPECT_NE(out.find("127.0.0.1:" + port), std::string::npos) << out;
+  EXPECT_NE(out.find("in use"), std::string::npos) << out;
+}
+
+// Two launchers' variables that disagree are refused, naming both.
+TEST_F(CollectiveTest, ConflictingRoleSourcesAreRefused) {
+  RankProcess p(RunArgs({"train.steps=2"}),
+                {{"PADDLE_TRAINER_ID", "1"}, {"RANK", "0"}, {"PADDLE_TRAINERS_NUM", "2"}},
+                dir_ / "p.log");
+  const int code = p.Wait(milliseconds(10000));
+  const std::string out = p.Output();
+  EXPECT_EQ(code, 1) << out;
+  EXPECT_NE(out.find("PADDLE_TRAINER_ID=1"), std::string::npos) << out;
+  EXPECT_NE(out.find("RANK=0"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace fleet::dist_test
