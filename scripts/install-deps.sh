@@ -2,7 +2,8 @@
 # Installs the Debian 12 packages Fleet builds and tests with. Idempotent: packages already
 # present are not fetched again, and the package index is refreshed only when something is
 # missing. Needs root (or sudo). The CUDA Toolkit, cuDNN and NCCL are not Debian packages; the
-# CUDA plugins build when CMake finds them and are skipped otherwise.
+# CUDA plugins build when CMake finds them and are skipped otherwise. iproute2 gives the
+# two-host test its network namespaces.
 set -euo pipefail
 
 packages=(
@@ -10,6 +11,7 @@ packages=(
   libboost-dev libtomlplusplus-dev libspdlog-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libdnnl-dev libgloo-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler-grpc
+  iproute2
 )
 
 missing=()

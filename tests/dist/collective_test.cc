@@ -201,6 +201,32 @@ TEST_F(CollectiveTest, EquivalenceHoldsForEveryVariant) {
   }
 }
 
+// What the README shows: `fleet-host launch --nproc 2 -- run mlp.fleet`, through the launcher's
+// TCP store, trains the same model as one process on the global batch.
+TEST_F(CollectiveTest, LaunchTrainsDataParallel) {
+  std::vector<double> one = TrainOneRank(With(kSteps, {"train.batch_size=64"}));
+  std::vector<std::string> args = {kHost, "--config", (kExamples / "mlp" / "fleet.toml").string()};
+  for (const auto& s : With(kSteps, {"train.batch_size=32", "train.check_replicas=true",
+                                      "train.metrics_file=" + (dir_ / "two.jsonl").string(),
+                                      "train.save_params_dir=" + (dir_ / "two").string()})) {
+    args.push_back("--set");
+    args.push_back(s);
+  }
+  for (const std::string& a : {std::string("launch"), std::string("--nproc"), std::string("2"),
+                               std::string("--log-dir"), (dir_ / "logs").string(),
+                               std::string("--"), std::string("run"),
+                               (kExamples / "mlp" / "mlp.fleet").string()}) {
+    args.push_back(a);
+  }
+  RankProcess launcher(args, {}, dir_ / "launch.log");
+  ASSERT_EQ(launcher.Wait(milliseconds(90000)), 0) << launcher.Output();
+  EXPECT_NE(launcher.Output().find("[trainer.0] collective job: 2 trainers"), std::string::npos)
+      << launcher.Output();
+  ExpectSameLosses(one, Losses(dir_ / "two.jsonl"));
+  ExpectSameParams(dir_ / "one", dir_ / "two", 1e-6);
+  EXPECT_TRUE(fs::exists(dir_ / "logs" / "fleet" / "trainer.1.log"));
+}
+
 // Local SGD with plain SGD and averaging every step is the same update as grad_allreduce
 // (p - lr * mean(g)); with k_steps = 3 the replicas drift between averagings and meet again
 // at each, and the loss still falls.
