@@ -1,0 +1,359 @@
+#include "comm_harness.h"
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "dist/memory_store.h"
+#include "dist/store_abi.h"
+#include "plugin/host_api.h"
+#include "plugin/registry.h"
+
+namespace fleet::conformance::comm {
+namespace {
+
+std::string CommName() {
+  const char* c = std::getenv("FLEET_CONFORMANCE_COMM");
+  return (c != nullptr && *c != '\0') ? std::string(c) : std::string("gloo");
+}
+
+// "key=value;key=value" from FLEET_CONFORMANCE_COMM_OPTIONS, or the default for the comm.
+std::vector<std::pair<std::string, std::string>> SuiteOptions() {
+  const char* env = std::getenv("FLEET_CONFORMANCE_COMM_OPTIONS");
+  std::string text = env != nullptr ? env : (CommName() == "gloo" ? "hostname=127.0.0.1" : "");
+  std::vector<std::pair<std::string, std::string>> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ';')) {
+    if (item.empty()) continue;
+    const size_t eq = item.find('=');
+    out.emplace_back(item.substr(0, eq), eq == std::string::npos ? "" : item.substr(eq + 1));
+  }
+  return out;
+}
+
+MemoryStore& SharedStore() {
+  static MemoryStore* store = new MemoryStore();
+  return *store;
+}
+
+std::string NextScope() {
+  static std::atomic<int> counter{0};
+  return "comm_test_" + std::to_string(counter++);
+}
+
+size_t SizeOf(int32_t dtype) {
+  switch (dtype) {
+    case FLEET_DTYPE_BOOL:
+    case FLEET_DTYPE_INT8:
+    case FLEET_DTYPE_UINT8: return 1;
+    case FLEET_DTYPE_FLOAT16:
+    case FLEET_DTYPE_BFLOAT16:
+    case FLEET_DTYPE_INT16: return 2;
+    case FLEET_DTYPE_INT32:
+    case FLEET_DTYPE_FLOAT32: return 4;
+    default: return 8;
+  }
+}
+
+// Half-precision encodings written independently of any plugin: float16 through the compiler's
+// _Float16, bfloat16 by rounding the significand to 8 bits (nearest-even, the default mode).
+uint16_t EncodeHalf(double v) {
+  _Float16 h = static_cast<_Float16>(static_cast<float>(v));
+  uint16_t bits;
+  std::memcpy(&bits, &h, 2);
+  return bits;
+}
+double DecodeHalf(uint16_t bits) {
+  _Float16 h;
+  std::memcpy(&h, &bits, 2);
+  return static_cast<double>(static_cast<float>(h));
+}
+uint16_t EncodeBFloat16(double v) {
+  int exponent = 0;
+  const double m = std::frexp(v, &exponent);  // v = m * 2^exponent, |m| in [0.5, 1)
+  const float rounded = static_cast<float>(std::ldexp(std::nearbyint(m * 256.0), exponent - 8));
+  uint32_t bits;
+  std::memcpy(&bits, &rounded, 4);
+  return static_cast<uint16_t>(bits >> 16);
+}
+double DecodeBFloat16(uint16_t bits) {
+  const uint32_t wide = static_cast<uint32_t>(bits) << 16;
+  float f;
+  std::memcpy(&f, &wide, 4);
+  return f;
+}
+
+}  // namespace
+
+const CommUnderTest* Comm(std::string* error) {
+  static CommUnderTest* found = nullptr;
+  static std::string failure;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    LoadOptions options;
+    if (const char* extra = std::getenv("FLEET_PLUGIN_PATH")) {
+      std::stringstream ss(extra);
+      std::string dir;
+      while (std::getline(ss, dir, ':')) {
+        if (!dir.empty()) options.search_dirs.emplace_back(dir);
+      }
+    }
+    options.search_dirs.emplace_back(FLEET_BUILD_PLUGIN_DIR);
+    static PluginRegistry* registry = new PluginRegistry(options);  // lives until exit
+    const std::string name = CommName();
+    auto loaded = registry->Load("comm_" + name);
+    if (!loaded.ok() || registry->Find(FLEET_COMPONENT_COMMUNICATOR, name) == nullptr) {
+      registry->LoadAll();
+    }
+    const ComponentRecord* rec = registry->Find(FLEET_COMPONENT_COMMUNICATOR, name);
+    if (rec == nullptr) {
+      failure = "no plugin provides communicator '" + name + "'" +
+                (loaded.ok() ? "" : ": " + loaded.status().ToString());
+      return;
+    }
+    found = new CommUnderTest{name, rec->table<FleetCommVTable>(), rec->ctx};
+  });
+  if (error != nullptr) *error = failure;
+  return found;
+}
+
+Status Take(FleetStatus* status) {
+  return TakeStatus(status, "communicator '" + CommName() + "'");
+}
+
+int64_t ElapsedMs(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                               start)
+      .count();
+}
+
+Status Rank::AllReduce(const FleetTensor* in, const FleetTensor* out, int32_t op) const {
+  return Take(vt->all_reduce(ctx, comm, in, out, op, nullptr));
+}
+Status Rank::Broadcast(const FleetTensor* buf, int32_t root) const {
+  return Take(vt->broadcast(ctx, comm, buf, root, nullptr));
+}
+Status Rank::AllGather(const FleetTensor* in, const FleetTensor* out) const {
+  return Take(vt->all_gather(ctx, comm, in, out, nullptr));
+}
+Status Rank::ReduceScatter(const FleetTensor* in, const FleetTensor* out, int32_t op) const {
+  return Take(vt->reduce_scatter(ctx, comm, in, out, op, nullptr));
+}
+Status Rank::Reduce(const FleetTensor* in, const FleetTensor* out, int32_t op,
+                    int32_t root) const {
+  return Take(vt->reduce(ctx, comm, in, out, op, root, nullptr));
+}
+Status Rank::AllToAll(const FleetTensor* in, const FleetTensor* out) const {
+  return Take(vt->all_to_all(ctx, comm, in, out, nullptr));
+}
+Status Rank::Send(const FleetTensor* buf, int32_t peer) const {
+  return Take(vt->send(ctx, comm, buf, peer, nullptr));
+}
+Status Rank::Recv(const FleetTensor* buf, int32_t peer) const {
+  return Take(vt->recv(ctx, comm, buf, peer, nullptr));
+}
+Status Rank::Barrier() const { return Take(vt->barrier(ctx, comm)); }
+
+struct World::State {
+  explicit State(std::string scope) : store(&SharedStore(), scope) {}
+  AbiStore store;
+};
+
+World::World(int size, int64_t timeout_ms)
+    : state_(std::make_unique<State>(NextScope())), size_(size), timeout_ms_(timeout_ms) {}
+
+World::~World() = default;
+
+Status World::Create(int rank, FleetComm** out,
+                     const std::vector<std::pair<std::string, std::string>>& extra) {
+  const CommUnderTest* c = Comm(nullptr);
+  if (c == nullptr) return Status(Code::kNotFound, "no communicator");
+  auto pairs = SuiteOptions();
+  pairs.insert(pairs.end(), extra.begin(), extra.end());
+  std::vector<FleetAttr> attrs(pairs.size());
+  std::vector<const FleetAttr*> ptrs;
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    FleetAttr& a = attrs[i];
+    a.struct_size = FLEET_STRUCT_SIZE(FleetAttr, strings);
+    a.name = pairs[i].first.c_str();
+    a.type = FLEET_ATTR_STRING;
+    a.s = pairs[i].second.c_str();
+    a.s_len = pairs[i].second.size();
+    ptrs.push_back(&a);
+  }
+  FleetCommConfig config{};
+  config.struct_size = FLEET_STRUCT_SIZE(FleetCommConfig, options);
+  config.rank = rank;
+  config.world_size = size_;
+  config.store = state_->store.table();
+  config.timeout_ms = timeout_ms_;
+  config.device = "cpu";
+  config.num_options = ptrs.size();
+  config.options = ptrs.data();
+  return Take(c->vt->create(c->ctx, &config, out));
+}
+
+void World::Run(const std::function<void(Rank&)>& body) {
+  std::string error;
+  const CommUnderTest* c = Comm(&error);
+  ASSERT_NE(c, nullptr) << error;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < size_; ++r) {
+    threads.emplace_back([&, r] {
+      Rank rank;
+      rank.rank = r;
+      rank.size = size_;
+      rank.vt = c->vt;
+      rank.ctx = c->ctx;
+      Status s = Create(r, &rank.comm);
+      EXPECT_TRUE(s.ok()) << "create on rank " << r << " of " << size_ << ": " << s.ToString();
+      if (!s.ok()) return;
+      body(rank);
+      Status d = Take(c->vt->destroy(c->ctx, rank.comm));
+      EXPECT_TRUE(d.ok()) << d.ToString();
+    });
+  }
+  for (auto& t : threads) t.join();
+}
+
+std::vector<Status> World::CreateOnly(const std::vector<int>& ranks) {
+  const CommUnderTest* c = Comm(nullptr);
+  std::vector<Status> result(ranks.size());
+  std::vector<FleetComm*> comms(ranks.size(), nullptr);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    threads.emplace_back([&, i] { result[i] = Create(ranks[i], &comms[i]); });
+  }
+  for (auto& t : threads) t.join();
+  for (FleetComm* comm : comms) {
+    if (comm != nullptr) (void)Take(c->vt->destroy(c->ctx, comm));
+  }
+  return result;
+}
+
+Status World::CreateWithOptions(const std::vector<std::pair<std::string, std::string>>& extra) {
+  const CommUnderTest* c = Comm(nullptr);
+  FleetComm* comm = nullptr;
+  Status s = Create(0, &comm, extra);
+  if (comm != nullptr) (void)Take(c->vt->destroy(c->ctx, comm));
+  return s;
+}
+
+Buf::Buf(int32_t dtype, int64_t numel)
+    : dtype_(dtype),
+      numel_(numel),
+      element_(SizeOf(dtype)),
+      bytes_(static_cast<size_t>(numel) * SizeOf(dtype) + 1) {
+  dims_[0] = numel;
+}
+
+const FleetTensor* Buf::t() {
+  desc_.struct_size = FLEET_STRUCT_SIZE(FleetTensor, device_ordinal);
+  desc_.data = bytes_.data();
+  desc_.dtype = dtype_;
+  desc_.ndim = 1;
+  desc_.dims = dims_;
+  desc_.strides = nullptr;
+  desc_.device_type = FLEET_DEVICE_TYPE_HOST;
+  desc_.device_ordinal = 0;
+  return &desc_;
+}
+
+const FleetTensor* Buf::Slice(int64_t offset, int64_t numel) {
+  slice_ = *t();
+  slice_dims_[0] = numel;
+  slice_.dims = slice_dims_;
+  slice_.data = bytes_.data() + static_cast<size_t>(offset) * element_;
+  return &slice_;
+}
+
+double Buf::Get(int64_t i) const {
+  const unsigned char* p = bytes_.data() + static_cast<size_t>(i) * element_;
+  switch (dtype_) {
+    case FLEET_DTYPE_FLOAT32: { float v; std::memcpy(&v, p, 4); return v; }
+    case FLEET_DTYPE_FLOAT64: { double v; std::memcpy(&v, p, 8); return v; }
+    case FLEET_DTYPE_INT32: { int32_t v; std::memcpy(&v, p, 4); return v; }
+    case FLEET_DTYPE_INT64: { int64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
+    case FLEET_DTYPE_FLOAT16: { uint16_t v; std::memcpy(&v, p, 2); return DecodeHalf(v); }
+    case FLEET_DTYPE_BFLOAT16: { uint16_t v; std::memcpy(&v, p, 2); return DecodeBFloat16(v); }
+    default: return static_cast<double>(*p);
+  }
+}
+
+void Buf::Set(int64_t i, double v) {
+  unsigned char* p = bytes_.data() + static_cast<size_t>(i) * element_;
+  switch (dtype_) {
+    case FLEET_DTYPE_FLOAT32: { float x = static_cast<float>(v); std::memcpy(p, &x, 4); break; }
+    case FLEET_DTYPE_FLOAT64: std::memcpy(p, &v, 8); break;
+    case FLEET_DTYPE_INT32: { auto x = static_cast<int32_t>(v); std::memcpy(p, &x, 4); break; }
+    case FLEET_DTYPE_INT64: { auto x = static_cast<int64_t>(v); std::memcpy(p, &x, 8); break; }
+    case FLEET_DTYPE_FLOAT16: { uint16_t x = EncodeHalf(v); std::memcpy(p, &x, 2); break; }
+    case FLEET_DTYPE_BFLOAT16: { uint16_t x = EncodeBFloat16(v); std::memcpy(p, &x, 2); break; }
+    default: *p = static_cast<unsigned char>(v); break;
+  }
+}
+
+void Buf::Fill(const std::function<double(int64_t)>& f) {
+  for (int64_t i = 0; i < numel_; ++i) Set(i, f(i));
+}
+
+std::string DtypeName(int32_t dtype) {
+  switch (dtype) {
+    case FLEET_DTYPE_FLOAT32: return "float32";
+    case FLEET_DTYPE_FLOAT64: return "float64";
+    case FLEET_DTYPE_INT32: return "int32";
+    case FLEET_DTYPE_INT64: return "int64";
+    case FLEET_DTYPE_FLOAT16: return "float16";
+    case FLEET_DTYPE_BFLOAT16: return "bfloat16";
+    case FLEET_DTYPE_BOOL: return "bool";
+    default: return "dtype " + std::to_string(dtype);
+  }
+}
+
+bool IsInteger(int32_t dtype) {
+  return dtype == FLEET_DTYPE_INT32 || dtype == FLEET_DTYPE_INT64;
+}
+
+double Tolerance(int32_t dtype) {
+  switch (dtype) {
+    case FLEET_DTYPE_FLOAT32: return 1e-6;
+    case FLEET_DTYPE_FLOAT64: return 1e-12;
+    case FLEET_DTYPE_FLOAT16: return 1e-3;
+    case FLEET_DTYPE_BFLOAT16: return 8e-3;
+    default: return 0.0;
+  }
+}
+
+const std::vector<int32_t>& ReducibleDtypes() {
+  static const std::vector<int32_t> dtypes = [] {
+    std::vector<int32_t> out = {FLEET_DTYPE_FLOAT32, FLEET_DTYPE_FLOAT64, FLEET_DTYPE_INT32,
+                                FLEET_DTYPE_INT64};
+    for (int32_t half : {FLEET_DTYPE_FLOAT16, FLEET_DTYPE_BFLOAT16}) {
+      bool ok = false;
+      World world(1);
+      world.Run([&](Rank& r) {
+        Buf b(half, 4);
+        b.Fill([](int64_t i) { return static_cast<double>(i); });
+        ok = r.AllReduce(b.t(), b.t(), FLEET_REDUCE_SUM).ok();
+      });
+      if (ok) out.push_back(half);
+    }
+    return out;
+  }();
+  return dtypes;
+}
+
+bool Near(double got, double want, int32_t dtype, const std::string& context) {
+  const double tol = Tolerance(dtype);
+  if (std::fabs(got - want) <= tol * std::max(1.0, std::fabs(want))) return true;
+  ADD_FAILURE() << context << ": got " << got << ", want " << want << " (" << DtypeName(dtype)
+                << ")";
+  return false;
+}
+
+}  // namespace fleet::conformance::comm
