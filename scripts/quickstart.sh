@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's first command: installs what is missing, builds fleet-host and its plugins, and
-# trains the quick-start MLP (examples/mlp) on the CPU in this process, on synthetic data.
+# trains the quick-start MLP (examples/mlp) data-parallel on the CPU in two local processes
+# that all-reduce gradients with Gloo, on synthetic data. Logs land in examples/mlp/log/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,4 +13,4 @@ cmake --build "$build_dir" -j "$(nproc)" --target fleet-host fleet_cpu fleet_com
 host="$(cd "$build_dir/bin" && pwd)/fleet-host"
 # examples/mlp/fleet.toml is picked up from the working directory.
 cd examples/mlp
-"$host" run mlp.fleet
+"$host" launch --nproc 2 -- run mlp.fleet
