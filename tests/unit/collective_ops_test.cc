@@ -1,0 +1,224 @@
+// The collective ops as the executor runs them: host kernels over a real Gloo communicator, one
+// rank per thread, each with its own executor, all sharing one in-process store. Results are
+// checked against closed forms of what every rank contributed.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dist/collective_runtime.h"
+#include "dist/memory_store.h"
+#include "executor/executor.h"
+#include "fleet/fleet_plugin.h"
+#include "ir/text.h"
+#include "plugin/registry.h"
+
+namespace fleet {
+namespace {
+
+using exec::HostTensor;
+
+constexpr char kStartup[] = R"(program {
+  block 0 {
+    op c_comm_init() -> () {nranks=NRANKS, rank=RANK, ring_id=0}
+  }
+})";
+
+// Every rank feeds x[4, 2] with x[i][j] = 10 * rank + 2 * i + j.
+constexpr char kMain[] = R"(program {
+  block 0 {
+    var x : float32[4, 2]
+    var sum : float32[4, 2]
+    var mx : float32[4, 2]
+    var mn : float32[4, 2]
+    var prod : float32[4, 2]
+    var both0 : float32[4, 2]
+    var both1 : float32[4, 2]
+    var bcast : float32[4, 2]
+    var gathered : float32[GATHERED, 2]
+    var scattered : float32[SCATTERED, 2]
+    op c_allreduce_sum(X=[x]) -> (Out=[sum])
+    op c_allreduce_max(X=[x]) -> (Out=[mx])
+    op c_allreduce_min(X=[x]) -> (Out=[mn])
+    op c_allreduce_prod(X=[x]) -> (Out=[prod])
+    op scale(X=[x]) -> (Out=[both0]) {scale=1.0f}
+    op scale(X=[x]) -> (Out=[both1]) {scale=2.0f}
+    op c_sync_calc_stream(X=[both0, both1]) -> (Out=[both0, both1])
+    op c_allreduce_sum(X=[both0, both1]) -> (Out=[both0, both1])
+    op c_sync_comm_stream(X=[both0, both1]) -> (Out=[both0, both1]) {ring_id=0}
+    op scale(X=[x]) -> (Out=[bcast]) {scale=1.0f}
+    op c_broadcast(X=[bcast]) -> (Out=[bcast]) {root=ROOT}
+    op c_allgather(X=[x]) -> (Out=[gathered]) {nranks=NRANKS}
+    op c_reducescatter(X=[x]) -> (Out=[scattered]) {nranks=NRANKS}
+  }
+})";
+
+std::string Fill(std::string text, const std::map<std::string, int>& values) {
+  for (const auto& [key, value] : values) {
+    for (size_t at; (at = text.find(key)) != std::string::npos;) {
+      text.replace(at, key.size(), std::to_string(value));
+    }
+  }
+  return text;
+}
+
+float X(int rank, int i, int j) { return static_cast<float>(10 * rank + 2 * i + j); }
+
+class CollectiveOpsTest : public ::testing::TestWithParam<int> {
+ protected:
+  void SetUp() override {
+    LoadOptions options;
+    options.search_dirs = {FLEET_BUILD_PLUGIN_DIR};
+    registry_ = std::make_unique<PluginRegistry>(options);
+    for (const char* p : {"cpu", "comm_gloo"}) {
+      auto loaded = registry_->Load(p);
+      ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+    }
+    gloo_ = registry_->Find(FLEET_COMPONENT_COMMUNICATOR, "gloo");
+    ASSERT_NE(gloo_, nullptr);
+  }
+
+  std::unique_ptr<PluginRegistry> registry_;
+  const ComponentRecord* gloo_ = nullptr;
+};
+
+TEST_P(CollectiveOpsTest, EveryOpAgreesWithItsClosedForm) {
+  const int n = GetParam();
+  const int root = n - 1;
+  MemoryStore store;
+  std::vector<std::vector<HostTensor>> results(static_cast<size_t>(n));
+  std::vector<Status> status(static_cast<size_t>(n));
+  const std::vector<std::string> fetch = {"sum", "mx", "mn", "prod", "both0", "both1",
+                                          "bcast", "gathered", "scattered"};
+  auto rank_main = [&](int r) {
+    Status& s = status[static_cast<size_t>(r)];
+    CommunicatorOptions co;
+    co.rank = r;
+    co.world_size = n;
+    co.timeout = std::chrono::milliseconds(20000);
+    co.options = {{"hostname", "127.0.0.1"}};
+    CollectiveRuntime runtime(*gloo_, &store, co);
+    exec::ExecutorOptions eo;
+    eo.num_threads = 1;
+    eo.host_kernels = &runtime;
+    auto ex = exec::Executor::Create(*registry_, "cpu", eo);
+    if (!ex.ok()) { s = ex.status(); return; }
+    const std::map<std::string, int> values = {
+        {"NRANKS", n}, {"RANK", r}, {"ROOT", root}, {"GATHERED", 4 * n}, {"SCATTERED", 4 / n}};
+    auto startup = ir::ParseProgram(Fill(kStartup, values), "startup");
+    auto main = ir::ParseProgram(Fill(kMain, values), "main");
+    if (!startup.ok() || !main.ok()) {
+      s = startup.ok() ? main.status() : startup.status();
+      return;
+    }
+    std::vector<HostTensor> none;
+    s = (*ex)->Run(*startup, {}, {}, none);
+    if (!s.ok()) return;
+    HostTensor x;
+    x.Reshape(ir::DataType::kFloat32, {4, 2});
+    for (int i = 0; i < 4; ++i) {
+      for (int j = 0; j < 2; ++j) x.data<float>()[i * 2 + j] = X(r, i, j);
+    }
+    s = (*ex)->Run(*main, {{"x", x}}, fetch, results[static_cast<size_t>(r)]);
+  };
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) threads.emplace_back(rank_main, r);
+  for (auto& t : threads) t.join();
+
+  for (int r = 0; r < n; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    ASSERT_TRUE(status[static_cast<size_t>(r)].ok()) << status[static_cast<size_t>(r)].ToString();
+    const auto& out = results[static_cast<size_t>(r)];
+    auto at = [&](size_t k, int i, int j) { return out[k].data<float>()[i * 2 + j]; };
+    for (int i = 0; i < 4; ++i) {
+      for (int j = 0; j < 2; ++j) {
+        float sum = 0, prod = 1;
+        for (int q = 0; q < n; ++q) {
+          sum += X(q, i, j);
+          prod *= X(q, i, j);
+        }
+        EXPECT_FLOAT_EQ(at(0, i, j), sum);
+        EXPECT_FLOAT_EQ(at(1, i, j), X(n - 1, i, j));
+        EXPECT_FLOAT_EQ(at(2, i, j), X(0, i, j));
+        EXPECT_FLOAT_EQ(at(3, i, j), prod);
+        EXPECT_FLOAT_EQ(at(4, i, j), sum);          // a bucket of two, packed into one call
+        EXPECT_FLOAT_EQ(at(5, i, j), 2 * sum);
+        EXPECT_FLOAT_EQ(at(6, i, j), X(root, i, j));
+      }
+    }
+    ASSERT_EQ(out[7].dims, (std::vector<int64_t>{4 * n, 2}));
+    for (int q = 0; q < n; ++q) {
+      for (int i = 0; i < 4; ++i) {
+        for (int j = 0; j < 2; ++j) EXPECT_FLOAT_EQ(at(7, 4 * q + i, j), X(q, i, j));
+      }
+    }
+    const int rows = 4 / n;
+    ASSERT_EQ(out[8].dims, (std::vector<int64_t>{rows, 2}));
+    for (int i = 0; i < rows; ++i) {
+      for (int j = 0; j < 2; ++j) {
+        float sum = 0;
+        for (int q = 0; q < n; ++q) sum += X(q, r * rows + i, j);
+        EXPECT_FLOAT_EQ(at(8, i, j), sum);
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, CollectiveOpsTest, ::testing::Values(1, 2, 4));
+
+TEST(CollectiveOpsErrors, CollectiveWithoutACommunicatorIsExplained) {
+  LoadOptions options;
+  options.search_dirs = {FLEET_BUILD_PLUGIN_DIR};
+  PluginRegistry registry(options);
+  ASSERT_TRUE(registry.Load("cpu").ok());
+  auto ex = exec::Executor::Create(registry, "cpu", {});
+  ASSERT_TRUE(ex.ok());
+  auto main = ir::ParseProgram(
+      "program { block 0 { var x : float32[2]\n op c_allreduce_sum(X=[x]) -> (Out=[x]) } }", "m");
+  ASSERT_TRUE(main.ok()) << main.status().ToString();
+  auto prepared = (*ex)->Prepare(*main, {{"x", {2}}}, {"x"});
+  ASSERT_FALSE(prepared.ok());
+  EXPECT_NE(prepared.status().message().find("a collective op needs a communicator"),
+            std::string::npos)
+      << prepared.status().ToString();
+}
+
+TEST(CollectiveOpsErrors, RingUsedBeforeItsInitIsNamed) {
+  LoadOptions options;
+  options.search_dirs = {FLEET_BUILD_PLUGIN_DIR};
+  PluginRegistry registry(options);
+  ASSERT_TRUE(registry.Load("cpu").ok());
+  ASSERT_TRUE(registry.Load("comm_gloo").ok());
+  MemoryStore store;
+  CollectiveRuntime runtime(*registry.Find(FLEET_COMPONENT_COMMUNICATOR, "gloo"), &store, {});
+  exec::ExecutorOptions eo;
+  eo.host_kernels = &runtime;
+  auto ex = exec::Executor::Create(registry, "cpu", eo);
+  ASSERT_TRUE(ex.ok());
+  auto main = ir::ParseProgram(
+      "program { block 0 { var x : float32[2]\n op c_allreduce_sum(X=[x]) -> (Out=[x]) "
+      "{ring_id=3} } }",
+      "m");
+  ASSERT_TRUE(main.ok()) << main.status().ToString();
+  HostTensor x;
+  x.Reshape(ir::DataType::kFloat32, {2});
+  std::vector<HostTensor> out;
+  Status s = (*ex)->Run(*main, {{"x", x}}, {"x"}, out);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("ring 3 has no communicator"), std::string::npos) << s.ToString();
+
+  // c_comm_init whose rank disagrees with the process's is refused before any rendezvous.
+  auto init = ir::ParseProgram(
+      "program { block 0 { op c_comm_init() -> () {nranks=2, rank=1, ring_id=0} } }", "s");
+  ASSERT_TRUE(init.ok());
+  s = (*ex)->Run(*init, {}, {}, out);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("was the program transpiled for another rank?"), std::string::npos)
+      << s.ToString();
+}
+
+}  // namespace
+}  // namespace fleet
