@@ -34,6 +34,7 @@ StatusOr<frontend::ParsedProgram> BuildPrograms(const std::filesystem::path& fil
 
 std::string EffectiveStrategy(const Config& config, const Role& role) {
   if (config.strategy_mode != "auto") return config.strategy_mode;
+  if (config.collective.mode == "single_process_multi_thread") return "collective";
   if (role.is_pserver() || !role.pserver_endpoints.empty()) return "pserver";
   return role.world_size > 1 ? "collective" : "none";
 }
@@ -64,10 +65,12 @@ StatusOr<std::map<std::string, ir::Program>> Transpile(const Config& config, con
       return InvalidArgument("a collective job needs a program with minimize(..., optimizer=...)");
     }
     const Config::Collective& c = config.collective;
+    // Paddle's SingleProcessMultiThread is GradAllReduce with the process's devices as ranks.
+    const std::string pass = c.mode == "local_sgd" ? "local_sgd" : "grad_allreduce";
     ir::AttrMap options = {{"nrings", static_cast<int32_t>(c.nrings)}};
-    if (c.mode == "local_sgd") options["k_steps"] = static_cast<int32_t>(c.local_sgd_k_steps);
-    FLEET_RETURN_IF_ERROR(run(c.mode, options).WithContext("strategy.collective_mode"));
-    if (c.fuse_grad_size_mb > 0 && c.mode == "grad_allreduce") {
+    if (pass == "local_sgd") options["k_steps"] = static_cast<int32_t>(c.local_sgd_k_steps);
+    FLEET_RETURN_IF_ERROR(run(pass, options).WithContext("strategy.collective_mode"));
+    if (c.fuse_grad_size_mb > 0 && pass == "grad_allreduce") {
       FLEET_RETURN_IF_ERROR(run("fuse_allreduce", {{"bucket_mb", c.fuse_grad_size_mb}})
                                 .WithContext("strategy.fuse_grad_size_mb"));
     }

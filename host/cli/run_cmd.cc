@@ -87,6 +87,18 @@ int RunCommand(const GlobalOptions& global, const std::vector<std::string>& args
   if (!selection.ok()) return Fail(err, selection.status());
   for (const std::string& w : selection->warnings) err << "fleet-host: warning: " << w << "\n";
 
+  if (config.collective.mode == "single_process_multi_thread" &&
+      config.strategy_mode == "collective") {
+    if (role->world_size > 1) {
+      return Fail(err, Unimplemented("strategy.collective_mode \"single_process_multi_thread\" "
+                                     "drives the devices of one process; this job has " +
+                                     std::to_string(role->world_size) + " trainers"));
+    }
+    auto summary = TrainOnDevices(config, *programs, registry, selection->device->name,
+                                  static_cast<int32_t>(config.collective.devices), out);
+    if (!summary.ok()) return Fail(err, summary.status().WithContext(file));
+    return kExitOk;
+  }
   auto transpiled = Transpile(config, *role, *programs, registry);
   if (!transpiled.ok()) return Fail(err, transpiled.status().WithContext(file));
   frontend::ParsedProgram trainer = *programs;

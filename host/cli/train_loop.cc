@@ -10,9 +10,12 @@
 #include <fstream>
 #include <memory>
 
+#include "cli/pipeline.h"
 #include "data/npy.h"
 #include "data/source.h"
 #include "executor/executor.h"
+#include "executor/parallel_runner.h"
+#include "fleet/fleet_plugin.h"
 
 namespace fleet {
 namespace {
@@ -207,6 +210,89 @@ StatusOr<std::pair<double, double>> JobFigures(Communicator& world, double loss,
   return std::pair<double, double>{values[0] / world.world_size(), values[1]};
 }
 
+// The progress of a training loop: a line every log_every steps (and after the last), the
+// metrics file, and the closing summary. Rates count the samples of the whole job.
+class ProgressLog {
+ public:
+  ProgressLog(const Config::Train& train, int64_t samples_per_step, std::string who,
+              std::ostream& out)
+      : train_(train), samples_per_step_(samples_per_step), who_(std::move(who)), out_(out) {}
+
+  // Opens the metrics file when there is one and this process writes it.
+  Status Open(bool write_metrics) {
+    if (train_.metrics_file.empty() || !write_metrics) return OkStatus();
+    metrics_.open(train_.metrics_file, std::ios::out | std::ios::trunc);
+    if (!metrics_) {
+      return Unavailable("train.metrics_file: cannot open '" + train_.metrics_file +
+                         "' for writing");
+    }
+    return OkStatus();
+  }
+
+  bool Due(int64_t step) const { return step % train_.log_every == 0 || step == train_.steps; }
+
+  // Samples per second here since the last logged step.
+  double Rate(int64_t step) const {
+    const double interval = std::max(Seconds(last_log_, Clock::now()), 1e-9);
+    return static_cast<double>((step - last_logged_step_) * samples_per_step_) / interval;
+  }
+
+  Status Log(int64_t step, double loss, double rate) {
+    const Clock::time_point now = Clock::now();
+    const double elapsed = Seconds(start_, now);
+    const double eta =
+        elapsed / static_cast<double>(step) * static_cast<double>(train_.steps - step);
+    out_ << "step " << step << "/" << train_.steps << " loss " << Fixed(loss, 6) << " samples/s "
+         << Fixed(rate, 1) << (who_.empty() ? "" : " (" + who_ + ")") << " eta " << Fixed(eta, 1)
+         << "s\n";
+    out_.flush();
+    if (metrics_.is_open()) {
+      metrics_ << "{\"step\": " << step << ", \"loss\": " << Fixed(loss, 9)
+               << ", \"samples_per_sec\": " << Fixed(rate, 3)
+               << ", \"elapsed_s\": " << Fixed(elapsed, 6) << "}\n";
+      metrics_.flush();
+      if (!metrics_) {
+        return Unavailable("train.metrics_file: writing '" + train_.metrics_file + "' failed");
+      }
+    }
+    summary_.logged_losses.push_back(loss);
+    last_log_ = now;
+    last_logged_step_ = step;
+    return OkStatus();
+  }
+
+  // Prints "trained N steps in ..."; `job_samples_per_step` counts every trainer's samples.
+  TrainSummary Finish(double final_loss, int64_t job_samples_per_step) {
+    summary_.steps = train_.steps;
+    summary_.final_loss = final_loss;
+    summary_.elapsed_s = Seconds(start_, Clock::now());
+    out_ << "trained " << summary_.steps << " steps in " << Fixed(summary_.elapsed_s, 2)
+         << "s: final loss " << Fixed(final_loss, 6) << ", "
+         << Fixed(static_cast<double>(summary_.steps * job_samples_per_step) /
+                      std::max(summary_.elapsed_s, 1e-9),
+                  1)
+         << " samples/s" << (who_.empty() ? "" : " over " + who_) << "\n";
+    return summary_;
+  }
+
+ private:
+  const Config::Train& train_;
+  int64_t samples_per_step_;
+  std::string who_;
+  std::ostream& out_;
+  std::ofstream metrics_;
+  TrainSummary summary_;
+  const Clock::time_point start_ = Clock::now();
+  Clock::time_point last_log_ = start_;
+  int64_t last_logged_step_ = 0;
+};
+
+Status CheckLoss(double loss, int64_t step, const std::string& name) {
+  if (std::isfinite(loss)) return OkStatus();
+  return Aborted("step " + std::to_string(step) + ": the loss '" + name + "' is " +
+                 Fixed(loss, 6) + " (try a smaller learning rate)");
+}
+
 }  // namespace
 
 int64_t PredictionWidth(const ir::Program& main, const std::string& label) {
@@ -308,20 +394,11 @@ StatusOr<TrainSummary> Train(const Config& config, const frontend::ParsedProgram
   exec::FeedMap global_batch;
   const std::vector<std::string> params = ParamNames(programs.main);
 
-  std::ofstream metrics;
-  if (!train.metrics_file.empty() && rank == 0) {
-    metrics.open(train.metrics_file, std::ios::out | std::ios::trunc);
-    if (!metrics) {
-      return Unavailable("train.metrics_file: cannot open '" + train.metrics_file +
-                         "' for writing");
-    }
-  }
-
-  TrainSummary summary;
+  ProgressLog progress(train, train.batch_size,
+                       world_size > 1 ? std::to_string(world_size) + " trainers" : "", out);
+  FLEET_RETURN_IF_ERROR(progress.Open(rank == 0));
   exec::FeedMap batch;
-  const Clock::time_point start = Clock::now();
-  Clock::time_point last_log = start;
-  int64_t last_logged_step = 0;
+  double loss = 0;
   for (int64_t step = 1; step <= train.steps; ++step) {
     if (world_size > 1) {
       if (Status s = source->Next(train.batch_size * world_size, global_batch); !s.ok()) {
@@ -336,44 +413,19 @@ StatusOr<TrainSummary> Train(const Config& config, const frontend::ParsedProgram
     if (Status s = executor->Run(*prepared, batch, fetched); !s.ok()) {
       return s.WithContext("step " + std::to_string(step));
     }
-    FLEET_ASSIGN_OR_RETURN(double loss, LossValue(fetched[0], programs.loss));
-    if (!std::isfinite(loss)) {
-      return Aborted("step " + std::to_string(step) + ": the loss '" + programs.loss +
-                     "' is " + Fixed(loss, 6) + " (try a smaller learning rate)");
-    }
-    if (step % train.log_every == 0 || step == train.steps) {
-      const Clock::time_point now = Clock::now();
-      const double elapsed = Seconds(start, now);
-      const double interval = std::max(Seconds(last_log, now), 1e-9);
-      double rate = static_cast<double>((step - last_logged_step) * train.batch_size) / interval;
+    FLEET_ASSIGN_OR_RETURN(loss, LossValue(fetched[0], programs.loss));
+    FLEET_RETURN_IF_ERROR(CheckLoss(loss, step, programs.loss));
+    if (progress.Due(step)) {
+      double rate = progress.Rate(step);
       if (world != nullptr) {
         // The job's figures: mean loss and summed throughput over trainers.
         FLEET_ASSIGN_OR_RETURN(std::tie(loss, rate), JobFigures(*world, loss, rate));
       }
-      const double eta = elapsed / static_cast<double>(step) *
-                         static_cast<double>(train.steps - step);
-      out << "step " << step << "/" << train.steps << " loss " << Fixed(loss, 6)
-          << " samples/s " << Fixed(rate, 1);
-      if (world_size > 1) out << " (" << world_size << " trainers)";
-      out << " eta " << Fixed(eta, 1) << "s\n";
-      out.flush();
-      if (metrics.is_open()) {
-        metrics << "{\"step\": " << step << ", \"loss\": " << Fixed(loss, 9)
-                << ", \"samples_per_sec\": " << Fixed(rate, 3)
-                << ", \"elapsed_s\": " << Fixed(elapsed, 6) << "}\n";
-        metrics.flush();
-        if (!metrics) {
-          return Unavailable("train.metrics_file: writing '" + train.metrics_file + "' failed");
-        }
-      }
-      summary.logged_losses.push_back(loss);
+      FLEET_RETURN_IF_ERROR(progress.Log(step, loss, rate));
       if (train.check_replicas && world != nullptr) {
         FLEET_RETURN_IF_ERROR(CheckReplicas(*world, *executor, params, step));
       }
-      last_log = now;
-      last_logged_step = step;
     }
-    summary.final_loss = loss;  // the job's mean on logged steps, so on the last one
   }
   if (!train.save_params_dir.empty() && rank == 0) {
     FLEET_RETURN_IF_ERROR(SaveParams(*executor, params, train.save_params_dir));
@@ -381,17 +433,89 @@ StatusOr<TrainSummary> Train(const Config& config, const frontend::ParsedProgram
   if (world != nullptr) {
     if (Status s = world->Barrier(); !s.ok()) return s.WithContext("after the last step");
   }
-  summary.steps = train.steps;
-  summary.elapsed_s = Seconds(start, Clock::now());
-  out << "trained " << summary.steps << " steps in " << Fixed(summary.elapsed_s, 2)
-      << "s: final loss " << Fixed(summary.final_loss, 6) << ", "
-      << Fixed(static_cast<double>(summary.steps * train.batch_size * world_size) /
-                   std::max(summary.elapsed_s, 1e-9),
-               1)
-      << " samples/s";
-  if (world_size > 1) out << " over " << world_size << " trainers";
-  out << "\n";
+  // The last step is always logged, so `loss` is the job's mean there.
+  TrainSummary summary = progress.Finish(loss, train.batch_size * world_size);
   if (train.profile) PrintProfile(*setup.main, out);
+  return summary;
+}
+
+StatusOr<TrainSummary> TrainOnDevices(const Config& config,
+                                      const frontend::ParsedProgram& programs,
+                                      const PluginRegistry& registry, const std::string& device,
+                                      int32_t num_devices, std::ostream& out) {
+  const Config::Train& train = config.train;
+  if (programs.loss.empty() || !programs.optimizer) {
+    return InvalidArgument(
+        "strategy.collective_mode single_process_multi_thread needs a program with "
+        "minimize(..., optimizer=...)");
+  }
+  const ComponentRecord* comm = registry.Find(FLEET_COMPONENT_COMMUNICATOR, config.comm.backend);
+  if (comm == nullptr) {
+    return NotFound("communicator '" + config.comm.backend + "' is not registered (is plugin '" +
+                    config.comm.plugin + "' loaded?)");
+  }
+  FLEET_ASSIGN_OR_RETURN(std::vector<data::FeedSpec> feeds,
+                         data::FeedSpecs(programs.main, programs.feeds));
+  FLEET_ASSIGN_OR_RETURN(std::unique_ptr<data::DataSource> source,
+                         MakeSource(config, programs, feeds));
+
+  exec::ParallelOptions options;
+  options.num_devices = num_devices;
+  options.executor.num_threads = static_cast<int32_t>(train.threads);
+  options.executor.seed = static_cast<uint64_t>(train.seed);
+  options.timeout = std::chrono::milliseconds(static_cast<int64_t>(config.comm_timeout_s * 1e3));
+  // Every device is rank d of num_devices of a grad_allreduce job (Paddle's
+  // SingleProcessMultiThread is GradAllReduce with the process's places as the ranks).
+  auto transpile = [&](int32_t rank, int32_t world) -> StatusOr<exec::ProgramSet> {
+    Config c = config;
+    c.strategy_mode = "collective";
+    Role role;
+    role.rank = rank;
+    role.world_size = world;
+    return Transpile(c, role, programs, registry);
+  };
+  FLEET_ASSIGN_OR_RETURN(std::unique_ptr<exec::ParallelRunner> runner,
+                         exec::ParallelRunner::Create(registry, device, *comm, options, transpile));
+  FLEET_RETURN_IF_ERROR(runner->RunStartup().WithContext("startup program"));
+
+  // [train] batch_size is per device, as it is per trainer: each step draws batch_size * N rows
+  // and every device gets batch_size of them.
+  const int64_t rows = train.batch_size * num_devices;
+  exec::FeedShapes shapes;
+  for (const data::FeedSpec& f : feeds) {
+    std::vector<int64_t> dims = f.dims;
+    dims[0] = rows;
+    shapes[f.name] = dims;
+  }
+  FLEET_RETURN_IF_ERROR(runner->Prepare(shapes, {programs.loss}).WithContext("main program"));
+
+  ProgressLog progress(train, rows, std::to_string(num_devices) + " devices", out);
+  FLEET_RETURN_IF_ERROR(progress.Open(true));
+  exec::FeedMap batch;
+  exec::ParallelFetch fetched;
+  double loss = 0;
+  for (int64_t step = 1; step <= train.steps; ++step) {
+    if (Status s = source->Next(rows, batch); !s.ok()) {
+      return s.WithContext("data at step " + std::to_string(step));
+    }
+    if (Status s = runner->Run(batch, {programs.loss}, fetched); !s.ok()) {
+      return s.WithContext("step " + std::to_string(step));
+    }
+    // The loss of the step: the mean of the devices' losses.
+    loss = 0;
+    for (int32_t d = 0; d < num_devices; ++d) {
+      FLEET_ASSIGN_OR_RETURN(double l, LossValue(fetched.per_device[static_cast<size_t>(d)][0],
+                                                 programs.loss));
+      loss += l / num_devices;
+    }
+    FLEET_RETURN_IF_ERROR(CheckLoss(loss, step, programs.loss));
+    if (progress.Due(step)) FLEET_RETURN_IF_ERROR(progress.Log(step, loss, progress.Rate(step)));
+  }
+  if (!train.save_params_dir.empty()) {
+    FLEET_RETURN_IF_ERROR(
+        SaveParams(runner->executor(0), ParamNames(programs.main), train.save_params_dir));
+  }
+  TrainSummary summary = progress.Finish(loss, rows);
   return summary;
 }
 

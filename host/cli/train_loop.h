@@ -66,6 +66,16 @@ StatusOr<TrainSummary> Train(const Config& config, const frontend::ParsedProgram
                              const PluginRegistry& registry, const std::string& device,
                              std::ostream& out, const TrainDist& dist = {});
 
+// [strategy] collective_mode = "single_process_multi_thread" (Paddle's ParallelExecutor):
+// `num_devices` ranks in this process, a thread and a replica each, all-reducing gradients
+// through the configured communicator. [train] batch_size is per device, as it is per trainer:
+// each step draws batch_size * num_devices rows, split evenly. Logged losses are the mean over
+// devices.
+StatusOr<TrainSummary> TrainOnDevices(const Config& config,
+                                      const frontend::ParsedProgram& programs,
+                                      const PluginRegistry& registry, const std::string& device,
+                                      int32_t num_devices, std::ostream& out);
+
 // The width of the prediction a label is compared with: the last dim of the other input of the
 // first op in `main` that reads `label` (e.g. cross_entropy's X). 0 when it cannot be told.
 int64_t PredictionWidth(const ir::Program& main, const std::string& label);

@@ -64,7 +64,8 @@ struct Config {
   // none, collective, pserver; auto = collective when the job has several trainers, else none.
   std::string strategy_mode = "auto";
   struct Collective {
-    std::string mode = "grad_allreduce";  // grad_allreduce, local_sgd
+    std::string mode = "grad_allreduce";  // grad_allreduce, local_sgd, single_process_multi_thread
+    int64_t devices = 1;                  // single_process_multi_thread: devices (threads)
     int64_t nrings = 1;                   // communicators gradients alternate over
     int64_t local_sgd_k_steps = 1;        // local_sgd: average parameters every k steps
     double fuse_grad_size_mb = 32.0;      // all-reduce gradients in buckets this big; 0 = off

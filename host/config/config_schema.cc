@@ -113,7 +113,8 @@ namespace fs = std::filesystem;
 
 const std::vector<std::string> kLogLevels = {"trace", "debug", "info", "warn", "error"};
 const std::vector<std::string> kStrategyModes = {"auto", "none", "collective", "pserver"};
-const std::vector<std::string> kCollectiveModes = {"grad_allreduce", "local_sgd"};
+const std::vector<std::string> kCollectiveModes = {"grad_allreduce", "local_sgd",
+                                                   "single_process_multi_thread"};
 const std::vector<std::string> kStores = {"tcp", "file"};
 const std::vector<std::string> kDataSources = {"synthetic", "csv", "npy"};
 
@@ -204,11 +205,12 @@ class Checker {
       ReadEnum(*t, "log", "level", kLogLevels, config.log_level);
     }
     if (const toml::table* t = Table(root, "", "strategy")) {
-      CheckKeys(*t, "strategy", {"mode", "collective_mode", "nrings", "local_sgd_k_steps",
-                                 "fuse_grad_size_mb", "passes"});
+      CheckKeys(*t, "strategy", {"mode", "collective_mode", "devices", "nrings",
+                                 "local_sgd_k_steps", "fuse_grad_size_mb", "passes"});
       ReadEnum(*t, "strategy", "mode", kStrategyModes, config.strategy_mode);
       Config::Collective& c = config.collective;
       ReadEnum(*t, "strategy", "collective_mode", kCollectiveModes, c.mode);
+      ReadInt(*t, "strategy", "devices", 1, c.devices);
       ReadInt(*t, "strategy", "nrings", 1, c.nrings);
       ReadInt(*t, "strategy", "local_sgd_k_steps", 1, c.local_sgd_k_steps);
       if (const toml::node* n = t->get("fuse_grad_size_mb")) {

@@ -227,6 +227,22 @@ TEST_F(CollectiveTest, LaunchTrainsDataParallel) {
   EXPECT_TRUE(fs::exists(dir_ / "logs" / "fleet" / "trainer.1.log"));
 }
 
+// Paddle's ParallelExecutor mode: one process, three CPU devices as three ranks of a Gloo group,
+// the same results as one rank on the whole batch.
+TEST_F(CollectiveTest, SingleProcessMultiThreadMatchesOneRank) {
+  std::vector<double> one = TrainOneRank(With(kSteps, {"train.batch_size=48"}));
+  RankProcess p(RunArgs(With(kSteps, {"train.batch_size=16",
+                                      "strategy.collective_mode=single_process_multi_thread",
+                                      "strategy.devices=3",
+                                      "train.metrics_file=" + (dir_ / "spmt.jsonl").string(),
+                                      "train.save_params_dir=" + (dir_ / "spmt").string()})),
+                {}, dir_ / "spmt.log");
+  ASSERT_EQ(p.Wait(milliseconds(60000)), 0) << p.Output();
+  EXPECT_NE(p.Output().find("(3 devices)"), std::string::npos) << p.Output();
+  ExpectSameLosses(one, Losses(dir_ / "spmt.jsonl"));
+  ExpectSameParams(dir_ / "one", dir_ / "spmt", 1e-6);
+}
+
 // Local SGD with plain SGD and averaging every step is the same update as grad_allreduce
 // (p - lr * mean(g)); with k_steps = 3 the replicas drift between averagings and meet again
 // at each, and the loss still falls.

@@ -51,6 +51,7 @@ void ExpectDefaults(const Config& config) {
   EXPECT_EQ(config.log_level, "info");
   EXPECT_EQ(config.strategy_mode, "auto");
   EXPECT_EQ(config.collective.mode, "grad_allreduce");
+  EXPECT_EQ(config.collective.devices, 1);
   EXPECT_EQ(config.collective.nrings, 1);
   EXPECT_EQ(config.collective.local_sgd_k_steps, 1);
   EXPECT_EQ(config.collective.fuse_grad_size_mb, 32.0);
@@ -117,7 +118,7 @@ TEST(ConfigTest, ExampleFileShowsEveryKey) {
                            "backend = ", "plugin = ", "timeout_s = ", "hostname = ", "store = ",
                            "store_dir = ", "[transport]", "backend = ",
                            "plugin = ", "[log]", "level = ", "[strategy]", "mode = ",
-                           "collective_mode = ", "nrings = ", "local_sgd_k_steps = ",
+                           "collective_mode = ", "devices = ", "nrings = ", "local_sgd_k_steps = ",
                            "fuse_grad_size_mb = ", "passes = ", "[train]",
                            "steps = ", "batch_size = ", "seed = ", "threads = ", "log_every = ",
                            "metrics_file = ", "profile = ", "save_params_dir = ",
@@ -206,8 +207,8 @@ store = "redis"
 )");
   ASSERT_FALSE(config.ok());
   const std::string& m = config.status().message();
-  EXPECT_NE(m.find("fleet.toml:2:19: strategy.collective_mode: expected one of grad_allreduce or "
-                   "local_sgd, got 'ring'"),
+  EXPECT_NE(m.find("fleet.toml:2:19: strategy.collective_mode: expected one of grad_allreduce, "
+                   "local_sgd or single_process_multi_thread, got 'ring'"),
             std::string::npos)
       << m;
   EXPECT_NE(m.find("strategy.nrings: expected an integer >= 1, got 0"), std::string::npos) << m;
