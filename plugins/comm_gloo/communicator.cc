@@ -119,6 +119,7 @@ std::unique_ptr<Communicator> Communicator::Create(CreateParams params) {
     barrier.setTimeout(p.timeout);
     gloo::barrier(barrier);
     comm->context_ = std::move(context);
+    comm->guard_sigpipe_ = !ProcessIgnoresSigpipe();
   } catch (const CommError& e) {
     throw CommError(e.code, where + ": connecting the mesh: " + e.what());
   } catch (const std::exception& e) {
@@ -230,7 +231,7 @@ void Communicator::CheckUsable(const char* op) const {
 template <typename F>
 void Communicator::RunGloo(const char* op, int peer, F&& body) {
   CheckUsable(op);
-  SigpipeGuard no_sigpipe;
+  SigpipeGuard no_sigpipe(guard_sigpipe_);
   std::string what;
   bool io = false;
   try {

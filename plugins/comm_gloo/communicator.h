@@ -80,6 +80,8 @@ class Communicator {
   CreateParams params_;
   std::shared_ptr<gloo::rendezvous::Context> context_;
   std::atomic<bool> aborted_{false};
+  // Asked at create: a host that ignores SIGPIPE needs no per-call guard (sigpipe_guard.h).
+  bool guard_sigpipe_ = true;
   std::string broken_;  // first Gloo failure; touched only by the (serialised) call thread
   uint32_t tag_ = 0;
   uint64_t groups_ = 0;

@@ -7,6 +7,10 @@
 // SIGPIPE is blocked in this thread (the write then fails with EPIPE, which Gloo reports as an
 // I/O error); on destruction a SIGPIPE raised meanwhile is consumed and the old mask restored.
 // Threads created under a guard (Gloo's device loop) inherit the blocked mask for good.
+//
+// The guard costs four system calls, most of what a small collective spends outside Gloo; a
+// host that ignores SIGPIPE process-wide (fleet-host does) needs none of it, so a guard built
+// with `needed` false does nothing. ProcessIgnoresSigpipe() asks once.
 #pragma once
 
 #include <pthread.h>
@@ -15,9 +19,16 @@
 
 namespace fleet_gloo {
 
+// Whether SIGPIPE's disposition is SIG_IGN now (then a write to a closed socket is only EPIPE).
+inline bool ProcessIgnoresSigpipe() {
+  struct sigaction current {};
+  return sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_IGN;
+}
+
 class SigpipeGuard {
  public:
-  SigpipeGuard() {
+  explicit SigpipeGuard(bool needed = true) : active_(needed) {
+    if (!active_) return;
     sigemptyset(&pipe_);
     sigaddset(&pipe_, SIGPIPE);
     sigset_t pending;
@@ -26,6 +37,7 @@ class SigpipeGuard {
     pthread_sigmask(SIG_BLOCK, &pipe_, &old_);
   }
   ~SigpipeGuard() {
+    if (!active_) return;
     if (!was_pending_) {
       sigset_t pending;
       sigemptyset(&pending);
@@ -40,6 +52,7 @@ class SigpipeGuard {
   SigpipeGuard& operator=(const SigpipeGuard&) = delete;
 
  private:
+  bool active_;
   sigset_t pipe_;
   sigset_t old_;
   bool was_pending_ = false;
