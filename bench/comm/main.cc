@@ -10,6 +10,7 @@
 // each block starting after a barrier. Rank 0 prints one JSON line per size with the median and
 // best time per call, algbw = bytes / time and busbw = algbw * 2(N-1)/N (what each rank sends
 // in a ring all-reduce, so it compares across world sizes).
+#include <csignal>
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -225,6 +226,8 @@ Status Run(const Args& a) {
 }  // namespace fleet::bench
 
 int main(int argc, char** argv) {
+  // As fleet-host does (host/main.cc), so the plugin runs as it does in production.
+  std::signal(SIGPIPE, SIG_IGN);
   auto args = fleet::bench::ParseArgs(argc, argv);
   if (!args.ok()) {
     if (!args.status().message().empty()) {
