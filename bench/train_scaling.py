@@ -96,7 +96,7 @@ def main():
     args = p.parse_args()
     if args.quick:
         args.runs, args.steps = 1, 100
-    args.fleet_host = os.path.join(args.build_dir, "bin", "fleet-host")
+    args.fleet_host = os.path.abspath(os.path.join(args.build_dir, "bin", "fleet-host"))
     if not os.path.exists(args.fleet_host):
         raise SystemExit(f"train_scaling.py: {args.fleet_host} is missing (pass --build-dir)")
 
