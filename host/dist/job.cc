@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -120,6 +121,7 @@ StatusOr<std::unique_ptr<Job>> Job::Open(const Config& config, const Role& role,
     }
     TcpStoreOptions options;
     options.connect_timeout = timeout;
+    options.io_timeout = std::min(timeout, options.io_timeout);  // no wait outlives [comm]
     auto client = TcpStore::Connect(master_host, master_port, options);
     if (!client.ok()) {
       return client.status().WithContext("rank " + std::to_string(role.rank) +
