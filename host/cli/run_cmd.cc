@@ -73,8 +73,15 @@ int RunCommand(const GlobalOptions& global, const std::vector<std::string>& args
   }
   // Trainers sharing a machine share its cores, unless [train] threads says otherwise.
   if (config.train.threads == 0) {
-    auto it = env.find("LOCAL_WORLD_SIZE");
-    const int64_t local = it != env.end() ? std::atoll(it->second.c_str()) : 1;
+    // torchrun's and fleet-host launch's name, else Open MPI's.
+    int64_t local = 1;
+    for (const char* name : {"LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE"}) {
+      auto it = env.find(name);
+      if (it != env.end() && std::atoll(it->second.c_str()) > 0) {
+        local = std::atoll(it->second.c_str());
+        break;
+      }
+    }
     const int64_t cores = static_cast<int64_t>(std::thread::hardware_concurrency());
     if (local > 1 && cores > 0) config.train.threads = std::max<int64_t>(1, cores / local);
   }
