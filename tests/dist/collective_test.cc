@@ -297,6 +297,33 @@ TEST_F(CollectiveTest, KilledRankMakesTheOthersFailNamingIt) {
   }
 }
 
+// A rank that freezes (SIGSTOP) keeps its connections open, so only the deadline can end the
+// others' wait: they fail after the timeout, not long after it, naming the frozen rank.
+TEST_F(CollectiveTest, FrozenRankIsNamedAfterTheTimeout) {
+  const double timeout_s = 3;
+  StartRanks(3, {"train.steps=1000000", "train.log_every=20", "train.batch_size=16",
+                 "comm.timeout_s=" + std::to_string(timeout_s)});
+  const auto until = Clock::now() + std::chrono::seconds(60);
+  while (ranks_[0]->Output().find("step 20/") == std::string::npos && Clock::now() < until) {
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  ASSERT_NE(ranks_[0]->Output().find("step 20/"), std::string::npos) << ranks_[0]->Output();
+  const auto stopped_at = Clock::now();
+  kill(ranks_[2]->pid(), SIGSTOP);
+  for (int r : {0, 1}) {
+    const int code = ranks_[r]->Wait(milliseconds(static_cast<int64_t>(4 * timeout_s * 1000)));
+    const double after = std::chrono::duration<double>(Clock::now() - stopped_at).count();
+    const std::string out = ranks_[r]->Output();
+    EXPECT_NE(code, -1) << "rank " << r << " still running " << after << " s after the stop";
+    EXPECT_NE(code, 0) << out;
+    EXPECT_GE(after, 0.5 * timeout_s) << out;  // the deadline was really waited for
+    EXPECT_LT(after, 2 * timeout_s + 1) << out;
+    EXPECT_NE(out.find("rank 2 stopped beating"), std::string::npos)
+        << "rank " << r << ":\n" << out;
+  }
+  kill(ranks_[2]->pid(), SIGKILL);
+}
+
 // A rank that never starts: the others' rendezvous fails naming it, bounded by the timeout.
 TEST_F(CollectiveTest, RankThatNeverJoinsIsNamed) {
   StartRanks(3, {"train.steps=5", "comm.timeout_s=2"}, {0, 1});
