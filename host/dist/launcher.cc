@@ -594,7 +594,18 @@ StatusOr<int> Launch::Run() {
   err_.flush();
   FLEET_RETURN_IF_ERROR(StartChildren());
   Loop();
-  int code = Finish();
+  int code = 1;
+  try {
+    code = Finish();
+  } catch (const std::exception& e) {
+    // Reporting must never cost the job its exit code or leave ranks behind.
+    err_ << "fleet-host launch: could not write the failure report: " << e.what() << "\n";
+    if (first_failure_ >= 0) {
+      code = launcher_internal::ExitCodeOf(children_[static_cast<size_t>(first_failure_)].record);
+    } else if (interrupt_signal_ != 0) {
+      code = 128 + interrupt_signal_;
+    }
+  }
   Cleanup();
   return code;
 }

@@ -184,7 +184,9 @@ Status WriteFailureJson(const JobFacts& job, const std::vector<ChildRecord>& rec
   }
   j["collateral"] = collateral;
   j["finished"] = finished;
-  std::string text = j.dump(2) + "\n";
+  // A rank's log may hold any bytes (or a line cut inside a character): replace what is not
+  // UTF-8 rather than fail to report the failure.
+  std::string text = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 
   namespace fs = std::filesystem;
   fs::path final_path = fs::path(job.log_dir) / "failure.json";

@@ -527,6 +527,24 @@ TEST_F(LaunchTest, FleetHostCommandRunsWithThisBinary) {
   }
 }
 
+// A rank's output is whatever bytes it wrote; the report must survive what is not UTF-8.
+TEST_F(LaunchTest, FailureWithNonUtf8OutputIsStillReported) {
+  const fs::path script = dir_ / "bytes.sh";
+  {
+    std::ofstream f(script);
+    f << "#!/bin/sh\nprintf 'bad \\377\\376 bytes\\n'\nexit 3\n";
+  }
+  fs::permissions(script, fs::perms::owner_all);
+  Launcher l = Run({"launch", "--nproc", "1", "--", script.string()});
+  EXPECT_EQ(l.exit_code, 3) << Output(l);
+  EXPECT_TRUE(Contains(l.stderr_text, "first failure: rank 0")) << Output(l);
+  auto j = nlohmann::json::parse(ReadFile(JobDir() / "failure.json"), nullptr, false);
+  ASSERT_FALSE(j.is_discarded());
+  EXPECT_EQ(j["exit_code"], 3);
+  ASSERT_EQ(j["first_failure"]["tail"].size(), 1u);
+  EXPECT_TRUE(Contains(j["first_failure"]["tail"][0].get<std::string>(), "bytes"));
+}
+
 TEST_F(LaunchTest, MissingProgramIsAFailureOfItsRanks) {
   Launcher l = Run({"launch", "--nproc", "2", "--", "/nonexistent/program"});
   EXPECT_EQ(l.exit_code, 127) << Output(l);
