@@ -83,6 +83,14 @@ std::unique_ptr<Communicator> Communicator::Create(CreateParams params) {
   // An explicit join before Gloo's own exchange, so that a missing rank is reported by number
   // (Gloo would only time out waiting for an address key).
   try {
+    // A key of this rank already there is a previous run's (a reused file-store directory): its
+    // peers' keys would let this join pass without them and point Gloo at dead addresses.
+    if (store.Exists("join/" + std::to_string(p.rank))) {
+      throw CommError(FLEET_CODE_FAILED_PRECONDITION,
+                      "the store already holds rank " + std::to_string(p.rank) +
+                          "'s join key from an earlier communicator in the same scope (a "
+                          "reused store directory?); give each run a fresh store or job id");
+    }
     store.set("join/" + std::to_string(p.rank), std::vector<char>{'1'});
     std::vector<std::string> keys;
     for (int r = 0; r < p.size; ++r) keys.push_back("join/" + std::to_string(r));
@@ -108,9 +116,12 @@ std::unique_ptr<Communicator> Communicator::Create(CreateParams params) {
   try {
     SigpipeGuard no_sigpipe;
     auto context = std::make_shared<gloo::rendezvous::Context>(p.rank, p.size);
-    context->setTimeout(p.timeout);
+    // Gloo waits five times the context's timeout for a pair's first connection
+    // (tcp/pair.h); a fifth of ours keeps connecting within the deadline we promise.
+    context->setTimeout(std::max(p.timeout / 5, std::chrono::milliseconds(1)));
     std::shared_ptr<gloo::transport::Device> device = p.device;
     context->connectFullMesh(store, device);
+    context->setTimeout(p.timeout);
     // A rank's connectFullMesh can return while a peer is still completing its side of their
     // pair; without this barrier a rank that destroys its communicator at once would break the
     // peer's create. After it, every rank holds the whole mesh.
