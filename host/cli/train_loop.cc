@@ -408,8 +408,11 @@ StatusOr<TrainSummary> Train(const Config& config, const frontend::ParsedProgram
     } else if (Status s = source->Next(train.batch_size, batch); !s.ok()) {
       return s.WithContext("data at step " + std::to_string(step));
     }
-    exec::PreparedProgram* prepared = setup.main.get();
-    if (setup.main_local != nullptr && step % dist.k_steps != 0) prepared = setup.main_local.get();
+    // local_sgd with k_steps > 1: the local step in between, the averaging one every k-th step
+    // and on the last, so every trainer ends with the same (averaged) parameters.
+    const bool averages =
+        setup.main_local == nullptr || step % dist.k_steps == 0 || step == train.steps;
+    exec::PreparedProgram* prepared = averages ? setup.main.get() : setup.main_local.get();
     if (Status s = executor->Run(*prepared, batch, fetched); !s.ok()) {
       return s.WithContext("step " + std::to_string(step));
     }
@@ -422,7 +425,8 @@ StatusOr<TrainSummary> Train(const Config& config, const frontend::ParsedProgram
         FLEET_ASSIGN_OR_RETURN(std::tie(loss, rate), JobFigures(*world, loss, rate));
       }
       FLEET_RETURN_IF_ERROR(progress.Log(step, loss, rate));
-      if (train.check_replicas && world != nullptr) {
+      // Between averagings local_sgd's replicas differ by design.
+      if (train.check_replicas && world != nullptr && averages) {
         FLEET_RETURN_IF_ERROR(CheckReplicas(*world, *executor, params, step));
       }
     }
