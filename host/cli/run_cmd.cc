@@ -130,6 +130,7 @@ int RunCommand(const GlobalOptions& global, const std::vector<std::string>& args
     }
   }
   auto summary = Train(config, trainer, registry, selection->device->name, out, dist);
+  SetJobStore(nullptr);  // the job's store goes with `job`
   if (!summary.ok()) {
     // Release peers blocked on this rank at once instead of at their timeout.
     if (job != nullptr && job->collectives() != nullptr) job->collectives()->AbortAll();
