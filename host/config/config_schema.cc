@@ -1,6 +1,7 @@
 #include "config/config_schema.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <initializer_list>
 #include <limits>
@@ -214,7 +215,7 @@ class Checker {
       ReadInt(*t, "strategy", "nrings", 1, c.nrings);
       ReadInt(*t, "strategy", "local_sgd_k_steps", 1, c.local_sgd_k_steps);
       if (const toml::node* n = t->get("fuse_grad_size_mb")) {
-        if (!n->is_number() || !(AsDouble(*n) >= 0)) {
+        if (!n->is_number() || !(AsDouble(*n) >= 0) || !std::isfinite(AsDouble(*n))) {
           diag_.AtValue(*n, "strategy.fuse_grad_size_mb",
                         "expected a number >= 0, got " +
                             (n->is_number() ? ValueText(*n) : TypeName(*n)));
@@ -390,13 +391,14 @@ class Checker {
   }
 
   void ReadTimeout(const toml::node& node, double& out) {
-    constexpr std::string_view kExpected = "expected a number > 0, got ";
+    constexpr std::string_view kExpected = "expected a number >= 0.001, got ";
     if (!node.is_number()) {
       diag_.AtValue(node, "comm.timeout_s", std::string(kExpected) + TypeName(node));
       return;
     }
     double value = AsDouble(node);
-    if (!(value > 0) || value == std::numeric_limits<double>::infinity()) {
+    // Waits are kept in whole milliseconds, so anything below one would be no wait at all.
+    if (!(value >= 0.001) || value == std::numeric_limits<double>::infinity()) {
       diag_.AtValue(node, "comm.timeout_s", std::string(kExpected) + ValueText(node));
     } else {
       out = value;

@@ -256,7 +256,7 @@ TEST(ConfigTest, WrongTypes) {
   EXPECT_EQ(ErrorOf("[device]\nbackend = 3\n"),
             "fleet.toml:2:11: device.backend: expected a string, got an integer");
   EXPECT_EQ(ErrorOf("[comm]\ntimeout_s = \"10\"\n"),
-            "fleet.toml:2:13: comm.timeout_s: expected a number > 0, got a string");
+            "fleet.toml:2:13: comm.timeout_s: expected a number >= 0.001, got a string");
   EXPECT_EQ(ErrorOf("[log]\nlevel = 1.5\n"),
             "fleet.toml:2:9: log.level: expected one of trace, debug, info, warn or error, got a "
             "float");
@@ -277,13 +277,17 @@ TEST(ConfigTest, BadEnumValues) {
 
 TEST(ConfigTest, BadNumbers) {
   EXPECT_EQ(ErrorOf("[comm]\ntimeout_s = -1\n"),
-            "fleet.toml:2:13: comm.timeout_s: expected a number > 0, got -1");
+            "fleet.toml:2:13: comm.timeout_s: expected a number >= 0.001, got -1");
   EXPECT_EQ(ErrorOf("[comm]\ntimeout_s = 0.0\n"),
-            "fleet.toml:2:13: comm.timeout_s: expected a number > 0, got 0.0");
+            "fleet.toml:2:13: comm.timeout_s: expected a number >= 0.001, got 0.0");
   EXPECT_EQ(ErrorOf("[comm]\ntimeout_s = nan\n"),
-            "fleet.toml:2:13: comm.timeout_s: expected a number > 0, got nan");
+            "fleet.toml:2:13: comm.timeout_s: expected a number >= 0.001, got nan");
   EXPECT_EQ(ErrorOf("[comm]\ntimeout_s = inf\n"),
-            "fleet.toml:2:13: comm.timeout_s: expected a number > 0, got inf");
+            "fleet.toml:2:13: comm.timeout_s: expected a number >= 0.001, got inf");
+  EXPECT_EQ(ErrorOf("[comm]\ntimeout_s = 0.0001\n"),
+            "fleet.toml:2:13: comm.timeout_s: expected a number >= 0.001, got 0.0001");
+  EXPECT_EQ(ErrorOf("[strategy]\nfuse_grad_size_mb = inf\n"),
+            "fleet.toml:2:21: strategy.fuse_grad_size_mb: expected a number >= 0, got inf");
 }
 
 TEST(ConfigTest, BadNames) {
@@ -327,7 +331,7 @@ backendd = "cpu"
 [wat]
 )"),
       "fleet.toml:2:8: strategy.mode: expected one of auto, none, collective or pserver, got 'all'\n"
-      "fleet.toml:4:13: comm.timeout_s: expected a number > 0, got -5\n"
+      "fleet.toml:4:13: comm.timeout_s: expected a number >= 0.001, got -5\n"
       "fleet.toml:5:11: comm.backend: expected a string, got an integer\n"
       "fleet.toml:7:1: device.backendd: unknown key (did you mean 'device.backend'?)\n"
       "fleet.toml:8:1: wat: unknown table");
@@ -505,7 +509,7 @@ TEST(ConfigOverrideTest, ErrorsFollowTheFileErrorsInOverrideOrder) {
       "fleet.toml:4:11: device.backend: expected a string, got an integer\n"
       "--set strategy.mode: expected one of auto, none, collective or pserver, got 'all'\n"
       "--set bad: expected KEY=VALUE\n"
-      "--set comm.timeout_s: expected a number > 0, got 0");
+      "--set comm.timeout_s: expected a number >= 0.001, got 0");
 }
 
 TEST(ConfigOverrideTest, PluginDirsResolveAgainstTheCurrentDirectory) {
