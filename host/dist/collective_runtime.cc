@@ -234,8 +234,13 @@ Status CollectiveRuntime::InitRing(int32_t ring_id, int32_t nranks, int32_t rank
                            " of " + std::to_string(options_.world_size) +
                            " (was the program transpiled for another rank?)");
   }
+  std::lock_guard<std::mutex> init(init_mu_);
+  auto aborted = [&] {
+    return Aborted("ring " + std::to_string(ring_id) + ": the collective runtime was aborted");
+  };
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (aborted_) return aborted();
     if (rings_.count(ring_id) != 0) return OkStatus();
   }
   CommunicatorOptions o = options_;
@@ -243,6 +248,10 @@ Status CollectiveRuntime::InitRing(int32_t ring_id, int32_t nranks, int32_t rank
   FLEET_ASSIGN_OR_RETURN(auto comm, Communicator::Create(component_, store_,
                                                          "ring" + std::to_string(ring_id), o));
   std::lock_guard<std::mutex> lock(mu_);
+  if (aborted_) {
+    comm->Abort();
+    return aborted();
+  }
   rings_[ring_id] = std::move(comm);
   return OkStatus();
 }
@@ -260,6 +269,7 @@ StatusOr<Communicator*> CollectiveRuntime::Ring(int32_t ring_id) {
 
 void CollectiveRuntime::AbortAll() {
   std::lock_guard<std::mutex> lock(mu_);
+  aborted_ = true;
   for (auto& [id, comm] : rings_) comm->Abort();
 }
 

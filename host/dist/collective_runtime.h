@@ -53,7 +53,8 @@ class CollectiveRuntime final : public HostKernels {
   // The ring's communicator, or FAILED_PRECONDITION when it was never initialised.
   StatusOr<Communicator*> Ring(int32_t ring_id);
 
-  // Makes every communicator's pending and later calls fail (any thread).
+  // Makes every communicator's pending and later calls fail, and later InitRing calls too (any
+  // thread). A ring still joining finishes its rendezvous (bounded by the timeout) first.
   void AbortAll();
 
   const CommunicatorOptions& options() const { return options_; }
@@ -62,7 +63,9 @@ class CollectiveRuntime final : public HostKernels {
   const ComponentRecord& component_;
   Store* store_;
   CommunicatorOptions options_;
-  std::mutex mu_;  // guards rings_ against AbortAll
+  std::mutex init_mu_;  // one InitRing at a time, so a ring is never joined twice
+  std::mutex mu_;       // guards rings_ against AbortAll
+  bool aborted_ = false;  // under mu_: AbortAll ran; no ring may be created after it
   std::map<int32_t, std::unique_ptr<Communicator>> rings_;
   ComponentRecord kernels_record_;  // kind KERNELS, plugin "host", ctx = this
   std::map<std::string, KernelCandidate, std::less<>> kernels_;
