@@ -66,6 +66,9 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::Create(const ComponentReco
 namespace {
 constexpr std::chrono::milliseconds kBeat(500);
 std::string BeatKey(int32_t rank) { return "heartbeat/" + std::to_string(rank); }
+// Set by a rank whose collective failed, before it surveys (and likely exits): its heartbeat
+// stopping later is then not news, and it is not the rank to blame.
+std::string FailedKey(int32_t rank) { return "failed/" + std::to_string(rank); }
 }  // namespace
 
 void Communicator::Heartbeat() {
@@ -106,6 +109,7 @@ Status Communicator::Check(FleetStatus* status, const char* op) const {
   // A broken group stays broken: aborting it first fails the peers still blocked on this rank
   // at once, so they join the survey instead of waiting out their timeout.
   if (vtable_->abort != nullptr) vtable_->abort(component_.ctx, comm_);
+  (void)store_.store()->Set(FailedKey(options_.rank), "1");  // best effort: see SurveyPeers
   return Status(s.code(), s.message() + "; " + SurveyPeers());
 }
 
@@ -126,17 +130,29 @@ std::string Communicator::SurveyPeers() const {
     return "the rendezvous store is unreachable too (" + after.status().message() +
            "), so the process serving it may be gone";
   }
-  std::string gone;
-  int count = 0;
+  // Ranks that stopped beating without having reported a failure of their own are the ones
+  // that died or froze; those that reported one are only following the same failure.
+  std::vector<int32_t> gone, followed;
   for (int32_t r = 0; r < options_.world_size; ++r) {
     if (r == options_.rank) continue;
-    if ((*after)[static_cast<size_t>(r)] == (*before)[static_cast<size_t>(r)]) {
-      gone += (gone.empty() ? "" : ", ") + std::to_string(r);
-      ++count;
-    }
+    if ((*after)[static_cast<size_t>(r)] != (*before)[static_cast<size_t>(r)]) continue;
+    const bool reported = store->Wait({FailedKey(r)}, std::chrono::milliseconds(0)).ok();
+    (reported ? followed : gone).push_back(r);
   }
-  if (count == 0) return "every rank is still alive (the failure came from the communicator)";
-  return (count == 1 ? "rank " : "ranks ") + gone + " stopped beating (dead or stuck)";
+  auto list = [](const std::vector<int32_t>& ranks) {
+    std::string text = ranks.size() == 1 ? "rank " : "ranks ";
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      text += (i == 0 ? "" : ", ") + std::to_string(ranks[i]);
+    }
+    return text;
+  };
+  std::string out;
+  if (!gone.empty()) out = list(gone) + " stopped beating (dead or stuck)";
+  if (!followed.empty()) {
+    out += (out.empty() ? "" : "; ") + list(followed) + " failed in a collective too";
+  }
+  if (out.empty()) return "every rank is still alive (the failure came from the communicator)";
+  return out;
 }
 
 Status Communicator::AllReduce(const FleetTensor& in, const FleetTensor& out, int32_t op) {
