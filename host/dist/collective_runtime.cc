@@ -245,7 +245,7 @@ Status CollectiveRuntime::InitRing(int32_t ring_id, int32_t nranks, int32_t rank
   }
   CommunicatorOptions o = options_;
   o.label = "ring " + std::to_string(ring_id);
-  FLEET_ASSIGN_OR_RETURN(auto comm, Communicator::Create(component_, store_,
+  FLEET_ASSIGN_OR_RETURN(auto comm, Communicator::Create(component_, &store_,
                                                          "ring" + std::to_string(ring_id), o));
   std::lock_guard<std::mutex> lock(mu_);
   if (aborted_) {
@@ -268,6 +268,7 @@ StatusOr<Communicator*> CollectiveRuntime::Ring(int32_t ring_id) {
 }
 
 void CollectiveRuntime::AbortAll() {
+  store_.Abort();
   std::lock_guard<std::mutex> lock(mu_);
   aborted_ = true;
   for (auto& [id, comm] : rings_) comm->Abort();

@@ -25,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "dist/abortable_store.h"
 #include "dist/communicator.h"
 #include "dist/store.h"
 #include "fleet/fleet_kernels.h"
@@ -54,14 +55,15 @@ class CollectiveRuntime final : public HostKernels {
   StatusOr<Communicator*> Ring(int32_t ring_id);
 
   // Makes every communicator's pending and later calls fail, and later InitRing calls too (any
-  // thread). A ring still joining finishes its rendezvous (bounded by the timeout) first.
+  // thread). A ring still joining is released from its store waits within
+  // AbortableStore::kSlice; a connection Gloo is making stays bounded by the timeout.
   void AbortAll();
 
   const CommunicatorOptions& options() const { return options_; }
 
  private:
   const ComponentRecord& component_;
-  Store* store_;
+  AbortableStore store_;  // over the job's store: AbortAll also releases a ring still joining
   CommunicatorOptions options_;
   std::mutex init_mu_;  // one InitRing at a time, so a ring is never joined twice
   std::mutex mu_;       // guards rings_ against AbortAll

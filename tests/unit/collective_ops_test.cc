@@ -220,5 +220,34 @@ TEST(CollectiveOpsErrors, RingUsedBeforeItsInitIsNamed) {
       << s.ToString();
 }
 
+// A peer that fails before joining must not leave the others in their rendezvous until the
+// deadline: AbortAll releases a ring that is still joining.
+TEST(CollectiveOpsErrors, AbortReleasesARingStillJoining) {
+  LoadOptions options;
+  options.search_dirs = {FLEET_BUILD_PLUGIN_DIR};
+  PluginRegistry registry(options);
+  ASSERT_TRUE(registry.Load("comm_gloo").ok());
+  MemoryStore store;
+  CommunicatorOptions co;
+  co.rank = 0;
+  co.world_size = 2;  // rank 1 never comes
+  co.timeout = std::chrono::milliseconds(20000);
+  co.options = {{"hostname", "127.0.0.1"}};
+  CollectiveRuntime runtime(*registry.Find(FLEET_COMPONENT_COMMUNICATOR, "gloo"), &store, co);
+  std::thread aborter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    runtime.AbortAll();
+  });
+  const auto start = std::chrono::steady_clock::now();
+  Status s = runtime.InitRing(0, 2, 0);
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  aborter.join();
+  EXPECT_FALSE(s.ok());
+  EXPECT_LT(took, 3.0) << s.ToString();
+  // And nothing joins after an abort.
+  EXPECT_EQ(runtime.InitRing(1, 2, 0).code(), Code::kAborted);
+}
+
 }  // namespace
 }  // namespace fleet

@@ -17,6 +17,7 @@
 
 #include <gtest/gtest.h>
 
+#include "dist/abortable_store.h"
 #include "dist/file_store.h"
 #include "dist/memory_store.h"
 #include "dist/store.h"
@@ -358,6 +359,51 @@ TEST(TcpStoreTest, OversizedMessagesAreRejected) {
   EXPECT_NE(big.message().find("exceeds the limit"), std::string::npos) << big.message();
   EXPECT_TRUE((*client)->Set("ok", "v").ok());
   EXPECT_EQ(*(*client)->Get("ok", milliseconds(100)), "v");
+}
+
+}  // namespace
+}  // namespace fleet
+
+namespace fleet {
+namespace {
+
+TEST(AbortableStoreTest, ForwardsAndTimesOutNamingTheWholeWait) {
+  MemoryStore base;
+  AbortableStore store(&base);
+  ASSERT_TRUE(store.Set("a", "1").ok());
+  auto got = store.Get("a", std::chrono::milliseconds(1000));
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(*got, "1");
+  const auto start = std::chrono::steady_clock::now();
+  Status s = store.Wait({"a", "b"}, std::chrono::milliseconds(300));
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(s.code(), Code::kDeadlineExceeded);
+  EXPECT_NE(s.message().find("timed out after 300 ms waiting for 'b'"), std::string::npos)
+      << s.ToString();
+  EXPECT_EQ(s.message().find("'a'"), std::string::npos) << s.ToString();
+  EXPECT_GE(took, 0.29);
+  EXPECT_LT(took, 2.0);
+}
+
+TEST(AbortableStoreTest, AbortReleasesAWaitAtOnce) {
+  MemoryStore base;
+  AbortableStore store(&base);
+  std::thread aborter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    store.Abort();
+  });
+  const auto start = std::chrono::steady_clock::now();
+  auto got = store.Get("never", std::chrono::milliseconds(20000));
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  aborter.join();
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), Code::kAborted);
+  EXPECT_NE(got.status().message().find("'never'"), std::string::npos) << got.status().ToString();
+  EXPECT_LT(took, 2.0);
+  // Writes still go through: a peer's heartbeat or failure record is not a wait.
+  EXPECT_TRUE(store.Set("x", "y").ok());
 }
 
 }  // namespace
