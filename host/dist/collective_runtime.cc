@@ -1,6 +1,8 @@
 #include "dist/collective_runtime.h"
 
 #include <cstring>
+#include <memory>
+#include <string_view>
 #include <utility>
 
 #include "fleet/fleet_plugin.h"
@@ -19,19 +21,6 @@ int64_t AttrInt(const FleetKernelContext* kc, const char* name, int64_t fallback
   return fallback;
 }
 
-const FleetTensorSlot* Slot(const FleetTensorSlot* const* slots, size_t n, const char* name) {
-  for (size_t i = 0; i < n; ++i) {
-    if (std::strcmp(slots[i]->name, name) == 0) return slots[i];
-  }
-  return nullptr;
-}
-const FleetTensorSlot* In(const FleetKernelContext* kc, const char* name) {
-  return Slot(kc->inputs, kc->num_inputs, name);
-}
-const FleetTensorSlot* Out(const FleetKernelContext* kc, const char* name) {
-  return Slot(kc->outputs, kc->num_outputs, name);
-}
-
 size_t Numel(const FleetTensor& t) {
   size_t n = 1;
   for (int32_t d = 0; d < t.ndim; ++d) n *= static_cast<size_t>(t.dims[d]);
@@ -41,14 +30,61 @@ size_t Bytes(const FleetTensor& t) {
   return Numel(t) * ir::DataTypeSize(static_cast<ir::DataType>(t.dtype));
 }
 
-std::string OpLabel(const FleetKernelContext* kc) {
-  return std::string(kc->op_type) + " (ring " + std::to_string(AttrInt(kc, "ring_id", 0)) + ")";
+// What a launch needs, read from the op once at prepare. Every collective schema has at most
+// one input slot X and one output slot Out (collective_ops.cc), so they are inputs[0] and
+// outputs[0]. The ring is looked up at the first launch, not at prepare: a startup program is
+// prepared before its c_comm_init has run, and rings are never removed once made.
+struct OpState {
+  int32_t ring_id = 0;
+  int32_t root = 0;
+  int32_t nranks = 1;
+  int32_t rank = 0;
+  int32_t reduce = FLEET_REDUCE_SUM;
+  bool packed = false;  // several tensors of one dtype in host memory, reduced by one call
+  Communicator* ring = nullptr;
+  std::string label;    // "c_allreduce_sum (ring 0)", for errors
+};
+
+OpState& State(void* state) { return *static_cast<OpState*>(state); }
+
+int32_t ReduceOpOf(std::string_view t) {
+  if (t == "c_allreduce_max") return FLEET_REDUCE_MAX;
+  if (t == "c_allreduce_min") return FLEET_REDUCE_MIN;
+  if (t == "c_allreduce_prod") return FLEET_REDUCE_PROD;
+  return FLEET_REDUCE_SUM;
 }
 
-StatusOr<Communicator*> RingOf(void* ctx, const FleetKernelContext* kc) {
-  auto ring = Runtime(ctx)->Ring(static_cast<int32_t>(AttrInt(kc, "ring_id", 0)));
-  if (!ring.ok()) return ring.status().WithContext(kc->op_type);
-  return ring;
+FleetStatus* PrepareOp(void* ctx, const FleetKernelContext* kc, void** state,
+                       size_t* scratch_bytes) {
+  auto st = std::make_unique<OpState>();
+  st->ring_id = static_cast<int32_t>(AttrInt(kc, "ring_id", 0));
+  st->root = static_cast<int32_t>(AttrInt(kc, "root", 0));
+  st->nranks = static_cast<int32_t>(AttrInt(kc, "nranks", 1));
+  st->rank = static_cast<int32_t>(AttrInt(kc, "rank", 0));
+  st->reduce = ReduceOpOf(kc->op_type);
+  st->label = std::string(kc->op_type) + " (ring " + std::to_string(st->ring_id) + ")";
+  if (std::string_view(kc->op_type).rfind("c_allreduce_", 0) == 0) {
+    const FleetTensorSlot* x = kc->inputs[0];
+    st->packed = x->count >= 2 && Runtime(ctx)->options().device == "cpu";
+    size_t total = 0;
+    for (size_t i = 0; i < x->count; ++i) {
+      st->packed = st->packed && x->tensors[i]->dtype == x->tensors[0]->dtype;
+      total += Bytes(*x->tensors[i]);
+    }
+    if (st->packed) *scratch_bytes = total;
+  }
+  *state = st.release();
+  return nullptr;
+}
+
+void ReleaseOp(void*, void* state) { delete static_cast<OpState*>(state); }
+
+Status RingOf(void* ctx, OpState& st) {
+  if (st.ring != nullptr) return OkStatus();
+  auto ring = Runtime(ctx)->Ring(st.ring_id);
+  if (!ring.ok()) return ring.status();
+  st.ring = *ring;
+  return OkStatus();
 }
 
 // Out = X where the two are different buffers (host memory only: the planner gives X == Out the
@@ -63,112 +99,86 @@ Status CopyIfApart(void* ctx, const FleetTensor& x, const FleetTensor& out) {
   return OkStatus();
 }
 
-FleetStatus* CommInitLaunch(void* ctx, const FleetKernelContext* kc, void*) {
-  Status s = Runtime(ctx)->InitRing(static_cast<int32_t>(AttrInt(kc, "ring_id", 0)),
-                                    static_cast<int32_t>(AttrInt(kc, "nranks", 1)),
-                                    static_cast<int32_t>(AttrInt(kc, "rank", 0)));
-  return MakeFleetStatus(s);
+FleetStatus* Done(const OpState& st, const Status& s) {
+  return MakeFleetStatus(s.WithContext(st.label));
 }
 
-FleetStatus* BroadcastLaunch(void* ctx, const FleetKernelContext* kc, void*) {
-  auto ring = RingOf(ctx, kc);
-  if (!ring.ok()) return MakeFleetStatus(ring.status());
-  const FleetTensor& x = *In(kc, "X")->tensors[0];
-  const FleetTensor& out = *Out(kc, "Out")->tensors[0];
-  Status s = CopyIfApart(ctx, x, out);
-  if (s.ok()) s = (*ring)->Broadcast(out, static_cast<int32_t>(AttrInt(kc, "root", 0)));
-  return MakeFleetStatus(s.WithContext(OpLabel(kc)));
+FleetStatus* CommInitLaunch(void* ctx, const FleetKernelContext*, void* state) {
+  const OpState& st = State(state);
+  return MakeFleetStatus(Runtime(ctx)->InitRing(st.ring_id, st.nranks, st.rank));
 }
 
-int32_t ReduceOpOf(const char* op_type) {
-  std::string_view t(op_type);
-  if (t == "c_allreduce_max") return FLEET_REDUCE_MAX;
-  if (t == "c_allreduce_min") return FLEET_REDUCE_MIN;
-  if (t == "c_allreduce_prod") return FLEET_REDUCE_PROD;
-  return FLEET_REDUCE_SUM;
+FleetStatus* BroadcastLaunch(void* ctx, const FleetKernelContext* kc, void* state) {
+  OpState& st = State(state);
+  const FleetTensor& x = *kc->inputs[0]->tensors[0];
+  const FleetTensor& out = *kc->outputs[0]->tensors[0];
+  Status s = RingOf(ctx, st);
+  if (s.ok()) s = CopyIfApart(ctx, x, out);
+  if (s.ok()) s = st.ring->Broadcast(out, st.root);
+  return Done(st, s);
 }
 
-// Several tensors of one dtype in host memory are packed into scratch and reduced by one call;
-// anything else is reduced tensor by tensor.
-bool Packable(void* ctx, const FleetTensorSlot* x) {
-  if (x->count < 2 || Runtime(ctx)->options().device != "cpu") return false;
-  for (size_t i = 1; i < x->count; ++i) {
-    if (x->tensors[i]->dtype != x->tensors[0]->dtype) return false;
-  }
-  return true;
-}
-
-FleetStatus* AllReducePrepare(void* ctx, const FleetKernelContext* kc, void**,
-                              size_t* scratch_bytes) {
-  const FleetTensorSlot* x = In(kc, "X");
-  if (!Packable(ctx, x)) return nullptr;
-  size_t total = 0;
-  for (size_t i = 0; i < x->count; ++i) total += Bytes(*x->tensors[i]);
-  *scratch_bytes = total;
-  return nullptr;
-}
-
-FleetStatus* AllReduceLaunch(void* ctx, const FleetKernelContext* kc, void*) {
-  auto ring = RingOf(ctx, kc);
-  if (!ring.ok()) return MakeFleetStatus(ring.status());
-  const FleetTensorSlot* x = In(kc, "X");
-  const FleetTensorSlot* out = Out(kc, "Out");
-  const int32_t op = ReduceOpOf(kc->op_type);
-  if (Packable(ctx, x) && kc->scratch != nullptr) {
-    char* buffer = static_cast<char*>(kc->scratch);
-    size_t offset = 0;
-    int64_t numel = 0;
+FleetStatus* AllReduceLaunch(void* ctx, const FleetKernelContext* kc, void* state) {
+  OpState& st = State(state);
+  if (Status s = RingOf(ctx, st); !s.ok()) return Done(st, s);
+  const FleetTensorSlot* x = kc->inputs[0];
+  const FleetTensorSlot* out = kc->outputs[0];
+  if (!st.packed) {
     for (size_t i = 0; i < x->count; ++i) {
-      const size_t bytes = Bytes(*x->tensors[i]);
-      if (bytes != 0) std::memcpy(buffer + offset, x->tensors[i]->data, bytes);
-      offset += bytes;
-      numel += static_cast<int64_t>(Numel(*x->tensors[i]));
-    }
-    FleetTensor packed = *x->tensors[0];
-    packed.data = buffer;
-    packed.ndim = 1;
-    packed.dims = &numel;
-    packed.strides = nullptr;
-    Status s = (*ring)->AllReduce(packed, packed, op);
-    if (!s.ok()) return MakeFleetStatus(s.WithContext(OpLabel(kc)));
-    offset = 0;
-    for (size_t i = 0; i < out->count; ++i) {
-      const size_t bytes = Bytes(*out->tensors[i]);
-      if (bytes != 0) std::memcpy(out->tensors[i]->data, buffer + offset, bytes);
-      offset += bytes;
+      Status s = st.ring->AllReduce(*x->tensors[i], *out->tensors[i], st.reduce);
+      if (!s.ok()) return Done(st, s);
     }
     return nullptr;
   }
+  char* buffer = static_cast<char*>(kc->scratch);
+  size_t offset = 0;
+  int64_t numel = 0;
   for (size_t i = 0; i < x->count; ++i) {
-    Status s = (*ring)->AllReduce(*x->tensors[i], *out->tensors[i], op);
-    if (!s.ok()) return MakeFleetStatus(s.WithContext(OpLabel(kc)));
+    const size_t bytes = Bytes(*x->tensors[i]);
+    if (bytes != 0) std::memcpy(buffer + offset, x->tensors[i]->data, bytes);
+    offset += bytes;
+    numel += static_cast<int64_t>(Numel(*x->tensors[i]));
+  }
+  FleetTensor packed = *x->tensors[0];
+  packed.data = buffer;
+  packed.ndim = 1;
+  packed.dims = &numel;
+  packed.strides = nullptr;
+  if (Status s = st.ring->AllReduce(packed, packed, st.reduce); !s.ok()) return Done(st, s);
+  offset = 0;
+  for (size_t i = 0; i < out->count; ++i) {
+    const size_t bytes = Bytes(*out->tensors[i]);
+    if (bytes != 0) std::memcpy(out->tensors[i]->data, buffer + offset, bytes);
+    offset += bytes;
   }
   return nullptr;
 }
 
-FleetStatus* AllGatherLaunch(void* ctx, const FleetKernelContext* kc, void*) {
-  auto ring = RingOf(ctx, kc);
-  if (!ring.ok()) return MakeFleetStatus(ring.status());
-  Status s = (*ring)->AllGather(*In(kc, "X")->tensors[0], *Out(kc, "Out")->tensors[0]);
-  return MakeFleetStatus(s.WithContext(OpLabel(kc)));
+FleetStatus* AllGatherLaunch(void* ctx, const FleetKernelContext* kc, void* state) {
+  OpState& st = State(state);
+  Status s = RingOf(ctx, st);
+  if (s.ok()) s = st.ring->AllGather(*kc->inputs[0]->tensors[0], *kc->outputs[0]->tensors[0]);
+  return Done(st, s);
 }
 
-FleetStatus* ReduceScatterLaunch(void* ctx, const FleetKernelContext* kc, void*) {
-  auto ring = RingOf(ctx, kc);
-  if (!ring.ok()) return MakeFleetStatus(ring.status());
-  Status s = (*ring)->ReduceScatter(*In(kc, "X")->tensors[0], *Out(kc, "Out")->tensors[0],
-                                    FLEET_REDUCE_SUM);
-  return MakeFleetStatus(s.WithContext(OpLabel(kc)));
+FleetStatus* ReduceScatterLaunch(void* ctx, const FleetKernelContext* kc, void* state) {
+  OpState& st = State(state);
+  Status s = RingOf(ctx, st);
+  if (s.ok()) {
+    s = st.ring->ReduceScatter(*kc->inputs[0]->tensors[0], *kc->outputs[0]->tensors[0],
+                               FLEET_REDUCE_SUM);
+  }
+  return Done(st, s);
 }
 
 // The communicators here complete every call before returning (NULL stream), so a sync only
 // has to honour Out = X.
-FleetStatus* SyncLaunch(void* ctx, const FleetKernelContext* kc, void*) {
-  const FleetTensorSlot* x = In(kc, "X");
-  const FleetTensorSlot* out = Out(kc, "Out");
+FleetStatus* SyncLaunch(void* ctx, const FleetKernelContext* kc, void* state) {
+  const FleetTensorSlot* x = kc->inputs[0];
+  const FleetTensorSlot* out = kc->outputs[0];
   for (size_t i = 0; i < x->count && i < out->count; ++i) {
     Status s = CopyIfApart(ctx, *x->tensors[i], *out->tensors[i]);
-    if (!s.ok()) return MakeFleetStatus(s.WithContext(kc->op_type));
+    if (!s.ok()) return Done(State(state), s);
   }
   return nullptr;
 }
@@ -180,7 +190,9 @@ FleetKernelDef Def(const char* type, FleetStatus* (*launch)(void*, const FleetKe
   d.op_type = type;
   d.device = "";  // any: the executor asks the runtime directly
   d.dtype = FLEET_DTYPE_INVALID;
+  d.prepare = PrepareOp;
   d.launch = launch;
+  d.release = ReleaseOp;
   return d;
 }
 
@@ -191,9 +203,7 @@ const std::vector<FleetKernelDef>& Defs() {
     d.push_back(Def("c_broadcast", BroadcastLaunch));
     for (const char* t : {"c_allreduce_sum", "c_allreduce_max", "c_allreduce_min",
                           "c_allreduce_prod"}) {
-      FleetKernelDef def = Def(t, AllReduceLaunch);
-      def.prepare = AllReducePrepare;
-      d.push_back(def);
+      d.push_back(Def(t, AllReduceLaunch));
     }
     d.push_back(Def("c_allgather", AllGatherLaunch));
     d.push_back(Def("c_reducescatter", ReduceScatterLaunch));
