@@ -22,18 +22,9 @@ class AbiAllReduce final : public AllReduceImpl {
   }
 
   Status AllReduce(float* data, size_t count) override {
-    // The collective kernels describe their buffer the same way: a dense 1-d host tensor.
-    const int64_t dims[1] = {static_cast<int64_t>(count)};
-    FleetTensor t{};
-    t.struct_size = sizeof(FleetTensor);
-    t.data = data;
-    t.dtype = FLEET_DTYPE_FLOAT32;
-    t.ndim = 1;
-    t.dims = dims;
-    t.strides = nullptr;
-    t.device_type = FLEET_DEVICE_TYPE_HOST;
-    t.device_ordinal = 0;
-    return comm_->AllReduce(t, t, FLEET_REDUCE_SUM);
+    // A dense 1-d host tensor, as the collective kernels hand the communicator.
+    return comm_->AllReduceHost(data, FLEET_DTYPE_FLOAT32, static_cast<int64_t>(count),
+                                FLEET_REDUCE_SUM);
   }
 
   Status Barrier() override { return comm_->Barrier(); }

@@ -147,19 +147,11 @@ Status CheckReplicas(Communicator& world, const exec::Executor& executor,
     for (uint8_t b : bytes) h = (h ^ b) * 1099511628211ull;
     hi[i] = lo[i] = static_cast<int64_t>(h >> 1);  // non-negative: any int64 order works
   }
-  int64_t n = static_cast<int64_t>(params.size());
-  auto tensor = [&](std::vector<int64_t>& v) {
-    FleetTensor t{};
-    t.struct_size = sizeof(FleetTensor);
-    t.data = v.data();
-    t.dtype = FLEET_DTYPE_INT64;
-    t.ndim = 1;
-    t.dims = &n;
-    return t;
-  };
-  FleetTensor thi = tensor(hi), tlo = tensor(lo);
-  FLEET_RETURN_IF_ERROR(world.AllReduce(thi, thi, FLEET_REDUCE_MAX).WithContext("check_replicas"));
-  FLEET_RETURN_IF_ERROR(world.AllReduce(tlo, tlo, FLEET_REDUCE_MIN).WithContext("check_replicas"));
+  const auto n = static_cast<int64_t>(params.size());
+  FLEET_RETURN_IF_ERROR(world.AllReduceHost(hi.data(), FLEET_DTYPE_INT64, n, FLEET_REDUCE_MAX)
+                            .WithContext("check_replicas"));
+  FLEET_RETURN_IF_ERROR(world.AllReduceHost(lo.data(), FLEET_DTYPE_INT64, n, FLEET_REDUCE_MIN)
+                            .WithContext("check_replicas"));
   std::vector<std::string> differ;
   for (size_t i = 0; i < params.size(); ++i) {
     if (hi[i] != lo[i]) differ.push_back(params[i]);
@@ -199,14 +191,8 @@ Status SaveParams(const exec::Executor& executor, const std::vector<std::string>
 // The mean loss and the summed samples/s over every trainer.
 StatusOr<std::pair<double, double>> JobFigures(Communicator& world, double loss, double rate) {
   double values[2] = {loss, rate};
-  int64_t dims[1] = {2};
-  FleetTensor t{};
-  t.struct_size = sizeof(FleetTensor);
-  t.data = values;
-  t.dtype = FLEET_DTYPE_FLOAT64;
-  t.ndim = 1;
-  t.dims = dims;
-  FLEET_RETURN_IF_ERROR(world.AllReduce(t, t, FLEET_REDUCE_SUM).WithContext("job metrics"));
+  FLEET_RETURN_IF_ERROR(world.AllReduceHost(values, FLEET_DTYPE_FLOAT64, 2, FLEET_REDUCE_SUM)
+                            .WithContext("job metrics"));
   return std::pair<double, double>{values[0] / world.world_size(), values[1]};
 }
 

@@ -159,6 +159,17 @@ Status Communicator::AllReduce(const FleetTensor& in, const FleetTensor& out, in
   return Check(vtable_->all_reduce(component_.ctx, comm_, &in, &out, op, nullptr), "all_reduce");
 }
 
+Status Communicator::AllReduceHost(void* data, int32_t dtype, int64_t count, int32_t op) {
+  FleetTensor t{};
+  t.struct_size = sizeof(FleetTensor);
+  t.data = data;
+  t.dtype = dtype;
+  t.ndim = 1;
+  t.dims = &count;
+  t.device_type = FLEET_DEVICE_TYPE_HOST;
+  return AllReduce(t, t, op);
+}
+
 Status Communicator::Broadcast(const FleetTensor& buf, int32_t root) {
   return Check(vtable_->broadcast(component_.ctx, comm_, &buf, root, nullptr), "broadcast");
 }

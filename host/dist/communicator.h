@@ -54,6 +54,9 @@ class Communicator {
   const std::string& backend() const { return component_.name; }
 
   Status AllReduce(const FleetTensor& in, const FleetTensor& out, int32_t op);
+  // In place over `count` elements of `dtype` (FLEET_DTYPE_*) in host memory: the figures and
+  // checks the host itself exchanges (job metrics, replica checks, benchmarks).
+  Status AllReduceHost(void* data, int32_t dtype, int64_t count, int32_t op);
   Status Broadcast(const FleetTensor& buf, int32_t root);
   // Collectives below (and AllReduce, Broadcast) that fail for another reason than Abort name
   // the peers that did not answer a survey after the failure (see SurveyPeers).
