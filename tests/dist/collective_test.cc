@@ -28,8 +28,9 @@ using std::chrono::milliseconds;
 const std::string kHost = FLEET_HOST_EXE;
 const fs::path kExamples = FLEET_EXAMPLES_DIR;
 
+// Public, so helpers shared by several tests can drive the fixture.
 class CollectiveTest : public ::testing::Test {
- protected:
+ public:
   void SetUp() override {
     dir_ = fs::temp_directory_path() /
            ("fleet_collective_" + std::to_string(getpid()) + "_" +
@@ -273,57 +274,75 @@ TEST_F(CollectiveTest, LocalSgdAveragesAndConverges) {
   EXPECT_LT(last, 0.9 * first) << "first " << first << " last " << last;
 }
 
+// Three ranks training with `timeout_s`; once rank 0 is under way, `victim` gets `signal`. The
+// two others must fail within [min_s, max_s] after it, each naming the victim.
+void ExpectSurvivorsNameTheVictim(CollectiveTest& t, int victim, int signal, double timeout_s,
+                                  double min_s, double max_s);
+
 // A rank killed mid-training: every other rank fails, naming it, well within twice the timeout.
 TEST_F(CollectiveTest, KilledRankMakesTheOthersFailNamingIt) {
-  const double timeout_s = 4;
-  StartRanks(3, {"train.steps=1000000", "train.log_every=20", "train.batch_size=16",
-                 "comm.timeout_s=" + std::to_string(timeout_s)});
-  // Wait until training is under way on rank 0.
-  const auto until = Clock::now() + std::chrono::seconds(60);
-  while (ranks_[0]->Output().find("step 20/") == std::string::npos && Clock::now() < until) {
-    std::this_thread::sleep_for(milliseconds(50));
-  }
-  ASSERT_NE(ranks_[0]->Output().find("step 20/"), std::string::npos) << ranks_[0]->Output();
-  const auto killed_at = Clock::now();
-  kill(ranks_[1]->pid(), SIGKILL);
-  for (int r : {0, 2}) {
-    const int code = ranks_[r]->Wait(milliseconds(static_cast<int64_t>(4 * timeout_s * 1000)));
-    const double after =
-        std::chrono::duration<double>(Clock::now() - killed_at).count();
-    const std::string out = ranks_[r]->Output();
-    EXPECT_NE(code, -1) << "rank " << r << " still running " << after << " s after the kill";
-    EXPECT_NE(code, 0) << out;
-    EXPECT_LT(after, 2 * timeout_s) << out;
-    EXPECT_NE(out.find("rank 1 stopped beating"), std::string::npos)
-        << "rank " << r << ":\n" << out;
-  }
+  ExpectSurvivorsNameTheVictim(*this, 1, SIGKILL, 4, 0, 2 * 4);
 }
 
 // A rank that freezes (SIGSTOP) keeps its connections open, so only the deadline can end the
-// others' wait: they fail after the timeout, not long after it, naming the frozen rank.
+// others' wait: they fail after the timeout (half of it at least), not long after it.
 TEST_F(CollectiveTest, FrozenRankIsNamedAfterTheTimeout) {
-  const double timeout_s = 3;
-  StartRanks(3, {"train.steps=1000000", "train.log_every=20", "train.batch_size=16",
-                 "comm.timeout_s=" + std::to_string(timeout_s)});
+  ExpectSurvivorsNameTheVictim(*this, 2, SIGSTOP, 3, 0.5 * 3, 2 * 3 + 1);
+}
+
+void ExpectSurvivorsNameTheVictim(CollectiveTest& t, int victim, int signal, double timeout_s,
+                                  double min_s, double max_s) {
+  t.StartRanks(3, {"train.steps=1000000", "train.log_every=20", "train.batch_size=16",
+                   "comm.timeout_s=" + std::to_string(timeout_s)});
+  auto& ranks = t.ranks_;
   const auto until = Clock::now() + std::chrono::seconds(60);
-  while (ranks_[0]->Output().find("step 20/") == std::string::npos && Clock::now() < until) {
+  while (ranks[0]->Output().find("step 20/") == std::string::npos && Clock::now() < until) {
     std::this_thread::sleep_for(milliseconds(50));
   }
-  ASSERT_NE(ranks_[0]->Output().find("step 20/"), std::string::npos) << ranks_[0]->Output();
-  const auto stopped_at = Clock::now();
-  kill(ranks_[2]->pid(), SIGSTOP);
-  for (int r : {0, 1}) {
-    const int code = ranks_[r]->Wait(milliseconds(static_cast<int64_t>(4 * timeout_s * 1000)));
-    const double after = std::chrono::duration<double>(Clock::now() - stopped_at).count();
-    const std::string out = ranks_[r]->Output();
-    EXPECT_NE(code, -1) << "rank " << r << " still running " << after << " s after the stop";
+  ASSERT_NE(ranks[0]->Output().find("step 20/"), std::string::npos) << ranks[0]->Output();
+  const auto hit_at = Clock::now();
+  kill(ranks[static_cast<size_t>(victim)]->pid(), signal);
+  const std::string named = "rank " + std::to_string(victim) + " stopped beating";
+  for (int r = 0; r < 3; ++r) {
+    if (r == victim) continue;
+    auto& rank = *ranks[static_cast<size_t>(r)];
+    const int code = rank.Wait(milliseconds(static_cast<int64_t>(4 * timeout_s * 1000)));
+    const double after = std::chrono::duration<double>(Clock::now() - hit_at).count();
+    const std::string out = rank.Output();
+    EXPECT_NE(code, -1) << "rank " << r << " still running " << after << " s after the signal";
     EXPECT_NE(code, 0) << out;
-    EXPECT_GE(after, 0.5 * timeout_s) << out;  // the deadline was really waited for
-    EXPECT_LT(after, 2 * timeout_s + 1) << out;
-    EXPECT_NE(out.find("rank 2 stopped beating"), std::string::npos)
-        << "rank " << r << ":\n" << out;
+    EXPECT_GE(after, min_s) << out;
+    EXPECT_LT(after, max_s) << out;
+    EXPECT_NE(out.find(named), std::string::npos) << "rank " << r << ":\n" << out;
   }
-  kill(ranks_[2]->pid(), SIGKILL);
+  kill(ranks[static_cast<size_t>(victim)]->pid(), SIGKILL);  // a stopped one too
+}
+
+// train.check_replicas catches trainers that drift apart: rank 1 runs the same network with
+// another learning rate, so every collective matches but the parameters differ after step 1.
+TEST_F(CollectiveTest, CheckReplicasNamesParametersThatDiffer) {
+  const fs::path other = dir_ / "mlp_lr.fleet";
+  {
+    std::ifstream in(kExamples / "mlp" / "mlp.fleet");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t at = text.find("learning_rate=0.01");
+    ASSERT_NE(at, std::string::npos);
+    text.replace(at, std::string("learning_rate=0.01").size(), "learning_rate=0.02");
+    std::ofstream(other) << text;
+  }
+  const std::vector<std::string> sets = {"train.steps=3", "train.log_every=1",
+                                         "train.check_replicas=true", "comm.timeout_s=20"};
+  StartRanks(2, sets, {0});
+  StartRanks(2, sets, {1}, other);
+  for (auto& r : ranks_) {
+    const int code = r->Wait(milliseconds(60000));
+    const std::string out = r->Output();
+    EXPECT_EQ(code, 1) << out;
+    EXPECT_NE(out.find("train.check_replicas: after step 1 the trainers hold different values "
+                       "of fc_0.b_0, fc_0.w_0"),
+              std::string::npos)
+        << out;
+  }
 }
 
 // A rank that never starts: the others' rendezvous fails naming it, bounded by the timeout.
