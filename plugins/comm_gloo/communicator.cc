@@ -493,31 +493,29 @@ void Communicator::AllToAll(const FleetTensor* in_t, const FleetTensor* out_t) {
   });
 }
 
-void Communicator::Send(const FleetTensor* buf_t, int32_t peer) {
-  const char* name = "send";
-  CheckUsable(name);
-  const Buffer buf = View(name, "buf", buf_t);
-  CheckPeer(name, peer);
-  if (buf.numel == 0) return;
-  const uint64_t slot = kP2pSlotBase + send_seq_[static_cast<size_t>(peer)]++;
-  RunGloo(name, peer, [&] {
-    auto ub = context_->createUnboundBuffer(buf.data, buf.bytes);
-    ub->send(peer, slot);
-    if (!ub->waitSend(params_.timeout)) throw gloo::IoException("send was aborted");
-  });
-}
+void Communicator::Send(const FleetTensor* buf, int32_t peer) { PointToPoint(true, buf, peer); }
 
-void Communicator::Recv(const FleetTensor* buf_t, int32_t peer) {
-  const char* name = "recv";
+void Communicator::Recv(const FleetTensor* buf, int32_t peer) { PointToPoint(false, buf, peer); }
+
+// One unbound buffer per call; the slot is the pair's sequence number in that direction, so
+// the n-th send to a peer meets that peer's n-th recv from this rank.
+void Communicator::PointToPoint(bool send, const FleetTensor* buf_t, int32_t peer) {
+  const char* name = send ? "send" : "recv";
   CheckUsable(name);
   const Buffer buf = View(name, "buf", buf_t);
   CheckPeer(name, peer);
   if (buf.numel == 0) return;
-  const uint64_t slot = kP2pSlotBase + recv_seq_[static_cast<size_t>(peer)]++;
+  uint64_t& seq = (send ? send_seq_ : recv_seq_)[static_cast<size_t>(peer)];
+  const uint64_t slot = kP2pSlotBase + seq++;
   RunGloo(name, peer, [&] {
     auto ub = context_->createUnboundBuffer(buf.data, buf.bytes);
-    ub->recv(peer, slot);
-    if (!ub->waitRecv(params_.timeout)) throw gloo::IoException("recv was aborted");
+    if (send) {
+      ub->send(peer, slot);
+      if (!ub->waitSend(params_.timeout)) throw gloo::IoException("send was aborted");
+    } else {
+      ub->recv(peer, slot);
+      if (!ub->waitRecv(params_.timeout)) throw gloo::IoException("recv was aborted");
+    }
   });
 }
 

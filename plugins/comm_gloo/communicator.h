@@ -73,6 +73,8 @@ class Communicator {
   void CheckUsable(const char* op) const;
   uint32_t NextTag() { return ++tag_; }
 
+  // Send (send = true) or Recv.
+  void PointToPoint(bool send, const FleetTensor* buf, int32_t peer);
   // Runs a Gloo call, turning Gloo's exceptions into CommError (see the file comment).
   template <typename F>
   void RunGloo(const char* op, int peer, F&& body);
