@@ -27,6 +27,8 @@ import statistics
 import subprocess
 import tempfile
 
+from train_throughput import program_text  # the same networks as the throughput bench
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
@@ -37,18 +39,6 @@ CASES = [
 ]
 
 SUMMARY = re.compile(r"trained (\d+) steps in ([0-9.]+)s: .*?([0-9.]+) samples/s")
-
-
-def program_text(sizes, act):
-    lines = [f'x = data("x", shape=[-1, {sizes[0]}], dtype="float32")',
-             'y = data("y", shape=[-1, 1], dtype="int64")', "h = x"]
-    for width in sizes[1:-1]:
-        lines.append(f'h = fc(h, size={width}, act="{act}")')
-    lines += [f'prediction = fc(h, size={sizes[-1]}, act="softmax")',
-              "cost = cross_entropy(prediction, y)",
-              "avg_cost = mean(cost)",
-              "minimize(avg_cost, optimizer=sgd(learning_rate=0.01))"]
-    return "\n".join(lines) + "\n"
 
 
 def write_config(work, batch, steps, threads):
