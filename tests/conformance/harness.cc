@@ -102,14 +102,10 @@ OpRunner* OpRunner::Get(std::string* skip_reason, Status* error) {
     initialised = true;
     auto r = std::unique_ptr<OpRunner>(new OpRunner());
     r->device_ = DeviceUnderTest();
+    // FLEET_PLUGIN_PATH first (a third-party plugin under test), then this build's plugins: the
+    // host's own search path for a run without a config.
     LoadOptions options;
-    if (const char* extra = std::getenv("FLEET_PLUGIN_PATH")) {
-      std::stringstream ss(extra);
-      std::string dir;
-      while (std::getline(ss, dir, ':')) {
-        if (!dir.empty()) options.search_dirs.emplace_back(dir);
-      }
-    }
+    options.search_dirs = PluginSearchPath(Config{});
     options.search_dirs.emplace_back(FLEET_BUILD_PLUGIN_DIR);
     r->registry_ = std::make_unique<PluginRegistry>(options);
     // A device plugin is named after its device in the plugins shipped here ("cpu", "cuda");

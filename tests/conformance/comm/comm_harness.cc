@@ -95,14 +95,10 @@ const CommUnderTest* Comm(std::string* error) {
   static std::string failure;
   static std::once_flag once;
   std::call_once(once, [] {
+    // FLEET_PLUGIN_PATH first (a third-party plugin under test), then this build's plugins: the
+    // host's own search path for a run without a config.
     LoadOptions options;
-    if (const char* extra = std::getenv("FLEET_PLUGIN_PATH")) {
-      std::stringstream ss(extra);
-      std::string dir;
-      while (std::getline(ss, dir, ':')) {
-        if (!dir.empty()) options.search_dirs.emplace_back(dir);
-      }
-    }
+    options.search_dirs = PluginSearchPath(Config{});
     options.search_dirs.emplace_back(FLEET_BUILD_PLUGIN_DIR);
     static PluginRegistry* registry = new PluginRegistry(options);  // lives until exit
     const std::string name = CommName();
