@@ -250,18 +250,20 @@ StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
       auto it = infos.find(var);
       return it == infos.end() ? ir::DataType::kInvalid : it->second.dtype;
     });
-    const KernelCandidate* host_kernel =
-        options_.host_kernels != nullptr ? options_.host_kernels->Find(op.type) : nullptr;
-    auto chosen = host_kernel != nullptr
-                      ? StatusOr<std::unique_ptr<KernelCall>>(KernelCall::Create(*host_kernel, args))
-                      : ChooseKernel(registry_, device_.name(), dtype, args);
-    if (!chosen.ok()) {
-      if (op.type.rfind("c_", 0) == 0 && options_.host_kernels == nullptr) {
+    // Collective ops run on the host's kernels over the communicator, whatever the device.
+    StatusOr<std::unique_ptr<KernelCall>> chosen = NotFound("");
+    if (schema->collective) {
+      const KernelCandidate* k =
+          options_.host_kernels != nullptr ? options_.host_kernels->Find(op.type) : nullptr;
+      if (k == nullptr) {
         return FailedPrecondition(label + ": a collective op needs a communicator; run the job "
                                           "with [strategy] mode = \"collective\"");
       }
-      return chosen.status().WithContext(label);
+      chosen = KernelCall::Create(*k, args);
+    } else {
+      chosen = ChooseKernel(registry_, device_.name(), dtype, args);
     }
+    if (!chosen.ok()) return chosen.status().WithContext(label);
     p.calls_.push_back(std::move(*chosen));
     op_slots.push_back(std::move(slots));
   }

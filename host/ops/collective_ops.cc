@@ -13,6 +13,12 @@
 namespace fleet::ops {
 namespace {
 
+// Every schema here is marked collective before it is registered.
+void Register(OpRegistry& registry, OpSchema schema) {
+  schema.collective = true;
+  RegisterBuiltin(registry, std::move(schema));
+}
+
 Status CheckRing(const ShapeContext& c) {
   if (c.IntAttr("ring_id") < 0) {
     return c.Error("ring_id must be >= 0, not " + std::to_string(c.IntAttr("ring_id")));
@@ -42,7 +48,7 @@ void RegisterAllReduce(OpRegistry& registry, const std::string& type, const std:
     FLEET_RETURN_IF_ERROR(CheckRing(c));
     return ForwardAll(c);
   };
-  RegisterBuiltin(registry, std::move(s));
+  Register(registry, std::move(s));
 }
 
 void RegisterCommInit(OpRegistry& registry) {
@@ -62,7 +68,7 @@ void RegisterCommInit(OpRegistry& registry) {
     }
     return OkStatus();
   };
-  RegisterBuiltin(registry, std::move(s));
+  Register(registry, std::move(s));
 }
 
 void RegisterBroadcast(OpRegistry& registry) {
@@ -79,7 +85,7 @@ void RegisterBroadcast(OpRegistry& registry) {
     }
     return ForwardAll(c);
   };
-  RegisterBuiltin(registry, std::move(s));
+  Register(registry, std::move(s));
 }
 
 // c_allgather concatenates along dim 0 (nranks blocks); c_reducescatter splits dim 0 into
@@ -112,7 +118,7 @@ void RegisterGatherScatter(OpRegistry& registry, bool gather) {
     c.Output("Out") = out;
     return OkStatus();
   };
-  RegisterBuiltin(registry, std::move(s));
+  Register(registry, std::move(s));
 }
 
 void RegisterSync(OpRegistry& registry, bool comm) {
@@ -128,7 +134,7 @@ void RegisterSync(OpRegistry& registry, bool comm) {
     if (comm) FLEET_RETURN_IF_ERROR(CheckRing(c));
     return ForwardAll(c);
   };
-  RegisterBuiltin(registry, std::move(s));
+  Register(registry, std::move(s));
 }
 
 }  // namespace

@@ -96,6 +96,8 @@ struct OpSchema {
   // declared input slot that is present, else the first output slot.
   std::string kernel_dtype_slot;
   std::string summary;
+  // Run by the host over the job's communicator (a collective op), never by a device kernel.
+  bool collective = false;
 
   const SlotSpec* FindInput(std::string_view name) const;
   const SlotSpec* FindOutput(std::string_view name) const;

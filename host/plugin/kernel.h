@@ -101,8 +101,8 @@ class KernelCall {
   bool prepared_ = false;
 };
 
-// Kernels the host itself provides for some op types (the collective ops, which call a
-// communicator rather than a device). The executor asks these before the device's kernels.
+// Kernels the host itself provides for the ops whose schema is `collective` (they call a
+// communicator rather than a device); the executor takes those ops' kernels from here only.
 class HostKernels {
  public:
   virtual ~HostKernels() = default;
