@@ -384,6 +384,34 @@ TEST_F(CollectiveTest, MasterPortInUseIsReported) {
   EXPECT_NE(out.find("in use"), std::string::npos) << out;
 }
 
+// Jobs that cannot work are refused before anything waits, each saying why.
+TEST_F(CollectiveTest, UnworkableJobsAreRefusedWithTheReason) {
+  struct Case {
+    std::vector<std::string> sets;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {{}, "needs a rendezvous address: set MASTER_ADDR and MASTER_PORT"},
+      {{"comm.store=file"}, "comm.store is \"file\" but comm.store_dir is not set"},
+      {{"strategy.mode=none"}, "the job has 2 trainers (world_size from env PADDLE_TRAINERS_NUM) "
+                               "but strategy.mode is \"none\""},
+      {{"strategy.collective_mode=single_process_multi_thread"},
+       "drives the devices of one process; this job has 2 trainers"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> sets = c.sets;
+    sets.push_back("train.steps=2");
+    sets.push_back("comm.timeout_s=5");
+    RankProcess p(RunArgs(sets), {{"PADDLE_TRAINER_ID", "0"}, {"PADDLE_TRAINERS_NUM", "2"}},
+                  dir_ / "p.log");
+    const int code = p.Wait(milliseconds(10000));
+    const std::string out = p.Output();
+    EXPECT_EQ(code, 1) << out;
+    EXPECT_LT(p.seconds(), 3.0) << out;
+    EXPECT_NE(out.find(c.expected), std::string::npos) << out;
+  }
+}
+
 // Two launchers' variables that disagree are refused, naming both.
 TEST_F(CollectiveTest, ConflictingRoleSourcesAreRefused) {
   RankProcess p(RunArgs({"train.steps=2"}),
