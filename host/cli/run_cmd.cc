@@ -109,8 +109,8 @@ int RunCommand(const GlobalOptions& global, const std::vector<std::string>& args
   auto transpiled = Transpile(config, *role, *programs, registry);
   if (!transpiled.ok()) return Fail(err, transpiled.status().WithContext(file));
   frontend::ParsedProgram trainer = *programs;
-  trainer.startup = (*transpiled)["startup"];
-  trainer.main = (*transpiled)["main"];
+  trainer.startup = std::move((*transpiled)["startup"]);
+  trainer.main = std::move((*transpiled)["main"]);
   TrainDist dist;
   auto local = transpiled->find("main.local");
   if (local != transpiled->end()) {
