@@ -58,6 +58,21 @@ struct Config {
   std::string comm_store = "tcp";
   std::filesystem::path comm_store_dir;  // absolute; empty = not set
   BackendChoice transport{"rpc", "transport_rpc"};     // plugin default: "transport_" + backend
+  // [transport] besides backend/plugin: how trainers and parameter servers talk.
+  struct Rpc {
+    double timeout_s = 300.0;   // deadline of every RPC, and of a server's wait for trainers
+    int64_t retries = 3;        // >= 0: extra attempts of a call that found the server down
+    double max_message_mb = 4.0;  // > 0: the largest message either side sends or accepts;
+                                  // bigger tensors travel in chunks of at most this size
+    std::string token;          // "" = none; else every call must carry this shared secret
+    bool tls = false;           // TLS on every connection
+    std::filesystem::path tls_cert;         // server certificate chain (PEM; absolute)
+    std::filesystem::path tls_key;          // server private key (PEM)
+    std::filesystem::path tls_ca;           // CA bundle clients verify the server with; a
+                                            // server given one also requires client certs
+    std::filesystem::path tls_client_cert;  // optional client certificate (PEM)
+    std::filesystem::path tls_client_key;   // its private key
+  } rpc;
 
   std::string log_level = "info";  // trace, debug, info, warn, error
 
@@ -71,6 +86,17 @@ struct Config {
     double fuse_grad_size_mb = 32.0;      // all-reduce gradients in buckets this big; 0 = off
     std::vector<std::string> passes;      // pass components run after the built-in ones
   } collective;
+  // [strategy] keys of mode = "pserver" (Paddle's DistributeTranspilerConfig).
+  struct Pserver {
+    bool sync_mode = true;            // barrier-synchronous rounds; false = apply on arrival
+    bool slice_var_up = true;         // split parameters into blocks across servers
+    int64_t min_block_size = 8192;    // >= 1: smallest block, in elements
+    std::string split_method = "round_robin";  // round_robin or hash_name
+    // full: every server runs the whole initialisation and keeps its blocks, so a job starts
+    // from the values a single process would; shard: each server initialises only its blocks
+    // (Paddle's way; values then depend on the number of servers).
+    std::string init = "full";
+  } pserver;
 
   // The training loop of `fleet-host run`.
   struct Train {
@@ -112,6 +138,9 @@ struct Config {
     std::vector<std::string> pserver_endpoints;  // "host:port" each; order = server index
     std::string master;                          // "host:port" of the rendezvous store
     int64_t local_rank = -1;                     // -1, or >= 0: rank on this machine
+    // MPI's symmetric layout (Paddle's MPISymetricRoleMaker): even MPI ranks are parameter
+    // servers, odd ones trainers, one of each per node.
+    bool mpi_symmetric = false;
     // Where each key set to something other than "not set" was set, by key ("rank"):
     // "fleet.toml:12:1" or "--set role.rank".
     std::map<std::string, std::string> where;

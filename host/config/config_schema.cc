@@ -117,6 +117,8 @@ const std::vector<std::string> kStrategyModes = {"auto", "none", "collective", "
 const std::vector<std::string> kCollectiveModes = {"grad_allreduce", "local_sgd",
                                                    "single_process_multi_thread"};
 const std::vector<std::string> kStores = {"tcp", "file"};
+const std::vector<std::string> kSplitMethods = {"round_robin", "hash_name"};
+const std::vector<std::string> kPserverInits = {"full", "shard"};
 const std::vector<std::string> kDataSources = {"synthetic", "csv", "npy"};
 
 // A value as the user wrote it, for "got ..." when the type was right but the value was not.
@@ -185,7 +187,9 @@ class Checker {
     if (const toml::table* t = Table(root, "", "comm")) {
       CheckKeys(*t, "comm", {"backend", "plugin", "timeout_s", "hostname", "store", "store_dir"});
       ReadBackend(*t, "comm", "comm_", config.comm);
-      if (const toml::node* n = t->get("timeout_s")) ReadTimeout(*n, config.comm_timeout_s);
+      if (const toml::node* n = t->get("timeout_s")) {
+        ReadTimeout(*n, "comm.timeout_s", config.comm_timeout_s);
+      }
       if (const toml::node* n = t->get("hostname")) {
         if (std::optional<std::string> h = String(*n, "comm.hostname")) config.comm_hostname = *h;
       }
@@ -198,8 +202,7 @@ class Checker {
       }
     }
     if (const toml::table* t = Table(root, "", "transport")) {
-      CheckKeys(*t, "transport", {"backend", "plugin"});
-      ReadBackend(*t, "transport", "transport_", config.transport);
+      ReadTransport(*t, config);
     }
     if (const toml::table* t = Table(root, "", "log")) {
       CheckKeys(*t, "log", {"level"});
@@ -207,13 +210,21 @@ class Checker {
     }
     if (const toml::table* t = Table(root, "", "strategy")) {
       CheckKeys(*t, "strategy", {"mode", "collective_mode", "devices", "nrings",
-                                 "local_sgd_k_steps", "fuse_grad_size_mb", "passes"});
+                                 "local_sgd_k_steps", "fuse_grad_size_mb", "passes", "sync_mode",
+                                 "slice_var_up", "min_block_size", "split_method",
+                                 "pserver_init"});
       ReadEnum(*t, "strategy", "mode", kStrategyModes, config.strategy_mode);
       Config::Collective& c = config.collective;
       ReadEnum(*t, "strategy", "collective_mode", kCollectiveModes, c.mode);
       ReadInt(*t, "strategy", "devices", 1, c.devices);
       ReadInt(*t, "strategy", "nrings", 1, c.nrings);
       ReadInt(*t, "strategy", "local_sgd_k_steps", 1, c.local_sgd_k_steps);
+      Config::Pserver& ps = config.pserver;
+      ReadBool(*t, "strategy", "sync_mode", ps.sync_mode);
+      ReadBool(*t, "strategy", "slice_var_up", ps.slice_var_up);
+      ReadInt(*t, "strategy", "min_block_size", 1, ps.min_block_size);
+      ReadEnum(*t, "strategy", "split_method", kSplitMethods, ps.split_method);
+      ReadEnum(*t, "strategy", "pserver_init", kPserverInits, ps.init);
       if (const toml::node* n = t->get("fuse_grad_size_mb")) {
         if (!n->is_number() || !(AsDouble(*n) >= 0) || !std::isfinite(AsDouble(*n))) {
           diag_.AtValue(*n, "strategy.fuse_grad_size_mb",
@@ -390,16 +401,64 @@ class Checker {
     out.plugin = plugin;
   }
 
-  void ReadTimeout(const toml::node& node, double& out) {
+  // [transport]: the backend, then the RPC options (config.rpc). TLS file paths resolve like
+  // plugin dirs; whether the files exist and hold what they should is the transport's to say.
+  void ReadTransport(const toml::table& t, Config& config) {
+    CheckKeys(t, "transport",
+              {"backend", "plugin", "timeout_s", "retries", "max_message_mb", "token", "tls",
+               "tls_cert", "tls_key", "tls_ca", "tls_client_cert", "tls_client_key"});
+    ReadBackend(t, "transport", "transport_", config.transport);
+    Config::Rpc& rpc = config.rpc;
+    if (const toml::node* n = t.get("timeout_s")) {
+      ReadTimeout(*n, "transport.timeout_s", rpc.timeout_s);
+    }
+    ReadInt(t, "transport", "retries", 0, rpc.retries);
+    if (const toml::node* n = t.get("max_message_mb")) {
+      // At least a KiB: a message carries a header besides its bytes.
+      if (!n->is_number() || !(AsDouble(*n) >= 0.001) || !(AsDouble(*n) <= 2047.0)) {
+        diag_.AtValue(*n, "transport.max_message_mb",
+                      "expected a number in [0.001, 2047], got " +
+                          (n->is_number() ? ValueText(*n) : TypeName(*n)));
+      } else {
+        rpc.max_message_mb = AsDouble(*n);
+      }
+    }
+    if (const toml::node* n = t.get("token")) {
+      if (std::optional<std::string> s = String(*n, "transport.token")) rpc.token = *s;
+    }
+    ReadBool(t, "transport", "tls", rpc.tls);
+    for (auto [key, path] : {std::pair{"tls_cert", &rpc.tls_cert},
+                             std::pair{"tls_key", &rpc.tls_key}, std::pair{"tls_ca", &rpc.tls_ca},
+                             std::pair{"tls_client_cert", &rpc.tls_client_cert},
+                             std::pair{"tls_client_key", &rpc.tls_client_key}}) {
+      const toml::node* n = t.get(key);
+      if (n == nullptr) continue;
+      const auto* s = n->as_string();
+      if (s != nullptr && s->get().empty()) continue;  // "" is the default: not set
+      if (std::optional<fs::path> p = Path(*n, Join("transport", key))) *path = *p;
+    }
+  }
+
+  void ReadBool(const toml::table& t, std::string_view section, std::string_view key, bool& out) {
+    const toml::node* node = t.get(key);
+    if (node == nullptr) return;
+    if (const auto* b = node->as_boolean()) {
+      out = b->get();
+    } else {
+      diag_.AtValue(*node, Join(section, key), "expected a boolean, got " + TypeName(*node));
+    }
+  }
+
+  void ReadTimeout(const toml::node& node, std::string_view path, double& out) {
     constexpr std::string_view kExpected = "expected a number >= 0.001, got ";
     if (!node.is_number()) {
-      diag_.AtValue(node, "comm.timeout_s", std::string(kExpected) + TypeName(node));
+      diag_.AtValue(node, path, std::string(kExpected) + TypeName(node));
       return;
     }
     double value = AsDouble(node);
     // Waits are kept in whole milliseconds, so anything below one would be no wait at all.
     if (!(value >= 0.001) || value == std::numeric_limits<double>::infinity()) {
-      diag_.AtValue(node, "comm.timeout_s", std::string(kExpected) + ValueText(node));
+      diag_.AtValue(node, path, std::string(kExpected) + ValueText(node));
     } else {
       out = value;
     }
@@ -476,7 +535,7 @@ class Checker {
   void ReadRole(const toml::table& t, Config::Role& out) {
     CheckKeys(t, "role",
               {"role", "rank", "world_size", "trainer_endpoints", "current_endpoint",
-               "pserver_endpoints", "master", "local_rank"});
+               "pserver_endpoints", "master", "local_rank", "mpi_symmetric"});
     auto note = [&](std::string_view key, bool is_set) {
       const toml::node* n = t.get(key);
       if (n != nullptr && is_set) out.where[std::string(key)] = diag_.Where(*n, Join("role", key));
@@ -499,6 +558,8 @@ class Checker {
     note("world_size", out.world_size != 0);
     ReadInt(t, "role", "local_rank", -1, out.local_rank);
     note("local_rank", out.local_rank != -1);
+    ReadBool(t, "role", "mpi_symmetric", out.mpi_symmetric);
+    note("mpi_symmetric", out.mpi_symmetric);
     for (auto [key, list] : {std::pair{"trainer_endpoints", &out.trainer_endpoints},
                              std::pair{"pserver_endpoints", &out.pserver_endpoints}}) {
       const toml::node* n = t.get(key);

@@ -48,6 +48,16 @@ void ExpectDefaults(const Config& config) {
   EXPECT_TRUE(config.comm_store_dir.empty());
   EXPECT_EQ(config.transport.backend, "rpc");
   EXPECT_EQ(config.transport.plugin, "transport_rpc");
+  EXPECT_EQ(config.rpc.timeout_s, 300.0);
+  EXPECT_EQ(config.rpc.retries, 3);
+  EXPECT_EQ(config.rpc.max_message_mb, 4.0);
+  EXPECT_EQ(config.rpc.token, "");
+  EXPECT_FALSE(config.rpc.tls);
+  EXPECT_TRUE(config.rpc.tls_cert.empty());
+  EXPECT_TRUE(config.rpc.tls_key.empty());
+  EXPECT_TRUE(config.rpc.tls_ca.empty());
+  EXPECT_TRUE(config.rpc.tls_client_cert.empty());
+  EXPECT_TRUE(config.rpc.tls_client_key.empty());
   EXPECT_EQ(config.log_level, "info");
   EXPECT_EQ(config.strategy_mode, "auto");
   EXPECT_EQ(config.collective.mode, "grad_allreduce");
@@ -56,6 +66,11 @@ void ExpectDefaults(const Config& config) {
   EXPECT_EQ(config.collective.local_sgd_k_steps, 1);
   EXPECT_EQ(config.collective.fuse_grad_size_mb, 32.0);
   EXPECT_TRUE(config.collective.passes.empty());
+  EXPECT_TRUE(config.pserver.sync_mode);
+  EXPECT_TRUE(config.pserver.slice_var_up);
+  EXPECT_EQ(config.pserver.min_block_size, 8192);
+  EXPECT_EQ(config.pserver.split_method, "round_robin");
+  EXPECT_EQ(config.pserver.init, "full");
   EXPECT_EQ(config.train.steps, 100);
   EXPECT_EQ(config.train.batch_size, 64);
   EXPECT_EQ(config.train.seed, 1);
@@ -116,17 +131,21 @@ TEST(ConfigTest, ExampleFileShowsEveryKey) {
   for (const char* line : {"[plugins]", "dirs = ", "allow_insecure = ", "load = ", "optional = ",
                            "[plugins.config.", "[device]", "backend = ", "plugin = ", "[comm]",
                            "backend = ", "plugin = ", "timeout_s = ", "hostname = ", "store = ",
-                           "store_dir = ", "[transport]", "backend = ",
-                           "plugin = ", "[log]", "level = ", "[strategy]", "mode = ",
+                           "store_dir = ", "[transport]", "backend = ", "plugin = ",
+                           "timeout_s = ", "retries = ", "max_message_mb = ", "token = ", "tls = ",
+                           "tls_cert = ", "tls_key = ", "tls_ca = ", "tls_client_cert = ",
+                           "tls_client_key = ", "[log]", "level = ", "[strategy]", "mode = ",
                            "collective_mode = ", "devices = ", "nrings = ", "local_sgd_k_steps = ",
-                           "fuse_grad_size_mb = ", "passes = ", "[train]",
+                           "fuse_grad_size_mb = ", "passes = ", "sync_mode = ", "slice_var_up = ",
+                           "min_block_size = ", "split_method = ", "pserver_init = ", "[train]",
                            "steps = ", "batch_size = ", "seed = ", "threads = ", "log_every = ",
                            "metrics_file = ", "profile = ", "save_params_dir = ",
                            "check_replicas = ", "[data]", "source = ", "label = ", "classes = ",
                            "[data.files]", "[data.csv]", "path = ", "header = ",
                            "[data.csv.columns]", "[role]", "role = ", "rank = ",
                            "world_size = ", "trainer_endpoints = ", "current_endpoint = ",
-                           "pserver_endpoints = ", "master = ", "local_rank = "}) {
+                           "pserver_endpoints = ", "master = ", "local_rank = ",
+                           "mpi_symmetric = "}) {
     size_t found = example.find(line, at);
     ASSERT_NE(found, std::string::npos) << "no '" << line << "' after offset " << at;
     at = found + 1;
@@ -195,6 +214,73 @@ passes = ["my_pass"]
   EXPECT_EQ(config->collective.local_sgd_k_steps, 4);
   EXPECT_EQ(config->collective.fuse_grad_size_mb, 0.0);
   EXPECT_EQ(config->collective.passes, std::vector<std::string>{"my_pass"});
+}
+
+TEST(ConfigTest, ReadsTheTransportAndPserverKeys) {
+  StatusOr<Config> config = Parse(R"(
+[transport]
+timeout_s = 12.5
+retries = 0
+max_message_mb = 64
+token = "s3cret"
+tls = true
+tls_cert = "certs/server.pem"
+tls_key = "/keys/server.key"
+tls_ca = "certs/ca.pem"
+[strategy]
+mode = "pserver"
+sync_mode = false
+slice_var_up = false
+min_block_size = 1048576
+split_method = "hash_name"
+pserver_init = "shard"
+[role]
+mpi_symmetric = true
+)");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->rpc.timeout_s, 12.5);
+  EXPECT_EQ(config->rpc.retries, 0);
+  EXPECT_EQ(config->rpc.max_message_mb, 64.0);
+  EXPECT_EQ(config->rpc.token, "s3cret");
+  EXPECT_TRUE(config->rpc.tls);
+  EXPECT_EQ(config->rpc.tls_cert, fs::path("/etc/fleet/certs/server.pem"));  // by the file
+  EXPECT_EQ(config->rpc.tls_key, fs::path("/keys/server.key"));
+  EXPECT_EQ(config->rpc.tls_ca, fs::path("/etc/fleet/certs/ca.pem"));
+  EXPECT_TRUE(config->rpc.tls_client_cert.empty());
+  EXPECT_FALSE(config->pserver.sync_mode);
+  EXPECT_FALSE(config->pserver.slice_var_up);
+  EXPECT_EQ(config->pserver.min_block_size, 1048576);
+  EXPECT_EQ(config->pserver.split_method, "hash_name");
+  EXPECT_EQ(config->pserver.init, "shard");
+  EXPECT_TRUE(config->role.mpi_symmetric);
+  EXPECT_EQ(config->role.where.count("mpi_symmetric"), 1u);
+}
+
+TEST(ConfigTest, RejectsBadTransportAndPserverKeys) {
+  StatusOr<Config> config = Parse(R"([transport]
+timeout_s = 0
+retries = -1
+max_message_mb = 0
+tls = "yes"
+[strategy]
+sync_mode = 1
+min_block_size = 0
+split_method = "hash"
+pserver_init = "lazy"
+)");
+  ASSERT_FALSE(config.ok());
+  const std::string& m = config.status().message();
+  for (const char* want :
+       {"fleet.toml:2:13: transport.timeout_s: expected a number >= 0.001, got 0",
+        "transport.retries: expected an integer >= 0, got -1",
+        "transport.max_message_mb: expected a number in [0.001, 2047], got 0",
+        "transport.tls: expected a boolean, got a string",
+        "strategy.sync_mode: expected a boolean, got an integer",
+        "strategy.min_block_size: expected an integer >= 1, got 0",
+        "strategy.split_method: expected one of round_robin or hash_name, got 'hash'",
+        "strategy.pserver_init: expected one of full or shard, got 'lazy'"}) {
+    EXPECT_NE(m.find(want), std::string::npos) << want << "\n" << m;
+  }
 }
 
 TEST(ConfigTest, RejectsBadCollectiveKeys) {
