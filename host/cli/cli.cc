@@ -24,6 +24,8 @@ Commands:
                      environment variables, and where each value came from
   launch --nproc N [OPTIONS] -- COMMAND...
                      start N ranks of a job on this machine (see fleet-host launch --help)
+  launch --servers S --workers W [OPTIONS] -- COMMAND...
+                     start a parameter-server job: S servers and W workers on this machine
   version            print the host and plugin ABI versions
 
 Options:

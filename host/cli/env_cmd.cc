@@ -38,6 +38,7 @@ int EnvCommand(const GlobalOptions& global, const std::vector<std::string>& args
     j["master_addr"] = role->master_addr;
     j["master_port"] = role->master_port;
     j["local_rank"] = role->local_rank;
+    j["mpi_symmetric"] = role->mpi_symmetric;
     j["source"] = role->source;
     out << j.dump(2) << "\n";
     return kExitOk;

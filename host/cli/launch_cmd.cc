@@ -10,19 +10,31 @@
 #include "cli/cli.h"
 #include "dist/launcher.h"
 #include "dist/role.h"
+#include "support/text.h"
 
 namespace fleet {
 namespace {
 
 constexpr const char* kLaunchUsage = R"(Usage: fleet-host launch --nproc N [OPTIONS] -- COMMAND...
+       fleet-host launch --servers S --workers W [OPTIONS] -- COMMAND...
 
 Starts N ranks of one job on this machine, each with the Fleet role variables set
 (PADDLE_TRAINER_ID, PADDLE_TRAINERS_NUM, TRAINING_ROLE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT, ...).
 COMMAND is a program when it contains '/', else a fleet-host command line such as
 `run mlp.fleet` (run with this fleet-host and its global options).
 
+With --servers and --workers it starts a parameter-server job instead: S servers
+(TRAINING_ROLE=PSERVER, PADDLE_PSERVERS_IP_PORT_LIST, PADDLE_PSERVER_ID, POD_IP, PADDLE_PORT)
+and W workers (TRAINING_ROLE=TRAINER, PADDLE_TRAINER_ID, PADDLE_TRAINERS_NUM, ...), all running
+COMMAND, logging to DIR/JOB/serverlog.I and DIR/JOB/workerlog.I.
+
 Options:
   --nproc N          ranks on this node (>= 1)
+  --servers S        parameter-server job: S servers on 127.0.0.1 at free ports, or the
+                     servers' endpoints as HOST:PORT,HOST:PORT,... (all started here)
+  --workers W        parameter-server job: W workers (trainers)
+  --server-exit-s T  seconds the servers get to exit by themselves once every worker
+                     finished, before they are stopped and the job fails (default: 10)
   --nnodes M         nodes in the job (default 1); M > 1 needs --master and --node-rank
   --node-rank K      this node's index, 0..M-1 (default 0); global rank = K*N + local rank
   --master HOST:PORT the rendezvous store: node 0 serves it there, the others connect to it
@@ -34,7 +46,8 @@ Options:
 
 When a rank fails the others are stopped and a summary (also DIR/JOB/failure.json) names it;
 the exit code is the failed rank's (128+signal when a signal ended it). Ctrl-C stops every
-rank; a second Ctrl-C kills them.
+rank; a second Ctrl-C kills them. In a parameter-server job a server that exits while workers
+still run, or does not exit after they all finished, fails the job too (exit code 1).
 )";
 
 std::optional<int> ParseIntArg(const std::string& text) {
@@ -63,7 +76,7 @@ int Usage(std::ostream& err, const std::string& message) {
 int LaunchCommand(const GlobalOptions& global, const std::vector<std::string>& args,
                   std::ostream& out, std::ostream& err) {
   LaunchOptions o;
-  bool nproc_set = false, saw_separator = false;
+  bool nproc_set = false, saw_separator = false, servers_set = false, workers_set = false;
   size_t i = 0;
   for (; i < args.size(); ++i) {
     std::string flag = args[i];
@@ -102,6 +115,34 @@ int LaunchCommand(const GlobalOptions& global, const std::vector<std::string>& a
     if (flag == "--nproc" || flag == "--nproc-per-node") {
       problem = int_flag(o.nproc);
       nproc_set = true;
+    } else if (flag == "--servers" || flag == "--server-num") {
+      // fleetrun's --servers takes the endpoint list, launch_ps's --server_num a count.
+      std::optional<std::string> v = value();
+      servers_set = true;
+      if (!v) {
+        problem = flag + " needs a count or HOST:PORT,...";
+      } else if (std::optional<int> n = ParseIntArg(*v)) {
+        o.servers = *n;
+      } else if (flag == "--server-num") {
+        problem = "--server-num '" + *v + "': expected an integer";
+      } else if (v->find(':') == std::string::npos) {
+        problem = "--servers '" + *v + "': expected a count or HOST:PORT,HOST:PORT,...";
+      } else {
+        o.server_endpoints = Split(*v, ',');
+        for (std::string& e : o.server_endpoints) {
+          size_t b = e.find_first_not_of(' '), end = e.find_last_not_of(' ');
+          e = b == std::string::npos ? "" : e.substr(b, end - b + 1);
+        }
+      }
+    } else if (flag == "--workers" || flag == "--worker-num") {
+      problem = int_flag(o.workers);
+      workers_set = true;
+    } else if (flag == "--server-exit-s") {
+      std::optional<std::string> v = value();
+      std::optional<double> s = v ? ParseSeconds(*v) : std::nullopt;
+      if (!v) problem = "--server-exit-s needs a number of seconds";
+      else if (!s) problem = "--server-exit-s '" + *v + "': expected a number of seconds";
+      else o.server_exit_s = *s;
     } else if (flag == "--nnodes") {
       problem = int_flag(o.nnodes);
     } else if (flag == "--node-rank" || flag == "--rank") {
@@ -143,7 +184,16 @@ int LaunchCommand(const GlobalOptions& global, const std::vector<std::string>& a
     if (problem) return Usage(err, *problem);
   }
   if (!saw_separator) return Usage(err, "missing '--' before the command to run");
-  if (!nproc_set) return Usage(err, "--nproc N is required");
+  o.ps = servers_set || workers_set;
+  if (o.ps && nproc_set) {
+    return Usage(err, "--nproc cannot be combined with --servers/--workers: a job is either "
+                      "collective (--nproc N) or parameter-server (--servers S --workers W)");
+  }
+  if (o.ps && !servers_set) return Usage(err, "--workers needs --servers S as well");
+  if (o.ps && !workers_set) return Usage(err, "--servers needs --workers W as well");
+  if (!o.ps && !nproc_set) {
+    return Usage(err, "--nproc N (or --servers S --workers W) is required");
+  }
   std::vector<std::string> command(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
   if (command.empty()) return Usage(err, "no command after '--'");
 

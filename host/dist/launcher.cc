@@ -1,9 +1,12 @@
 #include "dist/launcher.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -40,6 +43,10 @@ constexpr int kMaxLocalRanks = 1024;
 constexpr size_t kMaxLineBytes = size_t{1} << 20;
 // How long output is still drained from a reaped rank's pipe (a grandchild may hold it open).
 constexpr auto kDrainAfterExit = std::chrono::milliseconds(1000);
+// How long workers may keep running after a server exited 0 before that counts as the server
+// leaving mid-job (a server ends on the last worker's notice, which the worker sends just
+// before it exits).
+constexpr auto kServerExitTolerance = std::chrono::milliseconds(3000);
 
 // Variables the launcher sets or that role.h's ResolveRole reads: a value the user's shell
 // carries for one of them (RANK from an earlier torchrun, OMPI_* from an mpirun wrapper, a
@@ -50,7 +57,7 @@ constexpr auto kDrainAfterExit = std::chrono::milliseconds(1000);
 //   PADDLE_PSERVER_ID POD_IP PADDLE_PORT PADDLE_RANK_IN_NODE
 //   RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE MASTER_ADDR MASTER_PORT
 //   PMI_RANK PMI_SIZE SLURM_PROCID SLURM_NTASKS SLURM_LOCALID OMPI_COMM_WORLD_* (all)
-//   FLEET_MASTER_SERVED FLEET_JOB_ID
+//   FLEET_MASTER_SERVED FLEET_JOB_ID FLEET_MPI_SYMMETRIC
 // plus http_proxy/https_proxy (and their upper-case spellings), which Paddle's launchers drop
 // so that ranks talking to each other are never sent through a proxy.
 const std::set<std::string>& StrippedVariables() {
@@ -60,12 +67,53 @@ const std::set<std::string>& StrippedVariables() {
       "PADDLE_PSERVER_ID", "POD_IP", "PADDLE_PORT", "PADDLE_RANK_IN_NODE", "RANK", "WORLD_SIZE",
       "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "PMI_RANK", "PMI_SIZE",
       "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "FLEET_MASTER_SERVED", "FLEET_JOB_ID",
-      "http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY"};
+      "FLEET_MPI_SYMMETRIC", "http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY"};
   return names;
 }
 
 bool Stripped(const std::string& name) {
   return StrippedVariables().count(name) != 0 || name.starts_with("OMPI_COMM_WORLD_");
+}
+
+// `n` distinct free ports on 127.0.0.1: each is bound at port 0 and read back, all at once (so
+// they differ), then closed for the servers to bind. Between the close and a server's bind
+// another program may take one: the servers bind without SO_REUSEPORT, so the loser fails with
+// "address in use" and the job ends with the usual failure summary naming it.
+StatusOr<std::vector<std::string>> PickLocalEndpoints(int n) {
+  std::vector<int> fds;
+  std::vector<std::string> endpoints;
+  Status status = OkStatus();
+  for (int i = 0; i < n && status.ok(); ++i) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+      status = Internal("cannot pick a port for server " + std::to_string(i) + ": socket: " +
+                        strerror(errno));
+      break;
+    }
+    fds.push_back(fd);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = 0;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      status = Internal("cannot pick a port for server " + std::to_string(i) + ": " +
+                        strerror(errno));
+      break;
+    }
+    endpoints.push_back("127.0.0.1:" + std::to_string(ntohs(addr.sin_port)));
+  }
+  for (int fd : fds) ::close(fd);
+  if (!status.ok()) return status;
+  return endpoints;
+}
+
+// "a:1,b:2" from the list.
+std::string JoinEndpoints(const std::vector<std::string>& endpoints) {
+  std::string out;
+  for (const std::string& e : endpoints) out += (out.empty() ? "" : ",") + e;
+  return out;
 }
 
 // ---- signals ----
@@ -139,6 +187,9 @@ struct Child {
   int out_fd = -1;  // read end of the child's stdout+stderr pipe; -1 once closed
   int log_fd = -1;
   bool echo = false;
+  std::string echo_prefix;  // "[trainer.0] ", "[worker.0] "
+  // Variables this child gets on top of the stripped environment.
+  std::vector<std::pair<std::string, std::string>> env;
   bool reaped = false;
   bool terminated = false;  // the launcher has sent SIGTERM/SIGKILL
   std::string partial;      // output after the last newline
@@ -155,8 +206,14 @@ class Launch {
 
  private:
   Status Prepare();
+  void PlanCollective();
+  void PlanParameterServer();
   Status StartChildren();
   void Loop();
+  void CheckServers(Clock::time_point now);
+  void FailEarlyServer();
+  bool IsServer(const Child& c) const { return c.record.role == "server"; }
+  void BeginStop(Clock::time_point now);
   void Reap();
   void OnExit(Child& c, int status);
   void StopAll(int sig);
@@ -173,6 +230,7 @@ class Launch {
   std::string master_addr_;
   int master_port_ = 0;
   std::unique_ptr<TcpStoreServer> server_;
+  std::vector<std::string> server_endpoints_;  // a PS job's
   std::vector<Child> children_;
   std::optional<SignalScope> signals_;
   int devnull_ = -1;
@@ -184,12 +242,25 @@ class Launch {
   bool killed_ = false;
   Clock::time_point kill_deadline_;
   std::optional<Clock::time_point> drain_deadline_;
+  // A PS job after every worker exited 0: when the servers must have exited by.
+  std::optional<Clock::time_point> servers_deadline_;
+  // A PS job: the first server that exited 0 while workers still ran, and until when the
+  // workers may still finish for that to be the servers' normal end.
+  std::optional<size_t> early_server_;
+  Clock::time_point early_deadline_;
 };
 
 Status Launch::Prepare() {
   FLEET_RETURN_IF_ERROR(ValidateLaunchOptions(o_));
   signals_.emplace();  // before the server starts, so its thread inherits the blocked mask
-  if (o_.master_host.empty()) {
+  if (o_.ps) {
+    // Servers and workers talk over the servers' endpoints; no store to serve.
+    if (!o_.server_endpoints.empty()) {
+      server_endpoints_ = o_.server_endpoints;
+    } else {
+      FLEET_ASSIGN_OR_RETURN(server_endpoints_, PickLocalEndpoints(o_.servers));
+    }
+  } else if (o_.master_host.empty()) {
     master_addr_ = "127.0.0.1";
     auto server = TcpStoreServer::Start(master_addr_, 0);
     if (!server.ok()) {
@@ -237,6 +308,70 @@ Status Launch::Prepare() {
   return OkStatus();
 }
 
+void Launch::PlanCollective() {
+  const int world = o_.nnodes * o_.nproc;
+  children_.resize(static_cast<size_t>(o_.nproc));
+  for (int l = 0; l < o_.nproc; ++l) {
+    Child& c = children_[static_cast<size_t>(l)];
+    c.record.local_rank = l;
+    c.record.rank = o_.node_rank * o_.nproc + l;
+    c.record.log_path = (job_dir_ / ("trainer." + std::to_string(c.record.rank) + ".log")).string();
+    c.echo = l == 0;
+    c.echo_prefix = "[trainer." + std::to_string(c.record.rank) + "] ";
+    c.env = {{"PADDLE_TRAINER_ID", std::to_string(c.record.rank)},
+             {"PADDLE_TRAINERS_NUM", std::to_string(world)},
+             {"TRAINING_ROLE", "TRAINER"},
+             {"LOCAL_RANK", std::to_string(c.record.local_rank)},
+             {"LOCAL_WORLD_SIZE", std::to_string(o_.nproc)},
+             {"MASTER_ADDR", master_addr_},
+             {"MASTER_PORT", std::to_string(master_port_)},
+             {"FLEET_MASTER_SERVED", "1"},
+             {"FLEET_JOB_ID", o_.job_id}};
+  }
+}
+
+void Launch::PlanParameterServer() {
+  const int servers = static_cast<int>(server_endpoints_.size());
+  const std::string list = JoinEndpoints(server_endpoints_);
+  const std::string local_world = std::to_string(servers + o_.workers);
+  const std::string trainers = std::to_string(o_.workers);
+  // Servers first, so they are already starting when the workers look for them.
+  children_.resize(static_cast<size_t>(servers + o_.workers));
+  for (int i = 0; i < servers; ++i) {
+    Child& c = children_[static_cast<size_t>(i)];
+    const std::string& endpoint = server_endpoints_[static_cast<size_t>(i)];
+    size_t colon = endpoint.rfind(':');
+    c.record.role = "server";
+    c.record.rank = i;
+    c.record.local_rank = i;
+    c.record.log_path = (job_dir_ / ("serverlog." + std::to_string(i))).string();
+    // POD_IP keeps an IPv6 host's brackets, so that POD_IP:PADDLE_PORT is the list's entry.
+    c.env = {{"TRAINING_ROLE", "PSERVER"},
+             {"PADDLE_PSERVERS_IP_PORT_LIST", list},
+             {"PADDLE_PSERVER_ID", std::to_string(i)},
+             {"POD_IP", endpoint.substr(0, colon)},
+             {"PADDLE_PORT", endpoint.substr(colon + 1)},
+             {"PADDLE_TRAINERS_NUM", trainers},
+             {"LOCAL_WORLD_SIZE", local_world},
+             {"FLEET_JOB_ID", o_.job_id}};
+  }
+  for (int i = 0; i < o_.workers; ++i) {
+    Child& c = children_[static_cast<size_t>(servers + i)];
+    c.record.role = "worker";
+    c.record.rank = i;
+    c.record.local_rank = servers + i;
+    c.record.log_path = (job_dir_ / ("workerlog." + std::to_string(i))).string();
+    c.echo = i == 0;
+    c.echo_prefix = "[worker." + std::to_string(i) + "] ";
+    c.env = {{"TRAINING_ROLE", "TRAINER"},
+             {"PADDLE_PSERVERS_IP_PORT_LIST", list},
+             {"PADDLE_TRAINER_ID", std::to_string(i)},
+             {"PADDLE_TRAINERS_NUM", trainers},
+             {"LOCAL_WORLD_SIZE", local_world},
+             {"FLEET_JOB_ID", o_.job_id}};
+  }
+}
+
 Status Launch::StartChildren() {
   // Everything the child needs is built before fork: the store's thread exists, so the child
   // may only make async-signal-safe calls between fork and exec.
@@ -251,16 +386,14 @@ Status Launch::StartChildren() {
   for (const std::string& a : o_.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   const std::string exec_error = "fleet-host launch: cannot execute " + o_.argv[0] + ": ";
-  const int world = o_.nnodes * o_.nproc;
   const pid_t launcher_pid = ::getpid();
 
-  children_.resize(static_cast<size_t>(o_.nproc));
-  for (int l = 0; l < o_.nproc; ++l) {
-    Child& c = children_[static_cast<size_t>(l)];
-    c.record.local_rank = l;
-    c.record.rank = o_.node_rank * o_.nproc + l;
-    c.record.log_path = (job_dir_ / ("trainer." + std::to_string(c.record.rank) + ".log")).string();
-    c.echo = l == 0;
+  if (o_.ps) {
+    PlanParameterServer();
+  } else {
+    PlanCollective();
+  }
+  for (Child& c : children_) {
     c.log_fd = ::open(c.record.log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (c.log_fd < 0) {
       return FailedPrecondition("cannot open the log file " + c.record.log_path + ": " +
@@ -269,26 +402,15 @@ Status Launch::StartChildren() {
   }
   for (Child& c : children_) {
     std::vector<std::string> env = base_env;
-    auto set = [&](const char* name, const std::string& value) {
-      env.push_back(std::string(name) + "=" + value);
-    };
-    set("PADDLE_TRAINER_ID", std::to_string(c.record.rank));
-    set("PADDLE_TRAINERS_NUM", std::to_string(world));
-    set("TRAINING_ROLE", "TRAINER");
-    set("LOCAL_RANK", std::to_string(c.record.local_rank));
-    set("LOCAL_WORLD_SIZE", std::to_string(o_.nproc));
-    set("MASTER_ADDR", master_addr_);
-    set("MASTER_PORT", std::to_string(master_port_));
-    set("FLEET_MASTER_SERVED", "1");
-    set("FLEET_JOB_ID", o_.job_id);
+    for (const auto& [name, value] : c.env) env.push_back(name + "=" + value);
     std::vector<char*> envp;
     for (std::string& e : env) envp.push_back(e.data());
     envp.push_back(nullptr);
 
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0) {
-      return Internal("cannot create a pipe for rank " + std::to_string(c.record.rank) + ": " +
-                      strerror(errno));
+      return Internal("cannot create a pipe for " + launcher_internal::ChildName(c.record) +
+                      ": " + strerror(errno));
     }
     // The launcher's end never blocks, so a spurious wake-up cannot stall the loop; the
     // child's stays blocking, as programs expect of their stdout.
@@ -298,7 +420,8 @@ Status Launch::StartChildren() {
       int e = errno;
       ::close(fds[0]);
       ::close(fds[1]);
-      return Internal("cannot fork rank " + std::to_string(c.record.rank) + ": " + strerror(e));
+      return Internal("cannot fork " + launcher_internal::ChildName(c.record) + ": " +
+                      strerror(e));
     }
     if (pid == 0) {
       // The child: async-signal-safe calls only.
@@ -352,7 +475,7 @@ void Launch::EmitLines(Child& c, std::string_view data, bool final) {
     start = nl == std::string::npos ? end : nl + 1;
     chunk += line;
     chunk += '\n';
-    if (c.echo) out_ << "[trainer." << c.record.rank << "] " << line << "\n";
+    if (c.echo) out_ << c.echo_prefix << line << "\n";
     c.tail.push_back(std::move(line));
     if (c.tail.size() > kTailLines) c.tail.pop_front();
   }
@@ -402,6 +525,25 @@ void Launch::StopAll(int sig) {
   if (sig == SIGKILL) killed_ = true;
 }
 
+void Launch::BeginStop(Clock::time_point now) {
+  stopping_ = true;
+  kill_deadline_ = now + std::chrono::duration_cast<Clock::duration>(
+                             std::chrono::duration<double>(o_.grace_s));
+  StopAll(SIGTERM);
+}
+
+void Launch::FailEarlyServer() {
+  Child& s = children_[*early_server_];
+  early_server_.reset();
+  s.record.fate = Fate::kFirstFailure;
+  s.record.reason = "exited while workers were running";
+  first_failure_ = static_cast<int>(&s - children_.data());
+  err_ << "fleet-host launch: " << launcher_internal::ChildName(s.record) << " "
+       << s.record.reason << "; stopping the other processes\n";
+  err_.flush();
+  BeginStop(Clock::now());
+}
+
 void Launch::OnExit(Child& c, int status) {
   c.reaped = true;
   c.record.end_time = launcher_internal::WallClockText();
@@ -410,6 +552,8 @@ void Launch::OnExit(Child& c, int status) {
   } else if (WIFSIGNALED(status)) {
     c.record.signal = WTERMSIG(status);
   }
+  // A server that outlived the workers was judged when the launcher gave up waiting for it.
+  if (c.record.fate == Fate::kFirstFailure || c.record.fate == Fate::kDidNotExit) return;
   bool failed = c.record.exit_code != 0 || c.record.signal != 0;
   if (c.terminated) {
     // Ended by what the launcher sent (or cleanly): stopped. Anything else (an exit code of its
@@ -419,32 +563,84 @@ void Launch::OnExit(Child& c, int status) {
     c.record.fate = by_us ? Fate::kStopped : Fate::kFailedAfter;
   } else if (!failed) {
     c.record.fate = Fate::kFinished;
+    if (o_.ps && IsServer(c) && !servers_deadline_ && !early_server_ && first_failure_ < 0 &&
+        interrupt_signal_ == 0) {
+      // A server leaving before the workers strands them; but a server that exits on the last
+      // worker's completion notice may well be reaped before that worker, so this only counts
+      // when workers are still running kServerExitTolerance later (see CheckServers).
+      early_server_ = static_cast<size_t>(&c - children_.data());
+      early_deadline_ = Clock::now() + kServerExitTolerance;
+    }
   } else if (first_failure_ < 0 && interrupt_signal_ == 0) {
+    if (early_server_) {
+      // The worker most likely failed because the server had gone: the server is the cause.
+      FailEarlyServer();
+      c.record.fate = Fate::kFailedAfter;
+      return;
+    }
     c.record.fate = Fate::kFirstFailure;
     first_failure_ = static_cast<int>(&c - children_.data());
-    err_ << "fleet-host launch: rank " << c.record.rank << " "
-         << launcher_internal::ExitText(c.record) << "; stopping the other ranks\n";
+    err_ << "fleet-host launch: " << launcher_internal::ChildName(c.record) << " "
+         << launcher_internal::ExitText(c.record) << "; stopping the other "
+         << (o_.ps ? "processes" : "ranks") << "\n";
     err_.flush();
-    stopping_ = true;
-    kill_deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                        std::chrono::duration<double>(o_.grace_s));
-    StopAll(SIGTERM);
+    BeginStop(Clock::now());
   } else {
     c.record.fate = Fate::kFailedAfter;
   }
 }
 
 void Launch::Reap() {
-  for (Child& c : children_) {
-    if (c.reaped) continue;
-    int status = 0;
-    pid_t r = ::waitpid(c.record.pid, &status, WNOHANG);
-    if (r == c.record.pid) {
-      OnExit(c, status);
-    } else if (r < 0 && errno == ECHILD) {
-      OnExit(c, 0);  // cannot happen unless someone else reaped it; do not wait forever
+  // Workers before servers: a server that exits right after the last worker must not be
+  // judged to have left while workers ran only because it came first in the list.
+  for (bool servers : {false, true}) {
+    for (Child& c : children_) {
+      if (c.reaped || IsServer(c) != servers) continue;
+      int status = 0;
+      pid_t r = ::waitpid(c.record.pid, &status, WNOHANG);
+      if (r == c.record.pid) {
+        OnExit(c, status);
+      } else if (r < 0 && errno == ECHILD) {
+        OnExit(c, 0);  // cannot happen unless someone else reaped it; do not wait forever
+      }
     }
   }
+}
+
+void Launch::CheckServers(Clock::time_point now) {
+  if (!o_.ps || stopping_ || first_failure_ >= 0 || interrupt_signal_ != 0) return;
+  bool workers_done = true;
+  for (const Child& c : children_) {
+    if (!IsServer(c)) workers_done = workers_done && c.record.fate == Fate::kFinished;
+  }
+  if (workers_done && !servers_deadline_) {
+    early_server_.reset();  // it left together with the workers: that is how servers end
+    servers_deadline_ = now + std::chrono::duration_cast<Clock::duration>(
+                                  std::chrono::duration<double>(o_.server_exit_s));
+  }
+  if (early_server_ && now >= early_deadline_) {
+    FailEarlyServer();
+    return;
+  }
+  if (!servers_deadline_ || now < *servers_deadline_) return;
+  std::vector<launcher_internal::ChildRecord> late;
+  for (Child& c : children_) {
+    if (!IsServer(c) || c.reaped) continue;
+    c.record.reason = "did not exit after every worker finished";
+    if (first_failure_ < 0) {
+      c.record.fate = Fate::kFirstFailure;
+      first_failure_ = static_cast<int>(&c - children_.data());
+    } else {
+      c.record.fate = Fate::kDidNotExit;
+    }
+    late.push_back(c.record);
+  }
+  if (late.empty()) return;
+  err_ << "fleet-host launch: " << launcher_internal::NameList(late) << " did not exit after "
+       << "every worker finished (waited " << o_.server_exit_s << " s); stopping "
+       << (late.size() == 1 ? "it" : "them") << "\n";
+  err_.flush();
+  BeginStop(now);
 }
 
 void Launch::Loop() {
@@ -457,6 +653,7 @@ void Launch::Loop() {
       all_closed = all_closed && c.out_fd < 0;
     }
     Clock::time_point now = Clock::now();
+    CheckServers(now);
     if (all_reaped) {
       if (!drain_deadline_) drain_deadline_ = now + kDrainAfterExit;
       if (all_closed || now >= *drain_deadline_) break;
@@ -469,13 +666,10 @@ void Launch::Loop() {
         err_ << "\nfleet-host launch: got " << launcher_internal::SignalName(interrupt_signal_)
              << ", stopping (press Ctrl-C again to kill)\n";
         err_.flush();
-        stopping_ = true;
-        kill_deadline_ = now + std::chrono::duration_cast<Clock::duration>(
-                                   std::chrono::duration<double>(o_.grace_s));
-        StopAll(SIGTERM);
+        BeginStop(now);
       } else if (!killed_) {
         if (interrupt_signal_ == 0) interrupt_signal_ = g_last_stop_signal;
-        err_ << "fleet-host launch: killing every rank\n";
+        err_ << "fleet-host launch: killing every " << (o_.ps ? "process" : "rank") << "\n";
         err_.flush();
         StopAll(SIGKILL);
       }
@@ -485,8 +679,8 @@ void Launch::Loop() {
       bool any_alive = false;
       for (const Child& c : children_) any_alive = any_alive || !c.reaped;
       if (any_alive) {
-        err_ << "fleet-host launch: ranks still running after " << o_.grace_s
-             << " s; sending SIGKILL\n";
+        err_ << "fleet-host launch: " << (o_.ps ? "processes" : "ranks")
+             << " still running after " << o_.grace_s << " s; sending SIGKILL\n";
         err_.flush();
       }
       StopAll(SIGKILL);
@@ -498,6 +692,13 @@ void Launch::Loop() {
     }
     if (drain_deadline_) {
       wait = std::min(wait, std::chrono::ceil<std::chrono::milliseconds>(*drain_deadline_ - now));
+    }
+    if (!stopping_ && early_server_) {
+      wait = std::min(wait, std::chrono::ceil<std::chrono::milliseconds>(early_deadline_ - now));
+    }
+    if (!stopping_ && servers_deadline_ && *servers_deadline_ > now) {
+      wait =
+          std::min(wait, std::chrono::ceil<std::chrono::milliseconds>(*servers_deadline_ - now));
     }
     wait = std::max(wait, std::chrono::milliseconds(0));
     fds.clear();
@@ -526,15 +727,23 @@ int Launch::Finish() {
   for (const Child& c : children_) records.push_back(c.record);
   if (first_failure_ >= 0) {
     Child& f = children_[static_cast<size_t>(first_failure_)];
-    launcher_internal::JobFacts facts{o_.job_id, job_dir_.string(), o_.nproc, o_.nnodes,
-                                      o_.node_rank, o_.grace_s};
+    launcher_internal::JobFacts facts{o_.job_id,
+                                      job_dir_.string(),
+                                      static_cast<int>(children_.size()),
+                                      o_.nnodes,
+                                      o_.node_rank,
+                                      o_.grace_s,
+                                      o_.ps,
+                                      static_cast<int>(server_endpoints_.size()),
+                                      o_.workers};
     std::vector<std::string> tail(f.tail.begin(), f.tail.end());
-    int code = launcher_internal::ExitCodeOf(f.record);
+    // A server that left early (with 0) or never left failed by what it did not do.
+    int code = f.record.reason.empty() ? launcher_internal::ExitCodeOf(f.record) : 1;
     Status written = launcher_internal::WriteFailureJson(facts, records,
                                                          static_cast<size_t>(first_failure_),
                                                          tail, code);
     launcher_internal::PrintFailureSummary(err_, facts, records,
-                                           static_cast<size_t>(first_failure_), tail);
+                                           static_cast<size_t>(first_failure_), tail, code);
     if (!written.ok()) err_ << "fleet-host launch: " << written.message() << "\n";
     err_.flush();
     return code;
@@ -545,6 +754,14 @@ int Launch::Finish() {
          << job_dir_.string() << "\n";
     err_.flush();
     return 128 + interrupt_signal_;
+  }
+  if (o_.ps) {
+    err_ << "fleet-host launch: all " << o_.workers << " worker" << (o_.workers == 1 ? "" : "s")
+         << " and " << server_endpoints_.size() << " server"
+         << (server_endpoints_.size() == 1 ? "" : "s") << " finished; logs in "
+         << job_dir_.string() << "\n";
+    err_.flush();
+    return 0;
   }
   err_ << "fleet-host launch: all " << o_.nproc << " ranks finished"
        << (o_.nnodes > 1 ? " on this node" : "") << "; logs in " << job_dir_.string() << "\n";
@@ -585,12 +802,19 @@ void Launch::Cleanup() {
 
 StatusOr<int> Launch::Run() {
   FLEET_RETURN_IF_ERROR(Prepare());
-  err_ << "fleet-host launch: job '" << o_.job_id << "': " << o_.nproc << " rank"
+  if (o_.ps) {
+    const size_t n = server_endpoints_.size();
+    err_ << "fleet-host launch: job '" << o_.job_id << "': " << n << " server"
+         << (n == 1 ? "" : "s") << " (" << JoinEndpoints(server_endpoints_) << ") and "
+         << o_.workers << " worker" << (o_.workers == 1 ? "" : "s") << "\n";
+  } else {
+    err_ << "fleet-host launch: job '" << o_.job_id << "': " << o_.nproc << " rank"
        << (o_.nproc == 1 ? "" : "s") << " on node " << o_.node_rank << " of " << o_.nnodes
        << " (world size " << o_.nproc * o_.nnodes << "), store "
        << launcher_internal::HostPort(master_addr_, master_port_)
-       << (server_ ? " served here" : " served by node 0") << "\n"
-       << "fleet-host launch: logs in " << job_dir_.string() << "\n";
+       << (server_ ? " served here" : " served by node 0") << "\n";
+  }
+  err_ << "fleet-host launch: logs in " << job_dir_.string() << "\n";
   err_.flush();
   FLEET_RETURN_IF_ERROR(StartChildren());
   Loop();
@@ -601,7 +825,8 @@ StatusOr<int> Launch::Run() {
     // Reporting must never cost the job its exit code or leave ranks behind.
     err_ << "fleet-host launch: could not write the failure report: " << e.what() << "\n";
     if (first_failure_ >= 0) {
-      code = launcher_internal::ExitCodeOf(children_[static_cast<size_t>(first_failure_)].record);
+      const ChildRecord& f = children_[static_cast<size_t>(first_failure_)].record;
+      code = f.reason.empty() ? launcher_internal::ExitCodeOf(f) : 1;
     } else if (interrupt_signal_ != 0) {
       code = 128 + interrupt_signal_;
     }
@@ -627,13 +852,64 @@ Status CheckJobId(const std::string& job_id) {
   return OkStatus();
 }
 
-Status ValidateLaunchOptions(const LaunchOptions& o) {
-  if (o.nproc < 1) {
-    return InvalidArgument("--nproc " + std::to_string(o.nproc) + ": need at least 1 process");
+namespace {
+
+Status ValidateParameterServer(const LaunchOptions& o) {
+  if (o.nproc != 0) {
+    return InvalidArgument("--nproc cannot be combined with --servers/--workers: a job is either "
+                           "collective (--nproc) or parameter-server (--servers and --workers)");
   }
-  if (o.nproc > kMaxLocalRanks) {
-    return InvalidArgument("--nproc " + std::to_string(o.nproc) + ": at most " +
-                           std::to_string(kMaxLocalRanks) + " ranks per node");
+  if (o.nnodes != 1 || o.node_rank_set || !o.master_host.empty()) {
+    return InvalidArgument("--nnodes, --node-rank and --master do not apply to a "
+                           "parameter-server job: it runs on this node, servers and workers "
+                           "finding each other through the server endpoints");
+  }
+  if (o.workers < 1) {
+    return InvalidArgument("--workers " + std::to_string(o.workers) +
+                           ": a parameter-server job needs at least 1 worker (--workers W)");
+  }
+  const int servers =
+      o.server_endpoints.empty() ? o.servers : static_cast<int>(o.server_endpoints.size());
+  if (servers < 1) {
+    return InvalidArgument("--servers " + std::to_string(servers) +
+                           ": a parameter-server job needs at least 1 server (--servers S)");
+  }
+  if (!o.server_endpoints.empty() && o.servers != 0 &&
+      o.servers != static_cast<int>(o.server_endpoints.size())) {
+    return InvalidArgument("--servers: " + std::to_string(o.servers) + " servers but " +
+                           std::to_string(o.server_endpoints.size()) + " endpoints");
+  }
+  if (static_cast<int64_t>(servers) + o.workers > kMaxLocalRanks) {
+    return InvalidArgument("--servers " + std::to_string(servers) + " + --workers " +
+                           std::to_string(o.workers) + ": at most " +
+                           std::to_string(kMaxLocalRanks) + " processes per node");
+  }
+  std::set<std::string> seen;
+  for (const std::string& e : o.server_endpoints) {
+    if (Status s = CheckEndpoint(e); !s.ok()) return s.WithContext("--servers");
+    if (!seen.insert(e).second) {
+      return InvalidArgument("--servers: the endpoint '" + e + "' appears more than once");
+    }
+  }
+  if (!(o.server_exit_s >= 0) || !std::isfinite(o.server_exit_s)) {
+    return InvalidArgument("--server-exit-s: expected a number of seconds >= 0");
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Status ValidateLaunchOptions(const LaunchOptions& o) {
+  if (o.ps) {
+    FLEET_RETURN_IF_ERROR(ValidateParameterServer(o));
+  } else {
+    if (o.nproc < 1) {
+      return InvalidArgument("--nproc " + std::to_string(o.nproc) + ": need at least 1 process");
+    }
+    if (o.nproc > kMaxLocalRanks) {
+      return InvalidArgument("--nproc " + std::to_string(o.nproc) + ": at most " +
+                             std::to_string(kMaxLocalRanks) + " ranks per node");
+    }
   }
   if (o.nnodes < 1) {
     return InvalidArgument("--nnodes " + std::to_string(o.nnodes) + ": need at least 1 node");

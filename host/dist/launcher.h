@@ -19,6 +19,23 @@
 //     for a signal).
 //   - SIGINT/SIGTERM to the launcher: SIGTERM to every child; a second one, or grace_s
 //     passing, SIGKILLs them. Exit code 128+signal (130 for Ctrl-C).
+//
+// Parameter-server jobs (--servers S --workers W instead of --nproc; Paddle's launch_ps and
+// fleetrun's PS mode), one node:
+//   - Server i listens on 127.0.0.1:<a free port the launcher picked>, or on entry i of the
+//     given endpoint list (every server of the list is started here). It gets TRAINING_ROLE=
+//     PSERVER, PADDLE_PSERVERS_IP_PORT_LIST, PADDLE_PSERVER_ID=i, POD_IP and PADDLE_PORT of its
+//     endpoint, PADDLE_TRAINERS_NUM=W, LOCAL_WORLD_SIZE=S+W and FLEET_JOB_ID.
+//   - Worker i gets TRAINING_ROLE=TRAINER, PADDLE_PSERVERS_IP_PORT_LIST, PADDLE_TRAINER_ID=i,
+//     PADDLE_TRAINERS_NUM=W, LOCAL_WORLD_SIZE=S+W (every process shares the cores) and
+//     FLEET_JOB_ID; never a server's POD_IP/PADDLE_PORT. No rendezvous store is served.
+//   - Logs: <log_dir>/<job_id>/serverlog.<i> and workerlog.<i>; worker 0 is echoed with a
+//     "[worker.0] " prefix.
+//   - The first process to fail (server or worker) stops the job as above; the summary names
+//     it "server 1" or "worker 0". A server exiting, even with 0, while workers still run is a
+//     failure. Once every worker has exited 0 the servers are expected to exit on their own
+//     within server_exit_s; those still running then are stopped and reported as the failure
+//     ("server 0 did not exit after every worker finished"), exit code 1.
 #pragma once
 
 #include <ostream>
@@ -30,7 +47,7 @@
 namespace fleet {
 
 struct LaunchOptions {
-  int nproc = 0;                  // local ranks; >= 1
+  int nproc = 0;                  // local ranks; >= 1 (collective jobs; 0 in a PS job)
   int nnodes = 1;                 // >= 1; > 1 needs master and node_rank
   int node_rank = 0;              // < nnodes
   bool node_rank_set = false;     // whether --node-rank was given
@@ -41,6 +58,14 @@ struct LaunchOptions {
   double grace_s = 3.0;           // >= 0
   // The child's argv: argv[0] is executed as given (a path) by every child.
   std::vector<std::string> argv;
+
+  // A parameter-server job: servers and workers instead of nproc ranks. Exclusive with nproc,
+  // nnodes > 1, master and node_rank.
+  bool ps = false;
+  int servers = 0;                            // the number of servers (>= 1) ...
+  std::vector<std::string> server_endpoints;  // ... or their "host:port"s (then servers = size)
+  int workers = 0;                            // >= 1
+  double server_exit_s = 10.0;  // how long servers may outlive the last worker; >= 0
 };
 
 // Checks the options without touching anything; INVALID_ARGUMENT names the offending flag.

@@ -24,6 +24,8 @@ const char* Reason(Fate fate) {
       return "stopped by the launcher";
     case Fate::kFailedAfter:
       return "failed after the first failure";
+    case Fate::kDidNotExit:
+      return "did not exit after every worker finished, stopped by the launcher";
     case Fate::kFinished:
       return "finished";
     case Fate::kFirstFailure:
@@ -34,10 +36,17 @@ const char* Reason(Fate fate) {
   return "still running";
 }
 
-bool Collateral(Fate fate) { return fate == Fate::kStopped || fate == Fate::kFailedAfter; }
+bool Collateral(Fate fate) {
+  return fate == Fate::kStopped || fate == Fate::kFailedAfter || fate == Fate::kDidNotExit;
+}
 
 nlohmann::json RankJson(const ChildRecord& r) {
   nlohmann::json j = nlohmann::json::object();
+  if (!r.role.empty()) {
+    j["role"] = r.role;
+    j["index"] = r.rank;
+    j["name"] = ChildName(r);
+  }
   j["rank"] = r.rank;
   j["local_rank"] = r.local_rank;
   j["pid"] = r.pid;
@@ -56,13 +65,32 @@ nlohmann::json RankJson(const ChildRecord& r) {
   return j;
 }
 
-std::string RankList(const std::vector<int>& ranks) {
-  std::vector<std::string> words;
-  for (int r : ranks) words.push_back(std::to_string(r));
-  return (ranks.size() == 1 ? "rank " : "ranks ") + JoinWords(words);
+}  // namespace
+
+std::string ChildName(const ChildRecord& r) {
+  return (r.role.empty() ? std::string("rank") : r.role) + " " + std::to_string(r.rank);
 }
 
-}  // namespace
+std::string NameList(const std::vector<ChildRecord>& records) {
+  std::vector<std::string> kinds;
+  std::vector<std::vector<std::string>> numbers;
+  for (const ChildRecord& r : records) {
+    std::string kind = r.role.empty() ? "rank" : r.role;
+    size_t k = 0;
+    while (k < kinds.size() && kinds[k] != kind) ++k;
+    if (k == kinds.size()) {
+      kinds.push_back(kind);
+      numbers.emplace_back();
+    }
+    numbers[k].push_back(std::to_string(r.rank));
+  }
+  std::string text;
+  for (size_t k = 0; k < kinds.size(); ++k) {
+    if (!text.empty()) text += ", ";
+    text += kinds[k] + (numbers[k].size() == 1 ? " " : "s ") + JoinWords(numbers[k]);
+  }
+  return text;
+}
 
 std::string SignalName(int sig) {
   switch (sig) {
@@ -112,45 +140,48 @@ std::string WallClockText() {
 }
 
 std::string StoppedRanksText(const std::vector<ChildRecord>& records) {
-  std::vector<int> stopped, finished;
+  std::vector<ChildRecord> stopped, finished;
   for (const ChildRecord& r : records) {
-    (r.fate == Fate::kFinished ? finished : stopped).push_back(r.rank);
+    (r.fate == Fate::kFinished ? finished : stopped).push_back(r);
   }
   std::string text;
-  if (!stopped.empty()) text = RankList(stopped) + " stopped";
+  if (!stopped.empty()) text = NameList(stopped) + " stopped";
   if (!finished.empty()) {
-    if (!text.empty()) text += ", ";
-    text += RankList(finished) + " had finished";
+    if (!text.empty()) text += "; ";
+    text += NameList(finished) + " had finished";
   }
   return text;
 }
 
 void PrintFailureSummary(std::ostream& err, const JobFacts& job,
                          const std::vector<ChildRecord>& records, size_t first,
-                         const std::vector<std::string>& tail) {
+                         const std::vector<std::string>& tail, int exit_code) {
   const ChildRecord& f = records[first];
+  const std::string name = ChildName(f);
   err << kBorder << "\n";
-  err << "fleet-host launch: job '" << job.job_id << "' FAILED (exit code " << ExitCodeOf(f)
-      << ")\n";
-  err << "first failure: rank " << f.rank << " (local rank " << f.local_rank << ", pid " << f.pid
-      << ") " << ExitText(f) << " at " << f.end_time << "\n";
+  err << "fleet-host launch: job '" << job.job_id << "' FAILED (exit code " << exit_code << ")\n";
+  err << "first failure: " << name << " (";
+  if (f.role.empty()) err << "local rank " << f.local_rank << ", ";
+  err << "pid " << f.pid << ") "
+      << (f.reason.empty() ? ExitText(f) : f.reason + " (" + ExitText(f) + ")") << " at "
+      << f.end_time << "\n";
   err << "its log: " << f.log_path << "\n";
-  err << "last " << tail.size() << " line" << (tail.size() == 1 ? "" : "s") << " of rank "
-      << f.rank << "'s log:\n";
+  err << "last " << tail.size() << " line" << (tail.size() == 1 ? "" : "s") << " of " << name
+      << "'s log:\n";
   for (const std::string& line : tail) err << "  | " << line << "\n";
   bool any = false;
   for (const ChildRecord& r : records) {
     if (!Collateral(r.fate)) continue;
-    if (!any) err << "collateral (not the cause; stopped or failed after rank " << f.rank << "):\n";
+    if (!any) err << "collateral (not the cause; stopped or failed after " << name << "):\n";
     any = true;
-    err << "  rank " << r.rank << ": " << Reason(r.fate) << ", " << ExitText(r) << "; log "
+    err << "  " << ChildName(r) << ": " << Reason(r.fate) << ", " << ExitText(r) << "; log "
         << r.log_path << "\n";
   }
-  std::vector<int> finished;
+  std::vector<ChildRecord> finished;
   for (const ChildRecord& r : records) {
-    if (r.fate == Fate::kFinished) finished.push_back(r.rank);
+    if (r.fate == Fate::kFinished) finished.push_back(r);
   }
-  if (!finished.empty()) err << "finished before the failure: " << RankList(finished) << "\n";
+  if (!finished.empty()) err << "finished before the failure: " << NameList(finished) << "\n";
   err << "all logs: " << job.log_dir << "\n";
   err << "details: " << (std::filesystem::path(job.log_dir) / "failure.json").string() << "\n";
   err << kBorder << "\n";
@@ -164,11 +195,19 @@ Status WriteFailureJson(const JobFacts& job, const std::vector<ChildRecord>& rec
   j["nproc"] = job.nproc;
   j["nnodes"] = job.nnodes;
   j["node_rank"] = job.node_rank;
-  j["world_size"] = job.nproc * job.nnodes;
+  if (job.ps) {
+    j["mode"] = "pserver";
+    j["servers"] = job.servers;
+    j["workers"] = job.workers;
+    j["world_size"] = job.workers;  // the number of trainers, as Role::world_size
+  } else {
+    j["world_size"] = job.nproc * job.nnodes;
+  }
   j["grace_s"] = job.grace_s;
   j["exit_code"] = exit_code;
   j["time"] = WallClockText();
   nlohmann::json f = RankJson(records[first]);
+  if (!records[first].reason.empty()) f["reason"] = records[first].reason;
   f["tail"] = tail;
   j["first_failure"] = f;
   nlohmann::json collateral = nlohmann::json::array();
@@ -179,7 +218,9 @@ Status WriteFailureJson(const JobFacts& job, const std::vector<ChildRecord>& rec
       c["reason"] = Reason(r.fate);
       collateral.push_back(c);
     } else if (r.fate == Fate::kFinished) {
-      finished.push_back(r.rank);
+      // Collective jobs list ranks; a PS job's processes need their kind to be told apart.
+      if (r.role.empty()) finished.push_back(r.rank);
+      else finished.push_back(ChildName(r));
     }
   }
   j["collateral"] = collateral;

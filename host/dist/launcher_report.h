@@ -17,11 +17,15 @@ enum class Fate {
   kFirstFailure,  // the job's failure: the first rank to exit non-zero or by a signal
   kStopped,       // collateral: the launcher stopped it (SIGTERM/SIGKILL), whatever it then did
   kFailedAfter,   // collateral: failed on its own after the first failure
+  kDidNotExit,    // collateral: a server still running when the workers had all finished
 };
 
 struct ChildRecord {
+  // "" for a rank of a collective job (named "rank N"); "server" or "worker" in a
+  // parameter-server job (named "server N", "worker N", N the index within its kind).
+  std::string role;
   int local_rank = 0;
-  int rank = 0;
+  int rank = 0;  // the global rank, or the server/worker index
   int pid = 0;
   std::string log_path;  // absolute
   int exit_code = 0;     // when it exited normally
@@ -29,16 +33,28 @@ struct ChildRecord {
   Fate fate = Fate::kRunning;
   std::string start_time;  // ISO 8601 UTC
   std::string end_time;
+  // Why this process counts as failed when its exit status alone does not say it (a server that
+  // exited 0 while workers ran, or did not exit at all); "" otherwise.
+  std::string reason;
 };
 
 struct JobFacts {
   std::string job_id;
   std::string log_dir;  // absolute <log-dir>/<job-id>
-  int nproc = 0;
+  int nproc = 0;        // local processes (servers + workers in a parameter-server job)
   int nnodes = 1;
   int node_rank = 0;
   double grace_s = 0;
+  bool ps = false;      // a parameter-server job: the counts below apply
+  int servers = 0;
+  int workers = 0;
 };
+
+// "rank 3", "server 1" or "worker 0".
+std::string ChildName(const ChildRecord& r);
+// The processes of `records` named by kind in order of first appearance: "ranks 0, 1 and 3",
+// "workers 0 and 1, server 1".
+std::string NameList(const std::vector<ChildRecord>& records);
 
 // "SIGKILL", "SIGTERM", ... or "signal 42".
 std::string SignalName(int sig);
@@ -50,13 +66,13 @@ int ExitCodeOf(const ChildRecord& r);
 std::string HostPort(const std::string& host, int port);
 // Now, as "2026-01-02T03:04:05Z".
 std::string WallClockText();
-// "ranks 0, 1 and 3 stopped" style text for an interrupted job.
+// "ranks 0, 1 and 3 stopped" style text for an interrupted job (kind-named for a PS job).
 std::string StoppedRanksText(const std::vector<ChildRecord>& records);
 
-// The bordered block printed once when the job failed.
+// The bordered block printed once when the job failed; `exit_code` is the launcher's.
 void PrintFailureSummary(std::ostream& err, const JobFacts& job,
                          const std::vector<ChildRecord>& records, size_t first,
-                         const std::vector<std::string>& tail);
+                         const std::vector<std::string>& tail, int exit_code);
 
 // Writes <job.log_dir>/failure.json (through a temporary file and a rename, so a reader never
 // sees half of it) with the same facts as the summary.

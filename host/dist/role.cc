@@ -63,6 +63,7 @@ class Resolver {
 
   StatusOr<Role> Resolve() {
     Role out;
+    FLEET_RETURN_IF_ERROR(ResolveMpiSymmetric(out));
     FLEET_RETURN_IF_ERROR(ResolveRoleName(out));
     FLEET_RETURN_IF_ERROR(ResolveLists(out));
     FLEET_RETURN_IF_ERROR(ResolveWorldSize(out));
@@ -165,11 +166,68 @@ class Resolver {
 
   // ---- fields ----
 
+  Status ResolveMpiSymmetric(Role& out) {
+    std::vector<Candidate> flags;
+    if (std::optional<std::string> src = ConfigSource("mpi_symmetric")) {
+      flags.push_back({*src, *src, "true"});
+    }
+    if (std::optional<std::string> text = Env("FLEET_MPI_SYMMETRIC")) {
+      std::string value;
+      if (*text == "1" || *text == "true") {
+        value = "true";
+      } else if (*text == "0" || *text == "false") {
+        value = "false";
+      } else {
+        return InvalidArgument("FLEET_MPI_SYMMETRIC='" + *text + "': expected 1 or 0");
+      }
+      flags.push_back({"FLEET_MPI_SYMMETRIC", "env FLEET_MPI_SYMMETRIC", value});
+    }
+    FLEET_ASSIGN_OR_RETURN(const Candidate* flag, Agree("mpi_symmetric", flags));
+    Set(out, "mpi_symmetric", flag, [&](const std::string& v) { out.mpi_symmetric = v == "true"; });
+    if (!out.mpi_symmetric) return OkStatus();
+
+    std::vector<Candidate> ranks, sizes;
+    FLEET_RETURN_IF_ERROR(AddEnvInt(ranks, "OMPI_COMM_WORLD_RANK", 0));
+    FLEET_RETURN_IF_ERROR(AddEnvInt(ranks, "PMI_RANK", 0));
+    FLEET_RETURN_IF_ERROR(AddEnvInt(sizes, "OMPI_COMM_WORLD_SIZE", 1));
+    FLEET_RETURN_IF_ERROR(AddEnvInt(sizes, "PMI_SIZE", 1));
+    FLEET_ASSIGN_OR_RETURN(const Candidate* rank, Agree("mpi_symmetric rank", ranks));
+    FLEET_ASSIGN_OR_RETURN(const Candidate* size, Agree("mpi_symmetric size", sizes));
+    if (rank == nullptr || size == nullptr) {
+      return InvalidArgument("mpi_symmetric (" + out.source["mpi_symmetric"] +
+                             ") needs MPI's rank and size: OMPI_COMM_WORLD_RANK and "
+                             "OMPI_COMM_WORLD_SIZE (Open MPI) or PMI_RANK and PMI_SIZE, but " +
+                             (rank == nullptr ? "no rank" : "no size") + " is set");
+    }
+    Mpi mpi{rank->label, size->label, *ParseInt(rank->value), *ParseInt(size->value)};
+    if (mpi.size % 2 != 0) {
+      return InvalidArgument("mpi_symmetric: " + mpi.size_var + "=" + std::to_string(mpi.size) +
+                             " is odd; the symmetric layout pairs every trainer (odd rank) with "
+                             "a pserver (even rank)");
+    }
+    if (mpi.rank >= mpi.size) {
+      return InvalidArgument("mpi_symmetric: " + mpi.rank_var + "=" + std::to_string(mpi.rank) +
+                             " is not below " + mpi.size_var + "=" + std::to_string(mpi.size));
+    }
+    mpi_ = mpi;
+    return OkStatus();
+  }
+
+  // The MPI-derived candidate for role ("trainer"/"pserver") or rank (the index in the role).
+  Candidate MpiRankCandidate(const std::string& value) const {
+    const std::string var = mpi_->rank_var + "=" + std::to_string(mpi_->rank);
+    const std::string layout =
+        mpi_->rank % 2 == 0 ? "even rank -> pserver " : "odd rank -> trainer ";
+    return {"mpi_symmetric(" + var + ")",
+            var + " (mpi_symmetric: " + layout + std::to_string(mpi_->rank / 2) + ")", value};
+  }
+
   Status ResolveRoleName(Role& out) {
     std::vector<Candidate> candidates;
     if (std::optional<std::string> src = ConfigSource("role")) {
       candidates.push_back({*src, *src, config_.role});
     }
+    if (mpi_) candidates.push_back(MpiRankCandidate(mpi_->rank % 2 == 0 ? "pserver" : "trainer"));
     for (const char* name : {"TRAINING_ROLE", "PADDLE_TRAINING_ROLE"}) {
       std::optional<std::string> text = Env(name);
       if (!text) continue;
@@ -202,6 +260,19 @@ class Resolver {
     FLEET_ASSIGN_OR_RETURN(const Candidate* s, Agree("pserver_endpoints", servers));
     Set(out, "pserver_endpoints", s,
         [&](const std::string& v) { out.pserver_endpoints = Split(v, ','); });
+    if (mpi_ && out.pserver_endpoints.size() != static_cast<size_t>(mpi_->size / 2)) {
+      const int64_t need = mpi_->size / 2;
+      std::string text = "pserver_endpoints: mpi_symmetric with " + mpi_->size_var + "=" +
+                         std::to_string(mpi_->size) + " needs " + std::to_string(need) +
+                         " server endpoint" + (need == 1 ? "" : "s") + " (one per even rank)";
+      if (out.pserver_endpoints.empty()) {
+        text += "; set PADDLE_PSERVERS_IP_PORT_LIST or role.pserver_endpoints";
+      } else {
+        text += " but " + out.source["pserver_endpoints"] + " lists " +
+                std::to_string(out.pserver_endpoints.size());
+      }
+      return InvalidArgument(text);
+    }
     if (out.is_pserver() && out.pserver_endpoints.empty()) {
       return InvalidArgument(
           "role: a pserver needs the list of servers: set PADDLE_PSERVERS_IP_PORT_LIST or "
@@ -214,8 +285,15 @@ class Resolver {
   Status ResolveWorldSize(Role& out) {
     std::vector<Candidate> candidates;
     AddConfigInt(candidates, "world_size", config_.world_size);
+    if (mpi_) {
+      const std::string var = mpi_->size_var + "=" + std::to_string(mpi_->size);
+      candidates.push_back({"mpi_symmetric(" + var + ")",
+                            var + " (mpi_symmetric: half the processes are trainers)",
+                            std::to_string(mpi_->size / 2)});
+    }
     FLEET_RETURN_IF_ERROR(AddEnvInt(candidates, "PADDLE_TRAINERS_NUM", 1));
-    if (!out.is_pserver()) {
+    // These count the processes of every role; with mpi_symmetric half of them serve.
+    if (!out.is_pserver() && !mpi_) {
       for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS", "WORLD_SIZE"}) {
         FLEET_RETURN_IF_ERROR(AddEnvInt(candidates, name, 1));
       }
@@ -273,6 +351,7 @@ class Resolver {
   Status ResolveRank(Role& out) {
     std::vector<Candidate> candidates;
     AddConfigInt(candidates, "rank", config_.rank);
+    if (mpi_) candidates.push_back(MpiRankCandidate(std::to_string(mpi_->rank / 2)));
     const std::vector<std::string>& list =
         out.is_pserver() ? out.pserver_endpoints : out.trainer_endpoints;
     const std::string list_name = out.is_pserver() ? "pserver_endpoints" : "trainer_endpoints";
@@ -289,6 +368,8 @@ class Resolver {
         candidates.push_back({label, label + " (" + out.source["pserver_endpoints"] + ")",
                               std::to_string(it - list.begin())});
       }
+    } else if (mpi_) {
+      FLEET_RETURN_IF_ERROR(AddEnvInt(candidates, "PADDLE_TRAINER_ID", 0));
     } else {
       for (const char* name :
            {"PADDLE_TRAINER_ID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", "RANK"}) {
@@ -353,7 +434,16 @@ class Resolver {
   Status ResolveLocalRank(Role& out) {
     std::vector<Candidate> candidates;
     AddConfigInt(candidates, "local_rank", config_.local_rank);
-    if (!out.is_pserver()) {
+    if (mpi_ && !out.is_pserver()) {
+      std::vector<Candidate> mpi_local;
+      FLEET_RETURN_IF_ERROR(AddEnvInt(mpi_local, "OMPI_COMM_WORLD_LOCAL_RANK", 0));
+      if (!mpi_local.empty()) {
+        const std::string var = "OMPI_COMM_WORLD_LOCAL_RANK=" + mpi_local[0].value;
+        candidates.push_back({"mpi_symmetric(" + var + ")",
+                              var + " (mpi_symmetric: halved, one pserver per trainer)",
+                              std::to_string(*ParseInt(mpi_local[0].value) / 2)});
+      }
+    } else if (!out.is_pserver()) {
       for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "LOCAL_RANK"}) {
         FLEET_RETURN_IF_ERROR(AddEnvInt(candidates, name, 0));
       }
@@ -374,8 +464,15 @@ class Resolver {
     out.source[field] = c->source;
   }
 
+  // MPI's view of this process when mpi_symmetric is on.
+  struct Mpi {
+    std::string rank_var, size_var;  // the variables they came from (first agreeing source)
+    int64_t rank = 0, size = 0;
+  };
+
   const Config::Role& config_;
   const std::map<std::string, std::string>& env_;
+  std::optional<Mpi> mpi_;
 };
 
 }  // namespace
@@ -389,7 +486,8 @@ const std::vector<std::string>& RoleFieldNames() {
                                                  "pserver_endpoints",
                                                  "master_addr",
                                                  "master_port",
-                                                 "local_rank"};
+                                                 "local_rank",
+                                                 "mpi_symmetric"};
   return names;
 }
 
@@ -403,6 +501,7 @@ std::string RoleFieldText(const Role& role, const std::string& name) {
   if (name == "master_addr") return role.master_addr;
   if (name == "master_port") return std::to_string(role.master_port);
   if (name == "local_rank") return std::to_string(role.local_rank);
+  if (name == "mpi_symmetric") return role.mpi_symmetric ? "true" : "false";
   return "";
 }
 

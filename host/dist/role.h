@@ -17,6 +17,18 @@
 //   pserver_endpoints  pserver_endpoints   PADDLE_PSERVERS_IP_PORT_LIST (comma-separated)
 //   master_addr/port   master (host:port)  MASTER_ADDR, MASTER_PORT
 //   local_rank         local_rank          OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID, LOCAL_RANK
+//   mpi_symmetric      mpi_symmetric       FLEET_MPI_SYMMETRIC (1|0, true|false)
+//
+// MPI's symmetric layout (mpi_symmetric; Paddle's MPISymetricRoleMaker): every MPI process of
+// the job runs the same command and MPI's rank r (OMPI_COMM_WORLD_RANK or PMI_RANK) says what it
+// plays: even r is pserver r/2, odd r is trainer r/2. The MPI size must be even (one server per
+// trainer) and world_size is size/2; pserver_endpoints ([role] or PADDLE_PSERVERS_IP_PORT_LIST)
+// must list size/2 servers, and a server's current_endpoint is its entry. The MPI-derived role,
+// rank and world_size join the other sources (and must agree with them); the variables that
+// count processes of every role (MPI's, PMI's, Slurm's, torchrun's rank and size) are then not
+// read as a trainer's rank or world size, and OMPI_COMM_WORLD_LOCAL_RANK is halved for a
+// trainer (one server and one trainer per pair of local processes). Sources read e.g.
+// "OMPI_COMM_WORLD_RANK=3 (mpi_symmetric: odd rank -> trainer 1)".
 //
 // Sources that give the same value agree; two that give different values are an
 // INVALID_ARGUMENT naming both ("rank: PADDLE_TRAINER_ID=1 but RANK=0"), because silently
@@ -52,6 +64,7 @@ struct Role {
   std::string master_addr;                     // "" when not set
   int64_t master_port = 0;                     // 0 when not set
   int64_t local_rank = 0;
+  bool mpi_symmetric = false;                  // the layout above decided role and rank
 
   // Where each field's value came from, by field name ("rank", "master_port", ...): e.g. "env
   // PADDLE_TRAINER_ID", "fleet.toml:12:1 role.rank", "--set role.rank", "default", or a derivation

@@ -1,9 +1,12 @@
 // `fleet-host launch` end to end: real launcher, real child processes (fixtures/fake_rank.cc),
 // real signals and log files. Every wait has its own deadline; whatever a test started is
 // SIGKILLed in TearDown.
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -549,6 +552,309 @@ TEST_F(LaunchTest, MissingProgramIsAFailureOfItsRanks) {
   Launcher l = Run({"launch", "--nproc", "2", "--", "/nonexistent/program"});
   EXPECT_EQ(l.exit_code, 127) << Output(l);
   EXPECT_TRUE(Contains(l.stderr_text, "cannot execute /nonexistent/program")) << Output(l);
+}
+
+// ---- parameter-server jobs (--servers/--workers) ----
+
+// A socket listening on 127.0.0.1 at a port the kernel picked; closed by the destructor.
+struct HeldPort {
+  int fd = -1;
+  int port = 0;
+  explicit HeldPort(bool listen) {
+    fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0 &&
+        (!listen || ::listen(fd, 1) == 0)) {
+      port = ntohs(addr.sin_port);
+    }
+  }
+  ~HeldPort() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+std::vector<std::string> SplitCommas(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) out.push_back(item);
+  return out;
+}
+
+TEST_F(LaunchTest, PsJobGivesServersAndWorkersTheirRoles) {
+  // Leftovers in the user's shell, POD_IP/PADDLE_PORT included, must reach no process.
+  Launcher l = Run({"launch", "--servers", "2", "--workers", "2", "--job-id", "psjob", "--",
+                    FLEET_FAKE_RANK_EXE, "--dump-env", Envs(), "--ps-done", dir_.string(),
+                    "--bind", "--print", "3"},
+                   {"RANK=7", "POD_IP=10.9.9.9", "PADDLE_PORT=1", "PADDLE_PSERVER_ID=3",
+                    "MASTER_ADDR=elsewhere", "FLEET_MPI_SYMMETRIC=1", "FLEET_TEST_KEEP=yes"});
+  ASSERT_EQ(l.exit_code, 0) << Output(l);
+  EXPECT_TRUE(Contains(l.stderr_text, "all 2 workers and 2 servers finished")) << Output(l);
+
+  auto s0 = ReadEnvFile(dir_ / "env" / "env.server.0");
+  const std::string list = s0["PADDLE_PSERVERS_IP_PORT_LIST"];
+  std::vector<std::string> endpoints = SplitCommas(list);
+  ASSERT_EQ(endpoints.size(), 2u) << list;
+  EXPECT_NE(endpoints[0], endpoints[1]);
+  EXPECT_TRUE(Contains(l.stderr_text, "2 servers (" + list + ") and 2 workers")) << Output(l);
+  for (int i = 0; i < 2; ++i) {
+    SCOPED_TRACE("server " + std::to_string(i));
+    auto env = ReadEnvFile(dir_ / "env" / ("env.server." + std::to_string(i)));
+    const std::string& ep = endpoints[static_cast<size_t>(i)];
+    ASSERT_TRUE(ep.starts_with("127.0.0.1:")) << ep;
+    const std::string port = ep.substr(10);
+    EXPECT_NE(port, "0");
+    EXPECT_EQ(env["TRAINING_ROLE"], "PSERVER");
+    EXPECT_EQ(env["PADDLE_PSERVERS_IP_PORT_LIST"], list);
+    EXPECT_EQ(env["PADDLE_PSERVER_ID"], std::to_string(i));
+    EXPECT_EQ(env["POD_IP"], "127.0.0.1");
+    EXPECT_EQ(env["PADDLE_PORT"], port);
+    EXPECT_EQ(env["PADDLE_TRAINERS_NUM"], "2");
+    EXPECT_EQ(env["FLEET_JOB_ID"], "psjob");
+    EXPECT_EQ(env["FLEET_TEST_KEEP"], "yes");
+    for (const char* gone : {"PADDLE_TRAINER_ID", "RANK", "MASTER_ADDR", "MASTER_PORT",
+                             "FLEET_MPI_SYMMETRIC"}) {
+      EXPECT_EQ(env.count(gone), 0u) << gone;
+    }
+    // The server listened on its endpoint, and left once both workers had finished.
+    std::string log = ReadFile(JobDir("psjob") / ("serverlog." + std::to_string(i)));
+    EXPECT_TRUE(Contains(log, "server " + std::to_string(i) + " listening on " + ep)) << log;
+    EXPECT_TRUE(Contains(log, "server " + std::to_string(i) + ": all 2 workers done")) << log;
+  }
+  for (int i = 0; i < 2; ++i) {
+    SCOPED_TRACE("worker " + std::to_string(i));
+    auto env = ReadEnvFile(dir_ / "env" / ("env.worker." + std::to_string(i)));
+    EXPECT_EQ(env["TRAINING_ROLE"], "TRAINER");
+    EXPECT_EQ(env["PADDLE_PSERVERS_IP_PORT_LIST"], list);
+    EXPECT_EQ(env["PADDLE_TRAINER_ID"], std::to_string(i));
+    EXPECT_EQ(env["PADDLE_TRAINERS_NUM"], "2");
+    EXPECT_EQ(env["LOCAL_WORLD_SIZE"], "4");
+    EXPECT_EQ(env["FLEET_JOB_ID"], "psjob");
+    // Unlike Paddle's launch_ps, no server's address leaks into a worker.
+    for (const char* gone : {"POD_IP", "PADDLE_PORT", "PADDLE_PSERVER_ID", "RANK",
+                             "MASTER_ADDR", "MASTER_PORT", "FLEET_MPI_SYMMETRIC"}) {
+      EXPECT_EQ(env.count(gone), 0u) << gone;
+    }
+    std::string expected;
+    for (int k = 0; k < 3; ++k) {
+      expected += "worker " + std::to_string(i) + " line " + std::to_string(k) + "\n";
+    }
+    expected += "worker " + std::to_string(i) + " stderr\n";
+    EXPECT_EQ(ReadFile(JobDir("psjob") / ("workerlog." + std::to_string(i))), expected);
+  }
+  // Only worker 0 is echoed.
+  EXPECT_EQ(l.stdout_text,
+            "[worker.0] worker 0 line 0\n[worker.0] worker 0 line 1\n[worker.0] worker 0 line 2\n"
+            "[worker.0] worker 0 stderr\n");
+  std::set<std::string> files;
+  for (const auto& entry : fs::directory_iterator(JobDir("psjob"))) {
+    files.insert(entry.path().filename().string());
+  }
+  EXPECT_EQ(files, (std::set<std::string>{"serverlog.0", "serverlog.1", "workerlog.0",
+                                          "workerlog.1"}));
+}
+
+TEST_F(LaunchTest, PsEndpointListIsUsedAndAServerThatCannotBindIsTheFailure) {
+  // The test holds the second endpoint's port, as a process winning the race for it would.
+  HeldPort free_port(false), taken(true);
+  ASSERT_GT(free_port.port, 0);
+  ASSERT_GT(taken.port, 0);
+  ::close(free_port.fd);
+  free_port.fd = -1;
+  const std::string ep0 = "127.0.0.1:" + std::to_string(free_port.port);
+  const std::string ep1 = "127.0.0.1:" + std::to_string(taken.port);
+  Launcher l = Run({"launch", "--servers", ep0 + "," + ep1, "--workers", "2", "--",
+                    FLEET_FAKE_RANK_EXE, "--dump-env", Envs(), "--pid-dir", Pids(), "--bind",
+                    "--ps-done", dir_.string(), "--sleep-ms", "60000"});
+  EXPECT_EQ(l.exit_code, 96) << Output(l);
+  EXPECT_LT(l.seconds, 15.0);
+  // Server 1 wrote its variables before trying to bind (server 0 may have been stopped before
+  // it wrote anything).
+  auto env1 = ReadEnvFile(dir_ / "env" / "env.server.1");
+  EXPECT_EQ(env1["PADDLE_PSERVERS_IP_PORT_LIST"], ep0 + "," + ep1);
+  EXPECT_EQ(env1["POD_IP"], "127.0.0.1");
+  EXPECT_EQ(env1["PADDLE_PORT"], std::to_string(taken.port));
+  const std::string& e = l.stderr_text;
+  EXPECT_TRUE(Contains(e, "first failure: server 1 (pid ")) << Output(l);
+  EXPECT_TRUE(Contains(e, "Address already in use")) << Output(l);
+  EXPECT_TRUE(Contains(e, fs::weakly_canonical(JobDir() / "serverlog.1").string())) << Output(l);
+  for (const char* other : {"server 0", "worker 0", "worker 1"}) {
+    EXPECT_TRUE(Contains(e, std::string(other) + ": stopped by the launcher")) << Output(l);
+  }
+  for (pid_t pid : ChildPids()) EXPECT_FALSE(Alive(pid)) << pid;
+}
+
+TEST_F(LaunchTest, PsFailingWorkerStopsTheServersAndIsNamed) {
+  Launcher l = Run({"launch", "--servers", "2", "--workers", "2", "--", FLEET_FAKE_RANK_EXE,
+                    "--pid-dir", Pids(), "--ps-done", dir_.string(), "--fail-rank", "1",
+                    "--exit-code", "7", "--after-ms", "300", "--sleep-ms", "60000"});
+  EXPECT_EQ(l.exit_code, 7) << Output(l);
+  EXPECT_LT(l.seconds, 15.0);
+  const std::string& e = l.stderr_text;
+  const std::string log = fs::weakly_canonical(JobDir() / "workerlog.1").string();
+  EXPECT_TRUE(Contains(e, "worker 1 exited with code 7; stopping the other processes"))
+      << Output(l);
+  EXPECT_TRUE(Contains(e, "first failure: worker 1 (pid ")) << Output(l);
+  EXPECT_TRUE(Contains(e, "its log: " + log)) << Output(l);
+  EXPECT_TRUE(Contains(e, "| worker 1 failing with exit code 7")) << Output(l);
+  for (const char* other : {"server 0", "server 1", "worker 0"}) {
+    EXPECT_TRUE(Contains(e, std::string(other) + ": stopped by the launcher")) << Output(l);
+  }
+  auto j = nlohmann::json::parse(ReadFile(JobDir() / "failure.json"), nullptr, false);
+  ASSERT_FALSE(j.is_discarded());
+  EXPECT_EQ(j["exit_code"], 7);
+  EXPECT_EQ(j["servers"], 2);
+  EXPECT_EQ(j["workers"], 2);
+  EXPECT_EQ(j["first_failure"]["name"], "worker 1");
+  EXPECT_EQ(j["first_failure"]["role"], "worker");
+  EXPECT_EQ(j["first_failure"]["index"], 1);
+  EXPECT_EQ(j["first_failure"]["log"], log);
+  std::set<std::string> collateral;
+  for (const auto& c : j["collateral"]) collateral.insert(c["name"].get<std::string>());
+  EXPECT_EQ(collateral, (std::set<std::string>{"server 0", "server 1", "worker 0"}));
+  ASSERT_EQ(ChildPids().size(), 4u);
+  for (pid_t pid : ChildPids()) EXPECT_FALSE(Alive(pid)) << pid;
+}
+
+TEST_F(LaunchTest, PsServersThatDoNotExitAfterTheWorkersAreStoppedAndNamed) {
+  Launcher l = Run({"launch", "--servers", "2", "--workers", "2", "--server-exit-s", "1",
+                    "--grace-s", "1", "--", FLEET_FAKE_RANK_EXE, "--pid-dir", Pids(),
+                    "--server-hang"});
+  EXPECT_EQ(l.exit_code, 1) << Output(l);
+  EXPECT_GE(l.seconds, 1.0);
+  EXPECT_LT(l.seconds, 10.0);
+  const std::string& e = l.stderr_text;
+  EXPECT_TRUE(Contains(e, "servers 0 and 1 did not exit after every worker finished (waited 1 s)"))
+      << Output(l);
+  EXPECT_TRUE(Contains(e, "FAILED (exit code 1)")) << Output(l);
+  EXPECT_TRUE(Contains(e, "first failure: server 0 (pid ")) << Output(l);
+  EXPECT_TRUE(Contains(e, ") did not exit after every worker finished (was killed by SIGTERM"))
+      << Output(l);
+  EXPECT_TRUE(Contains(e, fs::weakly_canonical(JobDir() / "serverlog.0").string())) << Output(l);
+  EXPECT_TRUE(Contains(e, "server 1: did not exit after every worker finished, stopped by the "
+                          "launcher"))
+      << Output(l);
+  EXPECT_TRUE(Contains(e, "finished before the failure: workers 0 and 1")) << Output(l);
+  auto j = nlohmann::json::parse(ReadFile(JobDir() / "failure.json"), nullptr, false);
+  ASSERT_FALSE(j.is_discarded());
+  EXPECT_EQ(j["exit_code"], 1);
+  EXPECT_EQ(j["first_failure"]["name"], "server 0");
+  EXPECT_EQ(j["first_failure"]["reason"], "did not exit after every worker finished");
+  EXPECT_EQ(j["finished"], nlohmann::json({"worker 0", "worker 1"}));
+  for (pid_t pid : ChildPids()) EXPECT_FALSE(Alive(pid)) << pid;
+
+  // One server alone is named in the singular.
+  Launcher one = Run({"launch", "--servers", "1", "--workers", "1", "--server-exit-s", "0.5",
+                      "--job-id", "one", "--", FLEET_FAKE_RANK_EXE, "--server-hang"});
+  EXPECT_EQ(one.exit_code, 1) << Output(one);
+  EXPECT_TRUE(Contains(one.stderr_text,
+                       "fleet-host launch: server 0 did not exit after every worker finished"))
+      << Output(one);
+}
+
+TEST_F(LaunchTest, PsServerDyingMidRunIsNamed) {
+  Launcher l = Run({"launch", "--servers", "2", "--workers", "2", "--", FLEET_FAKE_RANK_EXE,
+                    "--pid-dir", Pids(), "--ps-done", dir_.string(), "--fail-server", "1",
+                    "--exit-code", "5", "--after-ms", "300", "--sleep-ms", "60000"});
+  EXPECT_EQ(l.exit_code, 5) << Output(l);
+  EXPECT_LT(l.seconds, 15.0);
+  const std::string& e = l.stderr_text;
+  EXPECT_TRUE(Contains(e, "first failure: server 1 (pid ")) << Output(l);
+  EXPECT_TRUE(Contains(e, "exited with code 5")) << Output(l);
+  EXPECT_TRUE(Contains(e, "its log: " + fs::weakly_canonical(JobDir() / "serverlog.1").string()))
+      << Output(l);
+  EXPECT_TRUE(Contains(e, "| server 1 failing with exit code 5")) << Output(l);
+  for (const char* other : {"server 0", "worker 0", "worker 1"}) {
+    EXPECT_TRUE(Contains(e, std::string(other) + ": stopped by the launcher")) << Output(l);
+  }
+  for (pid_t pid : ChildPids()) EXPECT_FALSE(Alive(pid)) << pid;
+}
+
+TEST_F(LaunchTest, PsServerExitingZeroWhileWorkersRunIsAFailure) {
+  Launcher l = Run({"launch", "--servers", "2", "--workers", "2", "--", FLEET_FAKE_RANK_EXE,
+                    "--pid-dir", Pids(), "--ps-done", dir_.string(), "--fail-server", "0",
+                    "--exit-code", "0", "--after-ms", "200", "--sleep-ms", "60000"});
+  EXPECT_EQ(l.exit_code, 1) << Output(l);
+  EXPECT_LT(l.seconds, 15.0);
+  const std::string& e = l.stderr_text;
+  EXPECT_TRUE(Contains(e, "fleet-host launch: server 0 exited while workers were running"))
+      << Output(l);
+  EXPECT_TRUE(Contains(e, "first failure: server 0 (pid ")) << Output(l);
+  EXPECT_TRUE(Contains(e, "exited while workers were running (exited with code 0)")) << Output(l);
+  for (const char* other : {"server 1", "worker 0", "worker 1"}) {
+    EXPECT_TRUE(Contains(e, std::string(other) + ": stopped by the launcher")) << Output(l);
+  }
+  auto j = nlohmann::json::parse(ReadFile(JobDir() / "failure.json"), nullptr, false);
+  ASSERT_FALSE(j.is_discarded());
+  EXPECT_EQ(j["exit_code"], 1);
+  EXPECT_EQ(j["first_failure"]["exit_code"], 0);
+  EXPECT_EQ(j["first_failure"]["reason"], "exited while workers were running");
+  for (pid_t pid : ChildPids()) EXPECT_FALSE(Alive(pid)) << pid;
+}
+
+TEST_F(LaunchTest, PsRolesResolveInFleetHostEnv) {
+  // Each process resolves its role from what the launcher set: the servers' POD_IP:PADDLE_PORT
+  // and PADDLE_PSERVER_ID must agree, and workers see no server address.
+  Launcher l = Run({"launch", "--servers", "2", "--workers", "2", "--", "env", "--json"});
+  ASSERT_EQ(l.exit_code, 0) << Output(l);
+  std::vector<std::string> endpoints;
+  for (int i = 0; i < 2; ++i) {
+    auto j = nlohmann::json::parse(ReadFile(JobDir() / ("serverlog." + std::to_string(i))),
+                                   nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << "server " << i;
+    EXPECT_EQ(j["role"], "pserver");
+    EXPECT_EQ(j["rank"], i);
+    EXPECT_EQ(j["world_size"], 2);
+    ASSERT_EQ(j["pserver_endpoints"].size(), 2u);
+    EXPECT_EQ(j["current_endpoint"], j["pserver_endpoints"][i]);
+    endpoints = j["pserver_endpoints"].get<std::vector<std::string>>();
+  }
+  for (int i = 0; i < 2; ++i) {
+    auto j = nlohmann::json::parse(ReadFile(JobDir() / ("workerlog." + std::to_string(i))),
+                                   nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << "worker " << i;
+    EXPECT_EQ(j["role"], "trainer");
+    EXPECT_EQ(j["rank"], i);
+    EXPECT_EQ(j["world_size"], 2);
+    EXPECT_EQ(j["current_endpoint"], "");
+    EXPECT_EQ(j["pserver_endpoints"], nlohmann::json(endpoints));
+  }
+}
+
+TEST_F(LaunchTest, PsBadArgumentsExit2AndStartNothing) {
+  const std::vector<std::vector<std::string>> cases = {
+      {"launch", "--servers", "2", "--workers", "2", "--nproc", "2", "--", FLEET_FAKE_RANK_EXE},
+      {"launch", "--servers", "2", "--", FLEET_FAKE_RANK_EXE},
+      {"launch", "--workers", "2", "--", FLEET_FAKE_RANK_EXE},
+      {"launch", "--servers", "0", "--workers", "1", "--", FLEET_FAKE_RANK_EXE},
+      {"launch", "--servers", "1", "--workers", "0", "--", FLEET_FAKE_RANK_EXE},
+      {"launch", "--servers", "two", "--workers", "1", "--", FLEET_FAKE_RANK_EXE},
+      {"launch", "--servers", "127.0.0.1:7000,127.0.0.1:7000", "--workers", "1", "--",
+       FLEET_FAKE_RANK_EXE},
+      {"launch", "--servers", "127.0.0.1:99999", "--workers", "1", "--", FLEET_FAKE_RANK_EXE},
+      {"launch", "--servers", "1", "--workers", "1", "--nnodes", "2", "--node-rank", "0",
+       "--master", "127.0.0.1:6170", "--", FLEET_FAKE_RANK_EXE},
+      {"launch", "--servers", "1", "--workers", "1", "--server-exit-s", "-1", "--",
+       FLEET_FAKE_RANK_EXE},
+  };
+  for (const auto& args : cases) {
+    std::string joined;
+    for (const std::string& a : args) joined += a + " ";
+    SCOPED_TRACE(joined);
+    Launcher l = Run(args);
+    EXPECT_EQ(l.exit_code, 2) << Output(l);
+    EXPECT_TRUE(Contains(l.stderr_text, "fleet-host launch: ")) << Output(l);
+    EXPECT_FALSE(fs::exists(dir_ / "log"));
+  }
+  EXPECT_TRUE(Contains(Run(cases[0]).stderr_text,
+                       "--nproc cannot be combined with --servers/--workers"));
+  EXPECT_TRUE(Contains(Run(cases[1]).stderr_text, "--servers needs --workers"));
+  EXPECT_TRUE(Contains(Run(cases[6]).stderr_text, "'127.0.0.1:7000' appears more than once"));
+  EXPECT_TRUE(Contains(Run(cases[7]).stderr_text, "--servers: '127.0.0.1:99999'"));
 }
 
 }  // namespace

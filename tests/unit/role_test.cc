@@ -308,6 +308,194 @@ TEST(RoleTest, TrainersIgnoreLeakedServerAddress) {
   EXPECT_EQ(role->pserver_endpoints.size(), 2u);
 }
 
+// What `fleet-host launch --servers 2 --workers 3` gives server 1: PaddleCloud's PS variables
+// plus PADDLE_PSERVER_ID, which must agree with the position of POD_IP:PADDLE_PORT.
+TEST(RoleTest, PaddleCloudPserverFromTheLaunchersVariables) {
+  Env env = {{"TRAINING_ROLE", "PSERVER"},
+             {"PADDLE_PSERVERS_IP_PORT_LIST", "127.0.0.1:41000,127.0.0.1:41001"},
+             {"PADDLE_PSERVER_ID", "1"},
+             {"POD_IP", "127.0.0.1"},
+             {"PADDLE_PORT", "41001"},
+             {"PADDLE_TRAINERS_NUM", "3"},
+             {"LOCAL_WORLD_SIZE", "5"}};
+  StatusOr<Role> role = Resolve(env);
+  ASSERT_TRUE(role.ok()) << role.status().ToString();
+  EXPECT_EQ(role->role, "pserver");
+  EXPECT_EQ(role->rank, 1);
+  EXPECT_EQ(role->world_size, 3);
+  EXPECT_EQ(role->current_endpoint, "127.0.0.1:41001");
+  EXPECT_EQ(role->pserver_endpoints,
+            (std::vector<std::string>{"127.0.0.1:41000", "127.0.0.1:41001"}));
+  EXPECT_FALSE(role->mpi_symmetric);
+  EXPECT_EQ(role->source.at("rank"), "env PADDLE_PSERVER_ID");
+  EXPECT_EQ(role->source.at("world_size"), "env PADDLE_TRAINERS_NUM");
+  EXPECT_EQ(role->source.at("current_endpoint"), "env POD_IP:PADDLE_PORT");
+  EXPECT_EQ(role->source.at("mpi_symmetric"), "default");
+
+  // A worker of the same job.
+  role = Resolve({{"TRAINING_ROLE", "TRAINER"},
+                  {"PADDLE_PSERVERS_IP_PORT_LIST", "127.0.0.1:41000,127.0.0.1:41001"},
+                  {"PADDLE_TRAINER_ID", "2"},
+                  {"PADDLE_TRAINERS_NUM", "3"}});
+  ASSERT_TRUE(role.ok()) << role.status().ToString();
+  EXPECT_EQ(role->role, "trainer");
+  EXPECT_EQ(role->rank, 2);
+  EXPECT_EQ(role->world_size, 3);
+  EXPECT_EQ(role->current_endpoint, "");
+  EXPECT_EQ(role->pserver_endpoints.size(), 2u);
+}
+
+TEST(RoleTest, PserverFullyDefinedInFleetToml) {
+  // UserDefinedRoleMaker: no environment at all.
+  StatusOr<Role> role = Resolve({}, {}, R"([role]
+role = "pserver"
+rank = 1
+world_size = 4
+pserver_endpoints = ["10.0.0.1:6000", "10.0.0.2:6000", "10.0.0.3:6000"]
+)");
+  ASSERT_TRUE(role.ok()) << role.status().ToString();
+  EXPECT_TRUE(role->is_pserver());
+  EXPECT_EQ(role->rank, 1);
+  EXPECT_EQ(role->world_size, 4);
+  EXPECT_EQ(role->current_endpoint, "10.0.0.2:6000");
+  EXPECT_EQ(role->pserver_endpoints.size(), 3u);
+  EXPECT_EQ(role->source.at("role"), "fleet.toml:2:8 role.role");
+  EXPECT_EQ(role->source.at("rank"), "fleet.toml:3:8 role.rank");
+  EXPECT_EQ(role->source.at("world_size"), "fleet.toml:4:14 role.world_size");
+  EXPECT_EQ(role->source.at("current_endpoint"),
+            "pserver_endpoints[1] (fleet.toml:5:21 role.pserver_endpoints)");
+
+  // current_endpoint instead of rank gives the same server.
+  role = Resolve({}, {}, R"([role]
+role = "pserver"
+world_size = 4
+current_endpoint = "10.0.0.3:6000"
+pserver_endpoints = ["10.0.0.1:6000", "10.0.0.2:6000", "10.0.0.3:6000"]
+)");
+  ASSERT_TRUE(role.ok()) << role.status().ToString();
+  EXPECT_EQ(role->rank, 2);
+
+  std::string e = ErrorOf({}, {}, R"([role]
+role = "pserver"
+rank = 3
+pserver_endpoints = ["10.0.0.1:6000", "10.0.0.2:6000", "10.0.0.3:6000"]
+)");
+  EXPECT_TRUE(Contains(e, "rank: fleet.toml:3:8 role.rank=3 is not below the number of "
+                          "pserver_endpoints 3"))
+      << e;
+}
+
+// Paddle's MPISymetricRoleMaker: MPI rank r is pserver r/2 when even, trainer r/2 when odd.
+TEST(RoleTest, MpiSymmetricLayout) {
+  const std::string servers = "10.0.0.1:6000,10.0.0.2:6000";
+  struct Expect {
+    const char* role;
+    int64_t rank;
+    const char* endpoint;
+    const char* source;
+  };
+  const Expect expect[4] = {
+      {"pserver", 0, "10.0.0.1:6000",
+       "OMPI_COMM_WORLD_RANK=0 (mpi_symmetric: even rank -> pserver 0)"},
+      {"trainer", 0, "", "OMPI_COMM_WORLD_RANK=1 (mpi_symmetric: odd rank -> trainer 0)"},
+      {"pserver", 1, "10.0.0.2:6000",
+       "OMPI_COMM_WORLD_RANK=2 (mpi_symmetric: even rank -> pserver 1)"},
+      {"trainer", 1, "", "OMPI_COMM_WORLD_RANK=3 (mpi_symmetric: odd rank -> trainer 1)"},
+  };
+  for (int r = 0; r < 4; ++r) {
+    SCOPED_TRACE("MPI rank " + std::to_string(r));
+    StatusOr<Role> role = Resolve({{"FLEET_MPI_SYMMETRIC", "1"},
+                                   {"OMPI_COMM_WORLD_RANK", std::to_string(r)},
+                                   {"OMPI_COMM_WORLD_SIZE", "4"},
+                                   {"PADDLE_PSERVERS_IP_PORT_LIST", servers}});
+    ASSERT_TRUE(role.ok()) << role.status().ToString();
+    EXPECT_TRUE(role->mpi_symmetric);
+    EXPECT_EQ(role->role, expect[r].role);
+    EXPECT_EQ(role->rank, expect[r].rank);
+    EXPECT_EQ(role->world_size, 2);
+    EXPECT_EQ(role->current_endpoint, expect[r].endpoint);
+    EXPECT_EQ(role->source.at("role"), expect[r].source);
+    EXPECT_EQ(role->source.at("rank"), expect[r].source);
+    EXPECT_EQ(role->source.at("world_size"),
+              "OMPI_COMM_WORLD_SIZE=4 (mpi_symmetric: half the processes are trainers)");
+    EXPECT_EQ(role->source.at("mpi_symmetric"), "env FLEET_MPI_SYMMETRIC");
+  }
+
+  // From fleet.toml, with PMI's variables and the server list in [role].
+  StatusOr<Role> role = Resolve({{"PMI_RANK", "5"}, {"PMI_SIZE", "6"}}, {}, R"([role]
+mpi_symmetric = true
+pserver_endpoints = ["s0:1", "s1:1", "s2:1"]
+)");
+  ASSERT_TRUE(role.ok()) << role.status().ToString();
+  EXPECT_EQ(role->role, "trainer");
+  EXPECT_EQ(role->rank, 2);
+  EXPECT_EQ(role->world_size, 3);
+  EXPECT_EQ(role->source.at("rank"), "PMI_RANK=5 (mpi_symmetric: odd rank -> trainer 2)");
+  EXPECT_EQ(role->source.at("mpi_symmetric"), "fleet.toml:2:17 role.mpi_symmetric");
+
+  // Without the layout the same variables make a plain trainer 5 of 6.
+  role = Resolve({{"PMI_RANK", "5"}, {"PMI_SIZE", "6"}});
+  ASSERT_TRUE(role.ok()) << role.status().ToString();
+  EXPECT_EQ(role->rank, 5);
+  EXPECT_EQ(role->world_size, 6);
+  EXPECT_FALSE(role->mpi_symmetric);
+}
+
+TEST(RoleTest, MpiSymmetricErrors) {
+  const Env base = {{"FLEET_MPI_SYMMETRIC", "1"},
+                    {"OMPI_COMM_WORLD_RANK", "1"},
+                    {"OMPI_COMM_WORLD_SIZE", "4"},
+                    {"PADDLE_PSERVERS_IP_PORT_LIST", "a:1,b:1"}};
+  Env env = base;
+  env["OMPI_COMM_WORLD_SIZE"] = "5";
+  std::string e = ErrorOf(env);
+  EXPECT_TRUE(Contains(e, "mpi_symmetric: OMPI_COMM_WORLD_SIZE=5 is odd")) << e;
+
+  env = base;
+  env["PADDLE_PSERVERS_IP_PORT_LIST"] = "a:1,b:1,c:1";
+  e = ErrorOf(env);
+  EXPECT_EQ(e, "pserver_endpoints: mpi_symmetric with OMPI_COMM_WORLD_SIZE=4 needs 2 server "
+               "endpoints (one per even rank) but env PADDLE_PSERVERS_IP_PORT_LIST lists 3");
+  env.erase("PADDLE_PSERVERS_IP_PORT_LIST");
+  e = ErrorOf(env);
+  EXPECT_TRUE(Contains(e, "needs 2 server endpoints (one per even rank); set "
+                          "PADDLE_PSERVERS_IP_PORT_LIST or role.pserver_endpoints"))
+      << e;
+
+  env = base;
+  env.erase("OMPI_COMM_WORLD_RANK");
+  e = ErrorOf(env);
+  EXPECT_TRUE(Contains(e, "mpi_symmetric (env FLEET_MPI_SYMMETRIC) needs MPI's rank and size"))
+      << e;
+  EXPECT_TRUE(Contains(e, "no rank is set")) << e;
+
+  env = base;
+  env["FLEET_MPI_SYMMETRIC"] = "yes";
+  EXPECT_EQ(ErrorOf(env), "FLEET_MPI_SYMMETRIC='yes': expected 1 or 0");
+
+  // The layout's answer must agree with what else is set.
+  env = base;
+  env["TRAINING_ROLE"] = "PSERVER";
+  EXPECT_EQ(ErrorOf(env),
+            "role: mpi_symmetric(OMPI_COMM_WORLD_RANK=1)=trainer but TRAINING_ROLE=pserver");
+  env = base;
+  env["PADDLE_TRAINERS_NUM"] = "4";
+  EXPECT_EQ(ErrorOf(env),
+            "world_size: mpi_symmetric(OMPI_COMM_WORLD_SIZE=4)=2 but PADDLE_TRAINERS_NUM=4");
+  env = base;
+  env["PADDLE_TRAINER_ID"] = "0";
+  env["PADDLE_TRAINERS_NUM"] = "2";
+  StatusOr<Role> agreeing = Resolve(env);
+  ASSERT_TRUE(agreeing.ok()) << agreeing.status().ToString();
+  EXPECT_EQ(agreeing->rank, 0);
+  EXPECT_EQ(ErrorOf(base, {}, "[role]\nmpi_symmetric = true\n"), "<no error>");
+  env = base;
+  env["FLEET_MPI_SYMMETRIC"] = "0";
+  EXPECT_EQ(ErrorOf(env, {}, "[role]\nmpi_symmetric = true\n"),
+            "mpi_symmetric: fleet.toml:2:17 role.mpi_symmetric=true but "
+            "FLEET_MPI_SYMMETRIC=false");
+}
+
 TEST(RoleConfigTest, SchemaChecksRoleKeys) {
   StatusOr<Config> config =
       ParseConfig("[role]\nrole = \"worker\"\nrank = -2\nworld_size = \"2\"\nranks = 1\n",
