@@ -17,8 +17,12 @@ Commands:
                      build, verify and prepare it (no network)
   run PROGRAM [--config FILE] [--set KEY=VALUE ...]
                      train PROGRAM on this process as [train] and [data] of the config say
-  show PROGRAM [--stage parsed|backward|optimized] [--program main|startup|all]
-                     print the programs after a stage (default: optimized, both) as text IR
+  show PROGRAM [--stage parsed|backward|optimized|transpiled] [--program NAME|all]
+       [--rank R --world-size N] [--role trainer|pserver --index I --pservers EP,...]
+       [--config FILE] [--set KEY=VALUE ...]
+                     print the programs after a stage (default: optimized, all) as text IR;
+                     transpiled shows what trainer R of N (or, in a pserver job, server I)
+                     runs under [strategy]
   env [--json]       print this process's role (trainer or pserver, rank, world size,
                      endpoints) resolved from [role] of the config and the launcher's
                      environment variables, and where each value came from

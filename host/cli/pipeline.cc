@@ -45,7 +45,8 @@ StatusOr<std::map<std::string, ir::Program>> Transpile(const Config& config, con
   std::map<std::string, ir::Program> programs = {{"startup", optimized.startup},
                                                  {"main", optimized.main}};
   PassContextInfo ctx;
-  ctx.rank = static_cast<int32_t>(role.rank);
+  // A pserver process transpiles like trainer 0: its own programs do not depend on the id.
+  ctx.rank = role.is_pserver() ? 0 : static_cast<int32_t>(role.rank);
   ctx.world_size = static_cast<int32_t>(role.world_size);
   ctx.role = role.role;
   ctx.pserver_endpoints = role.pserver_endpoints;
@@ -74,6 +75,22 @@ StatusOr<std::map<std::string, ir::Program>> Transpile(const Config& config, con
       FLEET_RETURN_IF_ERROR(run("fuse_allreduce", {{"bucket_mb", c.fuse_grad_size_mb}})
                                 .WithContext("strategy.fuse_grad_size_mb"));
     }
+  }
+  if (mode == "pserver") {
+    if (optimized.loss.empty() || !optimized.optimizer) {
+      return InvalidArgument("a pserver job needs a program with minimize(..., optimizer=...)");
+    }
+    if (role.pserver_endpoints.empty()) {
+      return InvalidArgument("a pserver job needs pserver_endpoints: [role] pserver_endpoints "
+                             "or PADDLE_PSERVERS_IP_PORT_LIST");
+    }
+    const Config::Pserver& ps = config.pserver;
+    ir::AttrMap options = {{"sync", ps.sync_mode},
+                           {"slice_var_up", ps.slice_var_up},
+                           {"min_block_size", ps.min_block_size},
+                           {"split_method", ps.split_method},
+                           {"init", ps.init}};
+    FLEET_RETURN_IF_ERROR(run("pserver", options).WithContext("strategy.mode \"pserver\""));
   }
   for (const std::string& name : config.collective.passes) {
     FLEET_RETURN_IF_ERROR(run(name, {}).WithContext("strategy.passes"));

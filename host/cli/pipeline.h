@@ -31,12 +31,20 @@ StatusOr<frontend::ParsedProgram> BuildPrograms(const std::filesystem::path& fil
 // [strategy] mode with "auto" decided: "collective" for a job of several trainers, else "none".
 std::string EffectiveStrategy(const Config& config, const Role& role);
 
-// The program set {"startup", "main", and "main.local" for local_sgd with k_steps > 1} that
-// trainer `role.rank` of `role.world_size` runs. For a collective strategy: the collective pass
-// ([strategy] collective_mode with nrings and local_sgd_k_steps), then fuse_allreduce when
-// fuse_grad_size_mb > 0, then each of [strategy] passes, all from `registry` (built-in passes
-// must be registered). Other strategies return the optimized programs unchanged, except that
-// [strategy] passes still run.
+// The program set of a job under [strategy], all passes from `registry` (built-in passes must
+// be registered):
+//   - collective: {"startup", "main", and "main.local" for local_sgd with k_steps > 1} that
+//     trainer `role.rank` of `role.world_size` runs: the collective pass ([strategy]
+//     collective_mode with nrings and local_sgd_k_steps), then fuse_allreduce when
+//     fuse_grad_size_mb > 0;
+//   - pserver: the whole parameter-server set, {"main", "startup"} of trainer `role.rank` (0
+//     in a pserver process) and "pserver.<i>", "pserver.<i>.startup" for every server of
+//     role.pserver_endpoints (the "pserver" pass with [strategy] sync_mode, slice_var_up,
+//     min_block_size, split_method and init; world_size = the number of trainers). Needs a
+//     program with minimize and at least one server endpoint; the caller picks the programs
+//     of its role;
+//   - others: the optimized programs unchanged.
+// Then each of [strategy] passes runs on the set.
 StatusOr<std::map<std::string, ir::Program>> Transpile(const Config& config, const Role& role,
                                                        const frontend::ParsedProgram& optimized,
                                                        const PluginRegistry& registry);

@@ -1,8 +1,17 @@
-// `fleet-host show PROGRAM [--stage S] [--program P] [--rank R --world-size N]`: the programs
-// after a pipeline stage, as text IR. The transpiled stage shows what trainer R of N runs under
-// the config's [strategy]; R and N default to the role the config and environment give.
+// `fleet-host show PROGRAM [--stage S] [--program P] [--rank R --world-size N]
+// [--role trainer|pserver --index I --pservers EP,...] [--config FILE] [--set KEY=VALUE ...]`:
+// the programs after a pipeline stage, as
+// text IR. The transpiled stage shows what trainer R of N runs under the config's [strategy];
+// R and N default to the role the config and environment give. In a parameter-server job
+// (strategy pserver) it shows every program of the set: the trainer's "main" and "startup" and
+// each server's "pserver.<i>" and "pserver.<i>.startup" (printed under those names); --role
+// trainer keeps the trainer's, --role pserver --index I server I's (I defaults to the role's
+// rank for a pserver, else 0). The servers come from --pservers, [role] pserver_endpoints or
+// PADDLE_PSERVERS_IP_PORT_LIST; a pserver job without any is an error.
 #include <cstdlib>
 #include <map>
+#include <string>
+#include <vector>
 
 #include "cli/cli.h"
 #include "cli/pipeline.h"
@@ -21,15 +30,41 @@ int64_t FlagInt(const std::string& text) {
   return std::atoll(text.c_str());
 }
 
+// "a,b,,c" -> {"a", "b", "c"}.
+std::vector<std::string> SplitList(const std::string& text) {
+  std::vector<std::string> items;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    if (comma > start) items.push_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return items;
+}
+
 }  // namespace
 
 int ShowCommand(const GlobalOptions& global, const std::vector<std::string>& args,
                 std::ostream& out, std::ostream& err) {
-  std::string file, stage_name = "optimized", which = "all";
-  int64_t rank = -1, world_size = -1;
+  std::string file, stage_name = "optimized", which = "all", role_name, pservers;
+  int64_t rank = -1, world_size = -1, index = -1;
+  // --config and --set may also follow the program, as for `run`.
+  GlobalOptions options = global;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    if (a == "--stage" || a == "--program" || a == "--rank" || a == "--world-size") {
+    if (a == "--config" || a == "--set") {
+      if (i + 1 >= args.size()) {
+        err << "fleet-host show: " << a << " needs a value\n";
+        return kExitUsage;
+      }
+      if (a == "--config") {
+        options.config_path = args[++i];
+      } else {
+        options.overrides.push_back(args[++i]);
+      }
+    } else if (a == "--stage" || a == "--program" || a == "--rank" || a == "--world-size" ||
+        a == "--role" || a == "--index" || a == "--pservers") {
       if (i + 1 >= args.size()) {
         err << "fleet-host show: " << a << " needs a value\n";
         return kExitUsage;
@@ -39,6 +74,20 @@ int ShowCommand(const GlobalOptions& global, const std::vector<std::string>& arg
         stage_name = v;
       } else if (a == "--program") {
         which = v;
+      } else if (a == "--role") {
+        if (v != "trainer" && v != "pserver") {
+          err << "fleet-host show: --role: expected trainer or pserver, got '" << v << "'\n";
+          return kExitUsage;
+        }
+        role_name = v;
+      } else if (a == "--pservers") {
+        pservers = v;
+      } else if (a == "--index") {
+        index = FlagInt(v);
+        if (index < 0) {
+          err << "fleet-host show: --index: expected a number >= 0, got '" << v << "'\n";
+          return kExitUsage;
+        }
       } else {
         int64_t n = FlagInt(v);
         if (n < 0 || (a == "--world-size" && n < 1)) {
@@ -61,7 +110,8 @@ int ShowCommand(const GlobalOptions& global, const std::vector<std::string>& arg
   if (file.empty()) {
     err << "fleet-host show: which program? usage: fleet-host show PROGRAM "
            "[--stage parsed|backward|optimized|transpiled] [--program main|startup|NAME|all] "
-           "[--rank R --world-size N]\n";
+           "[--rank R --world-size N] [--role trainer|pserver --index I --pservers EP,...] "
+           "[--config FILE] [--set KEY=VALUE ...]\n";
     return kExitUsage;
   }
   auto stage = ParseStage(stage_name);
@@ -77,15 +127,44 @@ int ShowCommand(const GlobalOptions& global, const std::vector<std::string>& arg
   if (*stage == Stage::kTranspiled) {
     // Only the transpiled stage reads the config (for [strategy] and the role) and plugins
     // (for pass components); the others touch neither.
-    auto config = LoadConfigFor(global);
+    auto config = LoadConfigFor(options);
     if (!config.ok()) return Fail(err, config.status());
     auto role = ResolveRole(*config, ProcessEnvironment());
     if (!role.ok()) return Fail(err, role.status());
     if (world_size >= 1) role->world_size = world_size;
-    if (rank >= 0) role->rank = rank;
-    if (role->rank >= role->world_size) {
-      err << "fleet-host show: rank " << role->rank << " is outside a world of "
-          << role->world_size << "\n";
+    if (!pservers.empty()) role->pserver_endpoints = SplitList(pservers);
+    if (!role_name.empty() && role_name != role->role) {
+      role->role = role_name;
+      role->rank = 0;
+    }
+    if (role->is_pserver()) {
+      if (index >= 0) role->rank = index;
+      index = role->rank;
+      if (rank >= 0) {
+        err << "fleet-host show: --rank is a trainer's; use --index for a pserver\n";
+        return kExitUsage;
+      }
+    } else {
+      if (index >= 0 && role_name != "pserver") {
+        err << "fleet-host show: --index needs --role pserver\n";
+        return kExitUsage;
+      }
+      if (rank >= 0) role->rank = rank;
+      if (role->rank >= role->world_size) {
+        err << "fleet-host show: rank " << role->rank << " is outside a world of "
+            << role->world_size << "\n";
+        return kExitUsage;
+      }
+    }
+    const bool pserver_job = EffectiveStrategy(*config, *role) == "pserver";
+    if (pserver_job && role->pserver_endpoints.empty()) {
+      err << "fleet-host show: a pserver job needs its servers: give --pservers HOST:PORT,... "
+             "or set [role] pserver_endpoints or PADDLE_PSERVERS_IP_PORT_LIST\n";
+      return kExitUsage;
+    }
+    if (role->is_pserver() && index >= static_cast<int64_t>(role->pserver_endpoints.size())) {
+      err << "fleet-host show: pserver index " << index << " is outside the "
+          << role->pserver_endpoints.size() << " servers\n";
       return kExitUsage;
     }
     PluginRegistry registry(LoadOptionsFor(*config));
@@ -96,6 +175,18 @@ int ShowCommand(const GlobalOptions& global, const std::vector<std::string>& arg
     auto transpiled = Transpile(*config, *role, *programs, registry);
     if (!transpiled.ok()) return Fail(err, transpiled.status().WithContext(file));
     set = std::move(*transpiled);
+    if (pserver_job && (role->is_pserver() || !role_name.empty())) {
+      // Only this role's programs.
+      const std::string server = "pserver." + std::to_string(index);
+      std::map<std::string, ir::Program> picked;
+      for (auto& [name, program] : set) {
+        const bool is_server = name.rfind("pserver.", 0) == 0;
+        const bool mine = role->is_pserver() ? (name == server || name == server + ".startup")
+                                             : !is_server;
+        if (mine) picked.emplace(name, std::move(program));
+      }
+      set = std::move(picked);
+    }
   }
   if (which == "all") {
     out << ir::PrintProgramSet(set);

@@ -260,6 +260,15 @@ StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
                                           "with [strategy] mode = \"collective\"");
       }
       chosen = KernelCall::Create(*k, args);
+    } else if (schema->rpc) {
+      // Parameter-server ops likewise run on the host's kernels, over the job's transport.
+      const KernelCandidate* k =
+          options_.host_kernels != nullptr ? options_.host_kernels->Find(op.type) : nullptr;
+      if (k == nullptr) {
+        return FailedPrecondition(label + ": a parameter-server op needs a transport; run the "
+                                          "job with [strategy] mode = \"pserver\"");
+      }
+      chosen = KernelCall::Create(*k, args);
     } else {
       chosen = ChooseKernel(registry_, device_.name(), dtype, args);
     }

@@ -177,6 +177,8 @@ namespace op_role {
 inline constexpr int32_t kForward = 0x0000;
 inline constexpr int32_t kBackward = 0x0001;
 inline constexpr int32_t kOptimize = 0x0002;
+inline constexpr int32_t kRPC = 0x0004;       // send/recv/barriers a pserver transpile inserts
+inline constexpr int32_t kDist = 0x0008;      // split_byref/concat around them
 inline constexpr int32_t kLRSched = 0x0010;
 inline constexpr int32_t kLoss = 0x0100;
 inline constexpr std::string_view kAttr = "op_role";

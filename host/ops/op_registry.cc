@@ -173,6 +173,7 @@ const OpRegistry& BuiltinOps() {
     RegisterTensorOps(*r);
     RegisterOptimizerOps(*r);
     RegisterCollectiveOps(*r);
+    RegisterPserverOps(*r);
     return r;
   }();
   return *registry;

@@ -98,6 +98,9 @@ struct OpSchema {
   std::string summary;
   // Run by the host over the job's communicator (a collective op), never by a device kernel.
   bool collective = false;
+  // Run by the host over the job's transport (a parameter-server RPC op: send, recv, barriers,
+  // listen_and_serv), never by a device kernel.
+  bool rpc = false;
 
   const SlotSpec* FindInput(std::string_view name) const;
   const SlotSpec* FindOutput(std::string_view name) const;
@@ -159,5 +162,7 @@ void RegisterOptimizerOps(OpRegistry& registry);  // optimizer_ops.cc: sgd, mome
                                                   // learning-rate schedules, clipping helpers
 void RegisterCollectiveOps(OpRegistry& registry);  // collective_ops.cc: c_allreduce_*,
                                                   // c_broadcast, c_comm_init, syncs
+void RegisterPserverOps(OpRegistry& registry);    // pserver_ops.cc: send, recv, send_barrier,
+                                                  // fetch_barrier, listen_and_serv, split_byref
 
 }  // namespace fleet::ops

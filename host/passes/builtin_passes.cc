@@ -11,6 +11,7 @@
 #include "fleet/fleet_pass.h"
 #include "fleet/fleet_plugin.h"
 #include "passes/collective_util.h"
+#include "passes/pserver_pass.h"
 #include "plugin/host_api.h"
 #include "plugin/program_api.h"
 
@@ -43,6 +44,26 @@ FleetAttr DoubleOptionAttr(const char* name, double value) {
   a.name = name;
   a.type = FLEET_ATTR_DOUBLE;
   a.f = value;
+  return a;
+}
+
+FleetAttr BoolOptionAttr(const char* name, bool value) {
+  FleetAttr a{};
+  a.struct_size = sizeof(FleetAttr);
+  a.name = name;
+  a.type = FLEET_ATTR_BOOL;
+  a.i = value ? 1 : 0;
+  return a;
+}
+
+// `value` must be a string literal: the attribute keeps the pointer.
+FleetAttr StringOptionAttr(const char* name, const char* value) {
+  FleetAttr a{};
+  a.struct_size = sizeof(FleetAttr);
+  a.name = name;
+  a.type = FLEET_ATTR_STRING;
+  a.s = value;
+  a.s_len = std::strlen(value);
   return a;
 }
 
@@ -118,6 +139,15 @@ std::vector<BuiltinPass>& Passes() {
                   "merges c_allreduce_sum ops of one ring into buckets of at most bucket_mb MiB",
                   passes::RunFuseAllReduce,
                   {DoubleOptionAttr("bucket_mb", 32.0)}));
+    v->push_back(MakePass("pserver",
+                  "parameter-server training: trainers send gradients (cut into blocks) to "
+                  "the servers, which run the optimizer (Paddle's DistributeTranspiler); adds "
+                  "pserver.<i> and pserver.<i>.startup",
+                  passes::RunPserver,
+                  {BoolOptionAttr("sync", true), BoolOptionAttr("slice_var_up", true),
+                   IntOptionAttr("min_block_size", 8192),
+                   StringOptionAttr("split_method", "round_robin"),
+                   StringOptionAttr("init", "full")}));
     // The pointers are taken once the vector no longer grows.
     for (BuiltinPass& p : *v) {
       for (const FleetAttr& a : p.options) p.option_ptrs.push_back(&a);

@@ -14,6 +14,11 @@
 //   fuse_allreduce  {bucket_mb: double = 32.0}
 //       Merges c_allreduce_sum ops of "main" into buckets of at most bucket_mb MiB (Paddle's
 //       fuse_grad_size_in_MB). See passes/fuse_allreduce.cc.
+//   pserver         {sync: bool = true, slice_var_up: bool = true, min_block_size: int = 8192,
+//                    split_method: string = "round_robin", init: string = "full"}
+//       Paddle's DistributeTranspiler in pserver mode: rewrites main/startup into the trainer's
+//       programs and adds pserver.<i> and pserver.<i>.startup per server. See
+//       passes/pserver_pass.h.
 //
 // Every pass needs "main" and (except fuse_allreduce) "startup" in the program set; errors are
 // INVALID_ARGUMENT naming what is missing.
@@ -24,7 +29,7 @@
 
 namespace fleet {
 
-// Registers the three passes above as host components; call before loading plugins (a plugin
+// Registers the passes above as host components; call before loading plugins (a plugin
 // pass of the same name is then refused). ALREADY_EXISTS if any is already registered.
 Status RegisterBuiltinPasses(PluginRegistry& registry);
 

@@ -260,6 +260,24 @@ TEST(TensorConformance, SplitGradient) {
   EXPECT_TRUE(CheckGradients(*runner, by_num, {{"x", RandomTensor<double>({4, 3}, 23)}}, {}));
 }
 
+// split_byref (the pserver pass's row split) is split along axis 0 by sections: the NumPy
+// reference is split's.
+TEST(TensorConformance, SplitByrefMatchesNumpy) {
+  FLEET_CONFORMANCE_RUNNER(runner);
+  ir::Op op = MakeOp("split_byref", {{"X", {"x"}}}, {{"Out", {"o0", "o1", "o2"}}},
+                     {{"sections", std::vector<int32_t>{3, 3, 1}}});
+  ExpectMatchesNumpy(*runner, op, {{"x", RandomTensor<float>({7, 5}, 24)}}, "split");
+  ExpectMatchesNumpy(*runner, op, {{"x", RandomTensor<double>({7, 2, 3}, 25)}}, "split");
+  ExpectMatchesNumpy(*runner, op, {{"x", IotaTensor({7})}}, "split");
+  ir::Op two = MakeOp("split_byref", {{"X", {"x"}}}, {{"Out", {"o0", "o1"}}},
+                      {{"sections", std::vector<int32_t>{64, 64}}});
+  ExpectMatchesNumpy(*runner, two, {{"x", RandomTensor<float>({128, 256}, 26)}}, "split");
+
+  std::string e = RunError(*runner, op, {{"x", RandomTensor<float>({8, 5}, 27)}});
+  EXPECT_NE(e.find("split_byref: sections add up to 7 rows but X has 8"), std::string::npos)
+      << e;
+}
+
 // ---- slice ----------------------------------------------------------------------------------
 
 ir::Op SliceOp(Ints axes, Ints starts, Ints ends, Ints decrease = {}) {

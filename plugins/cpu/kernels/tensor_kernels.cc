@@ -1,4 +1,5 @@
-// Layout kernels: reshape2, flatten_contiguous_range, assign, transpose2, concat, split, slice
+// Layout kernels: reshape2, flatten_contiguous_range, assign, transpose2, concat, split,
+// split_byref, slice
 // and their gradients. They only move elements, so one kernel per element size serves every
 // dtype. Each prepare turns the op into a list of copy steps (CopyPlan); launch runs them.
 #include <algorithm>
@@ -190,15 +191,19 @@ FleetStatus* BuildTransposeGrad(const FleetKernelContext* kc, LayoutState* st) {
 }
 
 // Joins (or, with `cut`, splits) along an axis: `whole` is the one tensor, `parts` the list.
-// Each part is a [outer, part_dim * inner] box inside [outer, whole_dim * inner].
+// Each part is a [outer, part_dim * inner] box inside [outer, whole_dim * inner]. The axis is
+// the op's "axis" attribute, or dim 0 with `rows` (split_byref has no axis).
 FleetStatus* BuildJoin(const FleetKernelContext* kc, LayoutState* st, bool cut,
-                       const char* whole_slot, const char* parts_slot) {
+                       const char* whole_slot, const char* parts_slot, bool rows = false) {
   const FleetTensor* whole = cut ? Input(kc, whole_slot) : Output(kc, whole_slot);
   if (whole == nullptr) return Missing(kc, whole_slot);
   const std::vector<int64_t> wd = Dims(whole);
   const int64_t rank = static_cast<int64_t>(wd.size());
   int64_t axis = 0;
-  if (!NormalizeAxis(IntAttr(kc, "axis"), rank, &axis)) {
+  if (rows && rank == 0) {
+    return InvalidArgument(std::string(kc->op_type) + ": X must have at least one dimension");
+  }
+  if (!rows && !NormalizeAxis(IntAttr(kc, "axis"), rank, &axis)) {
     return InvalidArgument(std::string(kc->op_type) + ": axis " +
                            std::to_string(IntAttr(kc, "axis")) + " is out of range for rank " +
                            std::to_string(rank));
@@ -258,6 +263,10 @@ FleetStatus* BuildConcatGrad(const FleetKernelContext* kc, LayoutState* st) {
 }
 FleetStatus* BuildSplit(const FleetKernelContext* kc, LayoutState* st) {
   return BuildJoin(kc, st, true, "X", "Out");
+}
+// split_byref: a row split; the parts' shapes (from `sections`) give the rows of each.
+FleetStatus* BuildSplitByref(const FleetKernelContext* kc, LayoutState* st) {
+  return BuildJoin(kc, st, true, "X", "Out", /*rows=*/true);
 }
 
 // The box slice takes out of `input_dims` (same clamping as the schema's shape function).
@@ -388,6 +397,7 @@ void AddTensorKernels(KernelList& list) {
   AddLayout(list, "concat", PrepareLayout<BuildConcat>);
   AddLayout(list, "concat_grad", PrepareLayout<BuildConcatGrad>);
   AddLayout(list, "split", PrepareLayout<BuildSplit>);
+  AddLayout(list, "split_byref", PrepareLayout<BuildSplitByref>);
   AddLayout(list, "slice", PrepareLayout<BuildSlice>);
   AddLayout(list, "slice_grad", PrepareLayout<BuildSliceGrad>);
   tensor::AddTensorCreateKernels(list);

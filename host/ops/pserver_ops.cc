@@ -1,0 +1,253 @@
+// Parameter-server ops (Paddle's paddle/fluid/operators/distributed_ops/): what the pserver
+// transpile pass (passes/pserver_pass.h) inserts. send, recv, send_barrier, fetch_barrier and
+// listen_and_serv are marked `rpc`: the executor runs them on the host's kernels over the job's
+// transport, never on a device. split_byref is an ordinary op with a device kernel (a row
+// split). None is differentiable; they are inserted after the backward pass.
+//
+// Control vars ("__control_var@<k>") only order the RPC ops; they carry no data and are
+// float32 [0]. recv and fetch_barrier leave their outputs' shapes open: those are the declared
+// shapes of the vars they fill.
+#include <algorithm>
+#include <exception>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "ops/op_registry.h"
+
+namespace fleet::ops {
+namespace {
+
+using Strings = std::vector<std::string>;
+
+// A string-list attribute; an empty list of another element type (which the verifier accepts
+// for any list) reads as empty.
+Strings StringsAttr(const ShapeContext& c, std::string_view name) {
+  const auto* v = std::get_if<Strings>(&c.Attr(name));
+  return v != nullptr ? *v : Strings{};
+}
+
+// Every schema here except split_byref is an RPC op.
+void RegisterRpc(OpRegistry& registry, OpSchema schema) {
+  schema.rpc = true;
+  RegisterBuiltin(registry, std::move(schema));
+}
+
+// The vars of output slot `slot` become control vars.
+void SetControlOutputs(ShapeContext& c, std::string_view slot) {
+  if (!c.HasOutput(slot)) return;
+  for (size_t i = 0; i < c.OutputCount(slot); ++i) {
+    c.Output(slot, i) = TensorInfo{ir::DataType::kFloat32, {0}};
+  }
+}
+
+// `attr` (a string list) holds one entry per var of `slot`, none of them empty.
+Status CheckOnePerVar(const ShapeContext& c, std::string_view attr, std::string_view slot,
+                      bool input) {
+  const Strings names = StringsAttr(c, attr);
+  const size_t n = input ? c.InputCount(slot) : c.OutputCount(slot);
+  if (names.size() != n) {
+    return c.Error(std::string(attr) + " holds " + std::to_string(names.size()) +
+                   " endpoints but " + std::string(slot) + " holds " + std::to_string(n) +
+                   " vars; it needs one per var");
+  }
+  for (const std::string& ep : names) {
+    if (ep.empty()) return c.Error(std::string(attr) + " holds an empty endpoint");
+  }
+  return OkStatus();
+}
+
+Status CheckTrainerId(const ShapeContext& c) {
+  if (c.IntAttr("trainer_id") < 0) {
+    return c.Error("trainer_id must be >= 0, not " + std::to_string(c.IntAttr("trainer_id")));
+  }
+  return OkStatus();
+}
+
+void RegisterSend(OpRegistry& registry) {
+  OpSchema s;
+  s.type = "send";
+  s.summary = "sends X[i] to the pserver epmap[i] (Out: control vars that order the later "
+              "barrier and recv)";
+  s.inputs = {{"X", false, true}};
+  s.outputs = {{"Out", true, true}};
+  s.attrs = {{"epmap", Strings{}},
+             {"sections", std::vector<int64_t>{}},
+             {"send_varnames", Strings{}},
+             {"trainer_id", int32_t{0}},
+             {"merge_add", false},
+             {"use_send_handler", true}};
+  s.infer_shape = [](ShapeContext& c) {
+    FLEET_RETURN_IF_ERROR(CheckTrainerId(c));
+    // With send_varnames (Paddle's runtime split) one X goes out as several named blocks.
+    if (StringsAttr(c, "send_varnames").empty()) {
+      FLEET_RETURN_IF_ERROR(CheckOnePerVar(c, "epmap", "X", /*input=*/true));
+    }
+    SetControlOutputs(c, "Out");
+    return OkStatus();
+  };
+  RegisterRpc(registry, std::move(s));
+}
+
+void RegisterRecv(OpRegistry& registry) {
+  OpSchema s;
+  s.type = "recv";
+  s.summary = "fills Out[i] with the pserver epmap[i]'s value of the var of the same name (X: "
+              "control vars it waits for)";
+  s.inputs = {{"X", true, true}};
+  s.outputs = {{"Out", false, true}};
+  s.attrs = {{"epmap", Strings{}},
+             {"trainer_id", int32_t{0}},
+             {"recv_varnames", Strings{}},
+             {"do_not_run", false}};
+  s.infer_shape = [](ShapeContext& c) {
+    FLEET_RETURN_IF_ERROR(CheckTrainerId(c));
+    if (StringsAttr(c, "recv_varnames").empty()) {
+      FLEET_RETURN_IF_ERROR(CheckOnePerVar(c, "epmap", "Out", /*input=*/false));
+    }
+    return OkStatus();  // Out keeps the declared shapes
+  };
+  RegisterRpc(registry, std::move(s));
+}
+
+// send_barrier and fetch_barrier: one message to every endpoint, then a wait for every reply.
+void RegisterBarrier(OpRegistry& registry, bool send) {
+  OpSchema s;
+  s.type = send ? "send_barrier" : "fetch_barrier";
+  s.summary = send ? "tells every pserver this trainer has sent its gradients for the step and "
+                     "waits for the acknowledgements"
+                   : "tells every pserver this trainer has received its parameters (Out: the "
+                     "vars the recv ops filled, so later readers depend on the barrier)";
+  s.inputs = {{"X", true, true}};
+  s.outputs = {{"Out", true, true}};
+  s.attrs = {{"endpoints", Strings{}}, {"trainer_id", int32_t{0}}};
+  if (send) s.attrs.push_back({"half_async", false});
+  s.infer_shape = [send](ShapeContext& c) {
+    FLEET_RETURN_IF_ERROR(CheckTrainerId(c));
+    const Strings eps = StringsAttr(c, "endpoints");
+    if (eps.empty()) return c.Error("endpoints is empty; it must list every pserver");
+    for (const std::string& ep : eps) {
+      if (ep.empty()) return c.Error("endpoints holds an empty endpoint");
+    }
+    if (send) SetControlOutputs(c, "Out");
+    return OkStatus();
+  };
+  RegisterRpc(registry, std::move(s));
+}
+
+void RegisterListenAndServ(OpRegistry& registry) {
+  OpSchema s;
+  s.type = "listen_and_serv";
+  s.summary = "the pserver loop: receives X from Fanin trainers on `endpoint` and runs the "
+              "optimize block of each received gradient (grad_to_block_id) after the learning-"
+              "rate block (lr_decay_block_id), once per round (distributed_mode 0, sync) or per "
+              "gradient (1, async)";
+  s.inputs = {{"X", true, true}};
+  s.attrs = {{"endpoint", std::string("127.0.0.1:6164")},
+             {"pserver_id", int32_t{-1}},
+             {"Fanin", int32_t{1}},
+             {"distributed_mode", int32_t{0}},
+             {"optimize_blocks", std::vector<int32_t>{}},
+             {"grad_to_block_id", Strings{}},
+             {"lr_decay_block_id", int32_t{-1}},
+             {"sparse_grad_to_param", Strings{}}};
+  s.infer_shape = [](ShapeContext& c) {
+    if (c.StringAttr("endpoint").empty()) return c.Error("endpoint is empty");
+    if (c.IntAttr("Fanin") < 1) {
+      return c.Error("Fanin (the number of trainers) must be >= 1, not " +
+                     std::to_string(c.IntAttr("Fanin")));
+    }
+    const int64_t mode = c.IntAttr("distributed_mode");
+    if (mode < 0 || mode > 3) {
+      return c.Error("distributed_mode must be 0 (sync), 1 (async), 2 (half async) or 3 (geo), "
+                     "not " + std::to_string(mode));
+    }
+    const std::vector<int64_t> blocks = c.IntsAttr("optimize_blocks");
+    for (int64_t b : blocks) {
+      if (b < 1) return c.Error("optimize_blocks holds block " + std::to_string(b) +
+                                "; optimize blocks are sub-blocks (index >= 1)");
+    }
+    for (const std::string& entry : StringsAttr(c, "grad_to_block_id")) {
+      const size_t colon = entry.rfind(':');
+      int64_t id = -1;
+      if (colon != std::string::npos && colon > 0 && colon + 1 < entry.size()) {
+        try {
+          size_t used = 0;
+          id = std::stoll(entry.substr(colon + 1), &used);
+          if (used != entry.size() - colon - 1) id = -1;
+        } catch (const std::exception&) {
+          id = -1;
+        }
+      }
+      if (id < 0) {
+        return c.Error("grad_to_block_id entry '" + entry + "' is not \"<grad>:<block index>\"");
+      }
+      if (std::find(blocks.begin(), blocks.end(), id) == blocks.end()) {
+        return c.Error("grad_to_block_id entry '" + entry + "' names block " +
+                       std::to_string(id) + ", which is not in optimize_blocks");
+      }
+    }
+    return OkStatus();
+  };
+  RegisterRpc(registry, std::move(s));
+}
+
+void RegisterSplitByref(OpRegistry& registry) {
+  OpSchema s;
+  s.type = "split_byref";
+  s.summary = "Out[i] = rows [sum(sections[:i]), sum(sections[:i+1])) of X (dim 0), or X cut "
+              "into `num` equal row blocks when sections is empty";
+  s.inputs = {{"X"}};
+  s.outputs = {{"Out", false, true}};
+  s.attrs = {{"sections", std::vector<int32_t>{}}, {"num", int32_t{0}}};
+  s.infer_shape = [](ShapeContext& c) {
+    const TensorInfo& x = c.Input("X");
+    if (x.dims.empty()) return c.Error("X must have at least one dimension");
+    const size_t n = c.OutputCount("Out");
+    std::vector<int64_t> sections = c.IntsAttr("sections");
+    const int64_t num = c.IntAttr("num");
+    const int64_t rows = x.dims[0];
+    if (sections.empty()) {
+      if (num < 1) return c.Error("needs sections or num >= 1");
+      if (rows >= 0 && rows % num != 0) {
+        return c.Error("X has " + std::to_string(rows) + " rows, which num=" +
+                       std::to_string(num) + " does not divide");
+      }
+      sections.assign(static_cast<size_t>(num), rows >= 0 ? rows / num : -1);
+    }
+    if (sections.size() != n) {
+      return c.Error("sections has " + std::to_string(sections.size()) + " entries but Out holds " +
+                     std::to_string(n) + " vars");
+    }
+    int64_t total = 0;
+    for (int64_t r : sections) {
+      if (r < 0 && rows >= 0) return c.Error("sections holds a negative row count");
+      total += r;
+    }
+    if (rows >= 0 && total != rows) {
+      return c.Error("sections add up to " + std::to_string(total) + " rows but X has " +
+                     std::to_string(rows));
+    }
+    for (size_t i = 0; i < n; ++i) {
+      TensorInfo out = x;
+      out.dims[0] = sections[i];
+      c.Output("Out", i) = out;
+    }
+    return OkStatus();
+  };
+  RegisterBuiltin(registry, std::move(s));
+}
+
+}  // namespace
+
+void RegisterPserverOps(OpRegistry& registry) {
+  RegisterSend(registry);
+  RegisterRecv(registry);
+  RegisterBarrier(registry, /*send=*/true);
+  RegisterBarrier(registry, /*send=*/false);
+  RegisterListenAndServ(registry);
+  RegisterSplitByref(registry);
+}
+
+}  // namespace fleet::ops

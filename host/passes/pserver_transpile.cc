@@ -1,0 +1,272 @@
+// The pserver pass entry point and the trainer's side of it (get_trainer_program and the
+// trainer startup rewrite of Paddle's DistributeTranspiler); see pserver_pass.h.
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "passes/collective_util.h"
+#include "passes/pserver_pass.h"
+#include "passes/pserver_plan.h"
+
+namespace fleet::passes {
+namespace pserver {
+namespace {
+
+ir::Var PlainVar(std::string name, ir::DataType dtype, std::vector<int64_t> shape) {
+  ir::Var v;
+  v.name = std::move(name);
+  v.dtype = dtype;
+  v.shape = std::move(shape);
+  return v;
+}
+
+// Declares `var` unless the block already has it.
+void Declare(ir::Block& block, ir::Var var) {
+  if (block.FindVar(var.name) == nullptr) block.vars.emplace(var.name, std::move(var));
+}
+
+std::vector<std::string> Epmap(const Plan& plan, const ParamPlan& p) {
+  std::vector<std::string> eps;
+  for (int32_t s : p.servers) eps.push_back(plan.endpoints[static_cast<size_t>(s)]);
+  return eps;
+}
+
+std::vector<int32_t> Sections(const ParamPlan& p) {
+  std::vector<int32_t> sections;
+  for (int64_t r : p.rows) sections.push_back(static_cast<int32_t>(r));
+  return sections;
+}
+
+std::vector<std::string> ParamBlocks(const ParamPlan& p) {
+  std::vector<std::string> blocks;
+  for (size_t b = 0; b < p.num_blocks(); ++b) blocks.push_back(p.BlockVar(p.param, b));
+  return blocks;
+}
+
+// Declares the parameter's blocks (when it is cut) as plain vars of `block`.
+void DeclareParamBlocks(ir::Block& block, const ParamPlan& p) {
+  if (!p.split()) return;
+  for (size_t b = 0; b < p.num_blocks(); ++b) {
+    Declare(block, PlainVar(BlockName(p.param, b), p.param_var.dtype, p.BlockShape(b)));
+  }
+}
+
+std::set<std::string> ReferencedVars(const std::vector<ir::Op>& ops) {
+  std::set<std::string> vars;
+  for (const ir::Op& op : ops) {
+    for (std::string& v : AllVars(op)) vars.insert(std::move(v));
+  }
+  return vars;
+}
+
+}  // namespace
+
+Status RewriteTrainerMain(const Plan& plan, ir::Program& main) {
+  ir::Block& block = main.global();
+  const int32_t tid = plan.trainer_id;
+  const std::string suffix = ".trainer_" + std::to_string(tid);
+
+  // A gradient sent whole is renamed in place when it carries the trainer suffix.
+  std::map<std::string, std::string> rename;
+  if (plan.trainer_suffix()) {
+    for (const ParamPlan& p : plan.params) {
+      if (!p.split()) rename[p.grad] = p.grad + suffix;
+    }
+  }
+  std::vector<ir::Op> kept;
+  std::set<std::string> removed_vars;
+  for (size_t i = 0; i < block.ops.size(); ++i) {
+    if (plan.removed_ops.count(i) != 0) {
+      for (std::string& v : AllVars(block.ops[i])) removed_vars.insert(std::move(v));
+      continue;
+    }
+    ir::Op op = block.ops[i];
+    RenameVars(op, rename);
+    kept.push_back(std::move(op));
+  }
+  for (const auto& [from, to] : rename) {
+    auto node = block.vars.extract(from);
+    if (node.empty()) continue;
+    node.key() = to;
+    node.mapped().name = to;
+    block.vars.insert(std::move(node));
+  }
+
+  int32_t next_control = 0;
+  auto control_var = [&]() {
+    std::string name = "__control_var@" + std::to_string(next_control++);
+    Declare(block, PlainVar(name, ir::DataType::kFloat32, {0}));
+    return name;
+  };
+
+  // split_byref + send right after the last op that writes each gradient.
+  std::vector<std::vector<ir::Op>> after(kept.size());
+  std::vector<std::string> send_controls, sent_grad;
+  for (const ParamPlan& p : plan.params) {
+    auto it = rename.find(p.grad);
+    const std::string grad = it != rename.end() ? it->second : p.grad;
+    size_t writer = kept.size();
+    for (size_t i = kept.size(); i-- > 0;) {
+      const std::vector<std::string> outs = kept[i].OutputVars();
+      if (std::find(outs.begin(), outs.end(), grad) != outs.end()) {
+        writer = i;
+        break;
+      }
+    }
+    if (writer == kept.size()) {
+      return InvalidArgument(std::string(kPass) + ": no op of main writes the gradient '" +
+                             grad + "' of parameter '" + p.param + "'");
+    }
+    std::vector<std::string> send_vars = {grad};
+    if (p.split()) {
+      send_vars.clear();
+      for (size_t b = 0; b < p.num_blocks(); ++b) {
+        std::string name = BlockName(p.grad, b) + (plan.trainer_suffix() ? suffix : "");
+        Declare(block, PlainVar(name, p.grad_var.dtype, p.BlockShape(b)));
+        send_vars.push_back(std::move(name));
+      }
+      after[writer].push_back(RoleOp("split_byref", {{"X", {grad}}}, {{"Out", send_vars}},
+                                     {{"sections", Sections(p)}}, ir::op_role::kDist));
+    }
+    std::string control = control_var();
+    after[writer].push_back(RoleOp(
+        "send", {{"X", send_vars}}, {{"Out", {control}}},
+        {{"epmap", Epmap(plan, p)},
+         {"sections", std::vector<int64_t>{}},
+         {"send_varnames", std::vector<std::string>{}},
+         {std::string(ir::op_role::kVarAttr), std::vector<std::string>{p.param, grad}}},
+        ir::op_role::kRPC));
+    send_controls.push_back(std::move(control));
+    sent_grad.push_back(grad);
+  }
+  std::vector<ir::Op> ops;
+  for (size_t i = 0; i < kept.size(); ++i) {
+    ops.push_back(std::move(kept[i]));
+    for (ir::Op& op : after[i]) ops.push_back(std::move(op));
+  }
+
+  std::string barrier;
+  if (plan.options.sync) {
+    barrier = control_var();
+    ops.push_back(RoleOp("send_barrier", {{"X", send_controls}}, {{"Out", {barrier}}},
+                         {{"endpoints", plan.endpoints},
+                          {"trainer_id", tid},
+                          {"half_async", false}},
+                         ir::op_role::kRPC));
+  }
+  std::vector<std::string> received;
+  for (size_t k = 0; k < plan.params.size(); ++k) {
+    const ParamPlan& p = plan.params[k];
+    DeclareParamBlocks(block, p);
+    std::vector<std::string> outs = ParamBlocks(p);
+    received.insert(received.end(), outs.begin(), outs.end());
+    ops.push_back(RoleOp(
+        "recv", {{"X", {plan.options.sync ? barrier : send_controls[k]}}}, {{"Out", outs}},
+        {{"epmap", Epmap(plan, p)},
+         {"trainer_id", tid},
+         {std::string(ir::op_role::kVarAttr), std::vector<std::string>{p.param, sent_grad[k]}}},
+        ir::op_role::kRPC));
+  }
+  if (plan.options.sync) {
+    ops.push_back(RoleOp("fetch_barrier", {{"X", {barrier}}}, {{"Out", received}},
+                         {{"endpoints", plan.endpoints}, {"trainer_id", tid}},
+                         ir::op_role::kRPC));
+  }
+  for (const ParamPlan& p : plan.params) {
+    if (!p.split()) continue;
+    ops.push_back(RoleOp("concat", {{"X", ParamBlocks(p)}}, {{"Out", {p.param}}},
+                         {{"axis", int32_t{0}}}, ir::op_role::kDist));
+  }
+
+  // Vars only the optimizer and learning-rate ops used leave the trainer.
+  const std::set<std::string> used = ReferencedVars(ops);
+  for (const std::string& v : removed_vars) {
+    const ir::Var* var = block.FindVar(v);
+    if (var != nullptr && !var->param && used.count(v) == 0) block.vars.erase(v);
+  }
+  block.ops = std::move(ops);
+  return OkStatus();
+}
+
+Status RewriteTrainerStartup(const Plan& plan, const ir::Program& original_main,
+                             const ir::Program& main, ir::Program& startup) {
+  // Paddle's _delete_trainer_optimizer: the initializers of vars only the optimizer and the
+  // learning-rate schedule read (the learning rate, accumulators, the step counter).
+  const ir::Block& orig = original_main.global();
+  const std::set<std::string> used = ReferencedVars(main.global().ops);
+  std::set<std::string> optimizer_only;
+  for (size_t i : plan.removed_ops) {
+    for (std::string& v : AllVars(orig.ops[i])) {
+      const ir::Var* var = orig.FindVar(v);
+      if (var != nullptr && !var->param && used.count(v) == 0) optimizer_only.insert(v);
+    }
+  }
+  ir::Block& block = startup.global();
+  std::vector<ir::Op> ops;
+  for (ir::Op& op : block.ops) {
+    const std::vector<std::string> outs = op.OutputVars();
+    bool drop = !outs.empty();
+    for (const std::string& v : outs) drop = drop && optimizer_only.count(v) != 0;
+    if (!drop) ops.push_back(std::move(op));
+  }
+  const std::set<std::string> still = ReferencedVars(ops);
+  for (const std::string& v : optimizer_only) {
+    if (still.count(v) == 0) block.vars.erase(v);
+  }
+
+  const int32_t tid = plan.trainer_id;
+  for (const ParamPlan& p : plan.params) {
+    DeclareParamBlocks(block, p);
+    ops.push_back(RoleOp("recv", {{"X", {}}}, {{"Out", ParamBlocks(p)}},
+                         {{"epmap", Epmap(plan, p)}, {"trainer_id", tid}}, ir::op_role::kRPC));
+  }
+  ops.push_back(RoleOp("fetch_barrier", {{"X", {}}}, {{"Out", {}}},
+                       {{"endpoints", plan.endpoints}, {"trainer_id", tid}}, ir::op_role::kRPC));
+  for (const ParamPlan& p : plan.params) {
+    if (!p.split()) continue;
+    ops.push_back(RoleOp("concat", {{"X", ParamBlocks(p)}}, {{"Out", {p.param}}},
+                         {{"axis", int32_t{0}}}, ir::op_role::kDist));
+  }
+  block.ops = std::move(ops);
+  return OkStatus();
+}
+
+}  // namespace pserver
+
+Status RunPserver(ProgramSet& programs, const PassContextInfo& ctx, const ir::AttrMap& options) {
+  using namespace pserver;
+  FLEET_ASSIGN_OR_RETURN(PassOptions opts, ReadOptions(options));
+  FLEET_ASSIGN_OR_RETURN(ir::Program * startup, FindProgram(programs, "startup", kPass));
+  FLEET_ASSIGN_OR_RETURN(ir::Program * main, FindProgram(programs, "main", kPass));
+  for (const auto& [name, program] : programs) {
+    if (name.rfind("pserver.", 0) == 0) {
+      return FailedPrecondition("pserver: the program set already has '" + name +
+                                "' (were the programs transpiled twice?)");
+    }
+  }
+  for (const ir::Op& op : main->global().ops) {
+    if (op.type == "send" || op.type == "listen_and_serv") {
+      return FailedPrecondition("pserver: main already has a " + op.type +
+                                " op (were the programs transpiled twice?)");
+    }
+  }
+  FLEET_ASSIGN_OR_RETURN(Plan plan, MakePlan(*main, ctx, opts));
+  const ir::Program original_main = *main;
+  const ir::Program original_startup = *startup;
+  std::map<std::string, ir::Program> servers;
+  for (int32_t s = 0; s < plan.num_servers(); ++s) {
+    const std::string name = "pserver." + std::to_string(s);
+    FLEET_ASSIGN_OR_RETURN(ir::Program server_main, ServerMain(plan, original_main, s));
+    FLEET_ASSIGN_OR_RETURN(ir::Program server_startup,
+                           ServerStartup(plan, original_startup, server_main, s));
+    servers.emplace(name, std::move(server_main));
+    servers.emplace(name + ".startup", std::move(server_startup));
+  }
+  FLEET_RETURN_IF_ERROR(RewriteTrainerMain(plan, *main));
+  FLEET_RETURN_IF_ERROR(RewriteTrainerStartup(plan, original_main, *main, *startup));
+  for (auto& [name, program] : servers) programs.emplace(name, std::move(program));
+  return OkStatus();
+}
+
+}  // namespace fleet::passes

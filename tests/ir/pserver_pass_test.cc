@@ -1,0 +1,480 @@
+// The built-in pserver pass (host/passes/pserver_*.{h,cc}): slicing against the table computed
+// from Paddle's slice_variable, the hash dispatcher against FNV-1a worked by hand, and whole
+// program sets (trainer main and startup, every server's main and startup) text in, text out,
+// with expectations written by hand from the pass contract (pserver_pass.h).
+#include <fstream>
+#include <sstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "cli/pipeline.h"
+#include "fleet/fleet_plugin.h"
+#include "ir/text.h"
+#include "ir/verifier.h"
+#include "passes/builtin_passes.h"
+#include "passes/pserver_slicing.h"
+#include "plugin/pass.h"
+#include "plugin/registry.h"
+
+namespace fleet {
+namespace {
+
+using ::testing::HasSubstr;
+using ProgramSet = std::map<std::string, ir::Program>;
+using passes::pserver::Dispatch;
+using passes::pserver::Fnv1a64;
+using passes::pserver::SliceRows;
+using passes::pserver::SplitMethod;
+
+const std::vector<std::string> kEndpoints = {"127.0.0.1:6170", "127.0.0.1:6171"};
+
+std::string ReadData(const std::string& name) {
+  std::ifstream in(std::string(FLEET_IR_TEST_DATA_DIR) + "/passes/" + name);
+  EXPECT_TRUE(in.good()) << "cannot open data/passes/" << name;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+ProgramSet ParseData(const std::string& name) {
+  auto set = ir::ParseProgramSet(ReadData(name), name);
+  EXPECT_TRUE(set.ok()) << set.status().ToString();
+  return set.ok() ? *set : ProgramSet();
+}
+
+std::string FirstDifference(const std::string& got, const std::string& want) {
+  std::istringstream g(got), w(want);
+  std::string gl, wl;
+  for (int line = 1;; ++line) {
+    bool gok = static_cast<bool>(std::getline(g, gl));
+    bool wok = static_cast<bool>(std::getline(w, wl));
+    if (!gok && !wok) return "no difference";
+    if (!gok || !wok || gl != wl) {
+      return "first difference at line " + std::to_string(line) + ":\n  got:  " +
+             (gok ? gl : "<end>") + "\n  want: " + (wok ? wl : "<end>");
+    }
+  }
+}
+
+PassContextInfo Trainer(int32_t rank, int32_t trainers,
+                        std::vector<std::string> endpoints = kEndpoints) {
+  PassContextInfo ctx;
+  ctx.rank = rank;
+  ctx.world_size = trainers;
+  ctx.role = "trainer";
+  ctx.pserver_endpoints = std::move(endpoints);
+  return ctx;
+}
+
+// ---- slicing and placement ------------------------------------------------------------------
+
+struct SliceCase {
+  std::vector<int64_t> shape;
+  int32_t servers;
+  int64_t min_block;
+  std::vector<int64_t> rows;  // dim-0 size of each block
+};
+
+TEST(PserverSlicing, MatchesPaddleSliceVariableTable) {
+  // Section 3.1's table of slice_variable results (blocks as dim-0 sizes).
+  const std::vector<SliceCase> cases = {
+      {{1000}, 2, 8192, {1000}},
+      {{1000, 1000}, 2, 8192, {500, 500}},
+      {{1000, 1000}, 2, 1048576, {1000}},
+      {{100000}, 3, 8192, {33334, 33334, 33332}},
+      {{1000, 100}, 3, 8192, {334, 334, 332}},
+      {{1001, 1000}, 2, 8192, {501, 500}},
+      {{7, 4096}, 4, 8192, {3, 3, 1}},
+      {{5, 4096}, 4, 8192, {3, 2}},
+      {{8, 4096}, 4, 8192, {2, 2, 2, 2}},
+      {{16383}, 2, 8192, {16383}},
+      {{16384}, 2, 8192, {8192, 8192}},
+      {{784, 128}, 2, 8192, {392, 392}},
+      {{128, 10}, 2, 8192, {128}},
+      {{3, 3, 64, 64}, 4, 8192, {1, 1, 1}},
+  };
+  for (const SliceCase& c : cases) {
+    auto rows = SliceRows(c.shape, c.servers, c.min_block, "v");
+    ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+    EXPECT_EQ(*rows, c.rows) << ir::ShapeText(c.shape) << " on " << c.servers << " servers, "
+                             << "min_block " << c.min_block;
+  }
+  // The fc weight of the program tests: 128 x 256 on 2 servers -> 64 + 64 rows.
+  EXPECT_EQ(*SliceRows({128, 256}, 2, 8192, "w"), (std::vector<int64_t>{64, 64}));
+  EXPECT_EQ(*SliceRows({128, 256}, 2, 65536, "w"), (std::vector<int64_t>{128}));
+}
+
+TEST(PserverSlicing, RejectsUnknownDimsAndBadCounts) {
+  auto r = SliceRows({-1, 4}, 2, 8192, "parameter 'p'");
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("parameter 'p' has an unknown"));
+  EXPECT_FALSE(SliceRows({4}, 0, 8192, "v").ok());
+  EXPECT_FALSE(SliceRows({4}, 2, 0, "v").ok());
+  EXPECT_EQ(*SliceRows({}, 2, 1, "scalar"), (std::vector<int64_t>{1}));
+}
+
+TEST(PserverSlicing, Fnv1aAndHashDispatchAreFixed) {
+  // FNV-1a 64 by hand: h = 14695981039346656037; for "a" (0x61): h ^= 0x61 -> 0xcbf29ce484222344,
+  // h *= 1099511628211 (mod 2^64) -> 0xaf63dc4c8601ec8c (the published test vector).
+  EXPECT_EQ(Fnv1a64(""), 14695981039346656037ULL);
+  EXPECT_EQ(Fnv1a64("a"), 0xaf63dc4c8601ec8cULL);
+  EXPECT_EQ(Fnv1a64("foobar"), 0x85944171f73967e8ULL);
+  // 0xaf63dc4c8601ec8c = 12638187200555641996: even -> server 0 of 2; digit sum 88 -> 1 mod 3.
+  EXPECT_EQ(Dispatch({"a"}, 2, SplitMethod::kHashName), (std::vector<int32_t>{0}));
+  EXPECT_EQ(Dispatch({"a"}, 3, SplitMethod::kHashName), (std::vector<int32_t>{1}));
+  // 0x85944171f73967e8 = 9625390261332436968: even -> 0 of 2; digit sum 87 -> 0 mod 3.
+  EXPECT_EQ(Dispatch({"foobar", "a"}, 3, SplitMethod::kHashName),
+            (std::vector<int32_t>{0, 1}));
+  EXPECT_EQ(Dispatch({"x", "y", "z", "w", "v"}, 2, SplitMethod::kRoundRobin),
+            (std::vector<int32_t>{0, 1, 0, 1, 0}));
+}
+
+// ---- the pass on program sets ---------------------------------------------------------------
+
+class PserverPassTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    registry_ = new PluginRegistry(LoadOptions{});
+    Status s = RegisterBuiltinPasses(*registry_);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+  static void TearDownTestSuite() {
+    delete registry_;
+    registry_ = nullptr;
+  }
+
+  static Status Run(ProgramSet& programs, const PassContextInfo& ctx,
+                    const ir::AttrMap& options) {
+    const ComponentRecord* pass = registry_->Find(FLEET_COMPONENT_PASS, "pserver");
+    EXPECT_NE(pass, nullptr);
+    if (pass == nullptr) return NotFound("pserver");
+    const ProgramSet before = programs;
+    Status s = RunPass(*pass, programs, ctx, options);
+    if (!s.ok()) {
+      EXPECT_TRUE(programs == before) << "a failed pass changed the programs";
+    }
+    return s;
+  }
+
+  // input -> pserver -> compare (the programs named in `expected` only, when `only` is set).
+  static void ExpectTransform(const ir::AttrMap& options, const PassContextInfo& ctx,
+                              const std::string& input, const std::string& expected,
+                              bool only_expected_names = false) {
+    ProgramSet programs = ParseData(input);
+    ASSERT_FALSE(programs.empty());
+    for (const auto& [name, program] : programs) {
+      Status v = ir::VerifyProgram(program);
+      ASSERT_TRUE(v.ok()) << input << " program " << name << ": " << v.ToString();
+    }
+    Status s = Run(programs, ctx, options);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    ProgramSet want = ParseData(expected);
+    ASSERT_FALSE(want.empty());
+    if (only_expected_names) {
+      ProgramSet picked;
+      for (const auto& [name, program] : want) {
+        ASSERT_TRUE(programs.count(name)) << "no program " << name;
+        picked[name] = programs.at(name);
+      }
+      programs = std::move(picked);
+    }
+    const std::string got_text = ir::PrintProgramSet(programs);
+    const std::string want_text = ir::PrintProgramSet(want);
+    EXPECT_EQ(got_text, want_text) << input << " vs " << expected << ": "
+                                   << FirstDifference(got_text, want_text);
+  }
+
+  static PluginRegistry* registry_;
+};
+
+PluginRegistry* PserverPassTest::registry_ = nullptr;
+
+TEST_F(PserverPassTest, RegisteredWithOptions) {
+  const ComponentRecord* pass = registry_->Find(FLEET_COMPONENT_PASS, "pserver");
+  ASSERT_NE(pass, nullptr);
+  EXPECT_EQ(pass->plugin, "host");
+  auto defaults = PassOptionDefaults(*pass);
+  ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();
+  EXPECT_EQ(defaults->at("sync"), ir::Attribute(true));
+  EXPECT_EQ(defaults->at("slice_var_up"), ir::Attribute(true));
+  EXPECT_EQ(defaults->at("min_block_size"), ir::Attribute(int32_t{8192}));
+  EXPECT_EQ(defaults->at("split_method"), ir::Attribute(std::string("round_robin")));
+  EXPECT_EQ(defaults->at("init"), ir::Attribute(std::string("full")));
+}
+
+TEST_F(PserverPassTest, SyncSlicedSgd) {
+  ExpectTransform({}, Trainer(1, 2), "pserver_fc_sgd_input.ir",
+                  "pserver_fc_sgd_sync_expected.ir");
+}
+
+TEST_F(PserverPassTest, SyncWithoutSlicing) {
+  ExpectTransform({{"slice_var_up", false}}, Trainer(1, 2), "pserver_fc_sgd_input.ir",
+                  "pserver_fc_sgd_whole_expected.ir");
+}
+
+TEST_F(PserverPassTest, LargeMinBlockSizeSplitsNothing) {
+  // 32768 elements < 65536: every parameter is one block, exactly as without slicing.
+  ExpectTransform({{"min_block_size", int32_t{65536}}}, Trainer(1, 2),
+                  "pserver_fc_sgd_input.ir", "pserver_fc_sgd_whole_expected.ir");
+}
+
+TEST_F(PserverPassTest, AsyncHasNoSuffixesBarriersOrMerges) {
+  ExpectTransform({{"sync", false}}, Trainer(1, 2), "pserver_fc_sgd_input.ir",
+                  "pserver_fc_sgd_async_expected.ir");
+}
+
+TEST_F(PserverPassTest, ShardInitCutsInitializers) {
+  ExpectTransform({{"init", std::string("shard")}}, Trainer(1, 2), "pserver_fc_sgd_input.ir",
+                  "pserver_fc_sgd_shard_startup_expected.ir", /*only_expected_names=*/true);
+}
+
+TEST_F(PserverPassTest, MomentumVelocityIsSlicedWithItsParam) {
+  ExpectTransform({}, Trainer(0, 2), "pserver_fc_momentum_input.ir",
+                  "pserver_fc_momentum_expected.ir");
+}
+
+TEST_F(PserverPassTest, LearningRateScheduleMovesToTheServers) {
+  // One trainer: no ".trainer_" suffix and no sum/scale, but still the sync barriers.
+  ExpectTransform({}, Trainer(0, 1), "pserver_fc_lr_decay_input.ir",
+                  "pserver_fc_lr_decay_expected.ir");
+}
+
+TEST_F(PserverPassTest, RegularizationAndAccumulatorsMoveWithTheirBlock) {
+  ExpectTransform({}, Trainer(0, 2), "pserver_fc_adam_l2_input.ir",
+                  "pserver_fc_adam_l2_server0_expected.ir", /*only_expected_names=*/true);
+  // The trainer keeps none of it: no optimize op, no accumulator, no learning rate.
+  ProgramSet programs = ParseData("pserver_fc_adam_l2_input.ir");
+  ASSERT_TRUE(Run(programs, Trainer(0, 2), {}).ok());
+  for (const char* name : {"main", "startup"}) {
+    const ir::Block& block = programs.at(name).global();
+    for (const auto& [var, decl] : block.vars) {
+      EXPECT_EQ(var.find("_moment"), std::string::npos) << name << ": " << var;
+      EXPECT_EQ(var.find("_pow_acc"), std::string::npos) << name << ": " << var;
+      EXPECT_EQ(var.find("learning_rate"), std::string::npos) << name << ": " << var;
+      EXPECT_EQ(var.find("l2_decay"), std::string::npos) << name << ": " << var;
+    }
+    for (const ir::Op& op : block.ops) {
+      EXPECT_NE(op.type, "adam") << name;
+      EXPECT_EQ(ir::OpRoleOf(op) & ir::op_role::kOptimize, 0) << name << ": " << op.type;
+    }
+  }
+}
+
+TEST_F(PserverPassTest, EveryResultVerifies) {
+  for (const char* input : {"pserver_fc_sgd_input.ir", "pserver_fc_momentum_input.ir",
+                            "pserver_fc_lr_decay_input.ir", "pserver_fc_adam_l2_input.ir"}) {
+    for (const std::string method : {"round_robin", "hash_name"}) {
+      for (const std::string init : {"full", "shard"}) {
+        ProgramSet programs = ParseData(input);
+        Status s = Run(programs, Trainer(0, 3, {"a:1", "b:2", "c:3"}),
+                       {{"split_method", method}, {"init", init}, {"min_block_size", 1000}});
+        EXPECT_TRUE(s.ok()) << input << " " << method << " " << init << ": " << s.ToString();
+        EXPECT_EQ(programs.size(), 8u);
+      }
+    }
+  }
+}
+
+// The real quick-start program through the pipeline's Transpile (strategy pserver), checked
+// structurally: every parameter's rows are served exactly once, on the server recv names.
+TEST_F(PserverPassTest, RealMlpThroughPipeline) {
+  auto built = BuildPrograms(std::string(FLEET_EXAMPLES_DIR) + "/mlp/mlp.fleet",
+                             Stage::kOptimized);
+  ASSERT_TRUE(built.ok()) << built.status().ToString();
+  Config config;
+  config.strategy_mode = "pserver";
+  config.pserver.min_block_size = 4096;
+  Role role;
+  role.world_size = 3;
+  role.rank = 2;
+  auto none = Transpile(config, role, *built, *registry_);
+  ASSERT_FALSE(none.ok());
+  EXPECT_THAT(none.status().message(), HasSubstr("a pserver job needs pserver_endpoints"));
+
+  role.pserver_endpoints = {"h:1", "h:2", "h:3"};
+  auto set = Transpile(config, role, *built, *registry_);
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  std::vector<std::string> names;
+  for (const auto& [name, program] : *set) names.push_back(name);
+  EXPECT_EQ(names, (std::vector<std::string>{"main", "pserver.0", "pserver.0.startup",
+                                             "pserver.1", "pserver.1.startup", "pserver.2",
+                                             "pserver.2.startup", "startup"}));
+  // Rows of each parameter served, from the servers' blocks.
+  std::map<std::string, int64_t> served_rows;
+  for (int s = 0; s < 3; ++s) {
+    const ir::Program& server = set->at("pserver." + std::to_string(s));
+    const ir::Op& listen = server.global().ops.at(0);
+    ASSERT_EQ(listen.type, "listen_and_serv");
+    EXPECT_TRUE(*listen.FindAttr("Fanin") == ir::Attribute(int32_t{3}));
+    for (const ir::Block& block : server.blocks()) {
+      for (const ir::Op& op : block.ops) {
+        if (op.type != "sgd") continue;
+        const std::string param(op.InputOne("Param"));
+        const ir::Var* v = server.global().FindVar(param);
+        ASSERT_NE(v, nullptr) << param;
+        EXPECT_TRUE(v->persistable);
+        served_rows[param.substr(0, param.find(".block"))] += v->shape.at(0);
+      }
+    }
+  }
+  std::map<std::string, int64_t> want;
+  for (const auto& [name, var] : built->main.global().vars) {
+    if (var.param) want[name] = var.shape.at(0);
+  }
+  EXPECT_EQ(served_rows, want);
+  // The trainer is rank 2: its gradients carry ".trainer_2".
+  bool suffixed = false;
+  for (const ir::Op& op : set->at("main").global().ops) {
+    if (op.type != "send") continue;
+    for (const std::string& v : op.Input("X")) {
+      EXPECT_NE(v.find(".trainer_2"), std::string::npos) << v;
+      suffixed = true;
+    }
+  }
+  EXPECT_TRUE(suffixed);
+}
+
+TEST_F(PserverPassTest, ServerWithoutBlocksGetsOneEmptyOptimizeBlock) {
+  // Two whole parameters on three servers: server 2 serves nothing.
+  ProgramSet programs = ParseData("pserver_fc_sgd_input.ir");
+  ASSERT_TRUE(Run(programs, Trainer(0, 2, {"a:1", "b:2", "c:3"}), {{"slice_var_up", false}})
+                  .ok());
+  const ir::Program& idle = programs.at("pserver.2");
+  ASSERT_EQ(idle.num_blocks(), 2);
+  EXPECT_TRUE(idle.block(1).ops.empty());
+  EXPECT_EQ(idle.block(1).parent, 0);
+  ASSERT_EQ(idle.global().ops.size(), 1u);
+  const ir::Op& listen = idle.global().ops[0];
+  EXPECT_TRUE(listen.Input("X").empty());
+  EXPECT_TRUE(*listen.FindAttr("optimize_blocks") == ir::Attribute(std::vector<int32_t>{1}));
+  EXPECT_TRUE(*listen.FindAttr("grad_to_block_id") ==
+              ir::Attribute(std::vector<std::string>{}));
+  EXPECT_TRUE(*listen.FindAttr("endpoint") == ir::Attribute(std::string("c:3")));
+  // Its startup keeps every initializer but owns no var.
+  for (const auto& [name, var] : programs.at("pserver.2.startup").global().vars) {
+    EXPECT_FALSE(var.persistable) << name;
+  }
+}
+
+TEST(PserverOps, ShapeRulesNameTheOp) {
+  const char* text = R"(program {
+  block 0 {
+    var __control_var@0 : float32[0]
+    var g : float32[8, 3]
+    var g0 : float32[5, 3]
+    var g1 : float32[4, 3]
+    op split_byref(X=[g]) -> (Out=[g0, g1]) {sections=[5, 4]}
+    op send(X=[g0, g1]) -> (Out=[__control_var@0]) {epmap=["a:1"]}
+  }
+}
+)";
+  auto program = ir::ParseProgram(text, "ops.ir");
+  ASSERT_TRUE(program.ok()) << program.status().ToString();
+  Status s = ir::VerifyProgram(*program);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.message(), HasSubstr("split_byref: sections add up to 9 rows but X has 8"));
+  EXPECT_THAT(s.message(), HasSubstr("send: epmap holds 1 endpoints but X holds 2 vars"));
+
+  const char* good = R"(program {
+  block 0 {
+    var __control_var@0 : float32[0]
+    var g : float32[9, 3]
+    var g0 : float32[5, 3]
+    var g1 : float32[4, 3]
+    op split_byref(X=[g]) -> (Out=[g0, g1]) {sections=[5, 4]}
+    op send(X=[g0, g1]) -> (Out=[__control_var@0]) {epmap=["a:1", "b:2"]}
+    op recv(X=[__control_var@0]) -> (Out=[g0, g1]) {epmap=["a:1", "b:2"]}
+  }
+}
+)";
+  program = ir::ParseProgram(good, "ops.ir");
+  ASSERT_TRUE(program.ok()) << program.status().ToString();
+  s = ir::VerifyProgram(*program);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  const ops::OpSchema* send = ops::BuiltinOps().Find("send");
+  ASSERT_NE(send, nullptr);
+  EXPECT_TRUE(send->rpc);
+  EXPECT_FALSE(ops::BuiltinOps().Find("split_byref")->rpc);
+  for (const char* type : {"recv", "send_barrier", "fetch_barrier", "listen_and_serv"}) {
+    ASSERT_NE(ops::BuiltinOps().Find(type), nullptr) << type;
+    EXPECT_TRUE(ops::BuiltinOps().Find(type)->rpc) << type;
+  }
+}
+
+TEST_F(PserverPassTest, NeedsPserverEndpoints) {
+  ProgramSet programs = ParseData("pserver_fc_sgd_input.ir");
+  Status s = Run(programs, Trainer(0, 2, {}), {});
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.message(), HasSubstr("a pserver job needs pserver_endpoints: [role] "
+                                     "pserver_endpoints or PADDLE_PSERVERS_IP_PORT_LIST"));
+}
+
+TEST_F(PserverPassTest, RejectsUnsupportedOptimizer) {
+  ProgramSet programs = ParseData("pserver_fc_sgd_input.ir");
+  // An optimize op with Param and LearningRate that has no slicing rule.
+  ir::Op& op = programs.at("main").global().ops.back();
+  op.type = "lamb";
+  Status s = Run(programs, Trainer(0, 2), {});
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.message(), HasSubstr("main block 0, op 8 (lamb): optimizer 'lamb' is not "
+                                     "supported for parameter-server training"));
+}
+
+TEST_F(PserverPassTest, RejectsMissingGradient) {
+  ProgramSet programs = ParseData("pserver_fc_sgd_input.ir");
+  // The backward op that produced fc_0.w_0@GRAD is gone.
+  auto& ops = programs.at("main").global().ops;
+  ops.erase(ops.begin() + 6);
+  Status s = Run(programs, Trainer(0, 2), {});
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.message(), HasSubstr("the gradient 'fc_0.w_0@GRAD' of parameter 'fc_0.w_0' is "
+                                     "missing"));
+}
+
+TEST_F(PserverPassTest, RejectsGlobalNormClipAndAsyncSchedule) {
+  ProgramSet programs = ParseData("pserver_fc_sgd_input.ir");
+  ir::Block& main = programs.at("main").global();
+  ir::Var sq;
+  sq.name = "norm_sq";
+  sq.shape = {1};
+  ASSERT_TRUE(main.AddVar(sq).ok());
+  sq.name = "b_sq";
+  ASSERT_TRUE(main.AddVar(sq).ok());
+  sq.name = "w_sq";
+  ASSERT_TRUE(main.AddVar(sq).ok());
+  ir::AttrMap opt = {{"op_role", ir::op_role::kOptimize}};
+  main.ops.insert(main.ops.begin() + 7,
+                  {ir::MakeOp("squared_l2_norm", {{"X", {"fc_0.b_0@GRAD"}}},
+                              {{"Out", {"b_sq"}}}, opt),
+                   ir::MakeOp("squared_l2_norm", {{"X", {"fc_0.w_0@GRAD"}}},
+                              {{"Out", {"w_sq"}}}, opt),
+                   ir::MakeOp("sum", {{"X", {"b_sq", "w_sq"}}}, {{"Out", {"norm_sq"}}}, opt)});
+  Status s = Run(programs, Trainer(0, 2), {});
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.message(), HasSubstr("op 9 (sum) combines values of several parameters "
+                                     "('fc_0.b_0' and 'fc_0.w_0')"));
+
+  ProgramSet decay = ParseData("pserver_fc_lr_decay_input.ir");
+  s = Run(decay, Trainer(0, 2), {{"sync", false}});
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.message(), HasSubstr("cannot use a learning-rate schedule"));
+}
+
+TEST_F(PserverPassTest, RejectsBadOptionsAndRepeatedTranspile) {
+  ProgramSet programs = ParseData("pserver_fc_sgd_input.ir");
+  Status s = Run(programs, Trainer(0, 2), {{"split_method", std::string("random")}});
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.message(), HasSubstr("'split_method' must be \"round_robin\" or \"hash_name\""));
+  s = Run(programs, Trainer(0, 2), {{"init", std::string("lazy")}});
+  EXPECT_THAT(s.message(), HasSubstr("'init' must be \"full\" or \"shard\""));
+  s = Run(programs, Trainer(0, 2), {{"min_block_size", int32_t{0}}});
+  EXPECT_THAT(s.message(), HasSubstr("'min_block_size' must be >= 1"));
+  ASSERT_TRUE(Run(programs, Trainer(0, 2), {}).ok());
+  s = Run(programs, Trainer(0, 2), {});
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.message(), HasSubstr("transpiled twice"));
+}
+
+}  // namespace
+}  // namespace fleet
