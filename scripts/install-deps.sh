@@ -3,14 +3,14 @@
 # present are not fetched again, and the package index is refreshed only when something is
 # missing. Needs root (or sudo). The CUDA Toolkit, cuDNN and NCCL are not Debian packages; the
 # CUDA plugins build when CMake finds them and are skipped otherwise. iproute2 gives the
-# two-host test its network namespaces.
+# two-host test its network namespaces; the openssl CLI makes the transport tests' certificates.
 set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config python3 python3-numpy
   libboost-dev libtomlplusplus-dev libspdlog-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libdnnl-dev libgloo-dev
-  libgrpc++-dev libprotobuf-dev protobuf-compiler-grpc
+  libgrpc++-dev libprotobuf-dev protobuf-compiler-grpc openssl
   iproute2
 )
 

@@ -1,0 +1,257 @@
+#include "plugin/transport.h"
+
+#include <cmath>
+#include <deque>
+
+#include "plugin/host_api.h"
+#include "support/logging.h"
+
+namespace fleet {
+namespace {
+
+// TransportOptions as the FleetAttrs of server_start/client_connect. The attrs point into this
+// object, which must outlive the call they are passed to.
+class OptionAttrs {
+ public:
+  explicit OptionAttrs(const TransportOptions& o) {
+    AddInt("timeout_ms", o.timeout.count());
+    AddInt("retries", o.retries);
+    AddInt("max_message_bytes", o.max_message_bytes);
+    if (!o.token.empty()) AddString("token", o.token);
+    FleetAttr& tls = Add("tls", FLEET_ATTR_BOOL);
+    tls.i = o.tls ? 1 : 0;
+    const std::pair<const char*, const std::string*> paths[] = {
+        {"tls_cert", &o.tls_cert},
+        {"tls_key", &o.tls_key},
+        {"tls_ca", &o.tls_ca},
+        {"tls_client_cert", &o.tls_client_cert},
+        {"tls_client_key", &o.tls_client_key}};
+    for (const auto& [name, value] : paths) {
+      if (!value->empty()) AddString(name, *value);
+    }
+    for (const FleetAttr& a : attrs_) pointers_.push_back(&a);
+  }
+  OptionAttrs(const OptionAttrs&) = delete;
+  OptionAttrs& operator=(const OptionAttrs&) = delete;
+
+  size_t size() const { return pointers_.size(); }
+  const FleetAttr* const* data() const { return pointers_.data(); }
+
+ private:
+  FleetAttr& Add(const char* name, int32_t type) {
+    FleetAttr& a = attrs_.emplace_back();
+    a.struct_size = FLEET_STRUCT_SIZE(FleetAttr, strings);
+    a.name = name;
+    a.type = type;
+    return a;
+  }
+  void AddInt(const char* name, int64_t value) { Add(name, FLEET_ATTR_INT64).i = value; }
+  void AddString(const char* name, const std::string& value) {
+    const std::string& kept = strings_.emplace_back(value);
+    FleetAttr& a = Add(name, FLEET_ATTR_STRING);
+    a.s = kept.c_str();
+    a.s_len = kept.size();
+  }
+
+  // Deques: elements never move, so the pointers taken above stay valid.
+  std::deque<std::string> strings_;
+  std::deque<FleetAttr> attrs_;
+  std::vector<const FleetAttr*> pointers_;
+};
+
+std::string Where(const ComponentRecord& component) {
+  return "transport '" + component.name + "'";
+}
+
+Status CheckComponent(const ComponentRecord& component) {
+  if (component.kind != FLEET_COMPONENT_TRANSPORT) {
+    return InvalidArgument("component '" + component.name + "' is a " +
+                           ComponentKindName(component.kind) + ", not a transport");
+  }
+  return OkStatus();
+}
+
+// The handler trampolines: ctx is the TransportHandler.
+FleetStatus* HandleSend(void* ctx, int32_t trainer_id, const char* name,
+                        const FleetTensor* tensor) {
+  if (name == nullptr || tensor == nullptr) {
+    return MakeFleetStatus(InvalidArgument("transport on_send: name or tensor is NULL"));
+  }
+  return MakeFleetStatus(static_cast<TransportHandler*>(ctx)->OnSend(trainer_id, name, *tensor));
+}
+
+FleetStatus* HandleGet(void* ctx, int32_t trainer_id, const char* name, FleetTensor* out,
+                       void** token) {
+  if (name == nullptr || out == nullptr || token == nullptr) {
+    return MakeFleetStatus(InvalidArgument("transport on_get: name, out or token is NULL"));
+  }
+  return MakeFleetStatus(
+      static_cast<TransportHandler*>(ctx)->OnGet(trainer_id, name, *out, token));
+}
+
+void HandleGetDone(void* ctx, void* token) {
+  static_cast<TransportHandler*>(ctx)->OnGetDone(token);
+}
+
+FleetStatus* HandleBarrier(void* ctx, int32_t trainer_id, int32_t kind) {
+  return MakeFleetStatus(static_cast<TransportHandler*>(ctx)->OnBarrier(trainer_id, kind));
+}
+
+FleetStatus* HandleComplete(void* ctx, int32_t trainer_id) {
+  return MakeFleetStatus(static_cast<TransportHandler*>(ctx)->OnComplete(trainer_id));
+}
+
+// client_get's allocator: asks the caller's TensorSink (alloc_ctx) for the destination.
+FleetStatus* SinkAlloc(void* alloc_ctx, int32_t dtype, int32_t ndim, const int64_t* dims,
+                       FleetTensor* out) {
+  if (ndim < 0 || (ndim > 0 && dims == nullptr) || out == nullptr) {
+    return MakeFleetStatus(InvalidArgument("transport alloc: bad shape or out is NULL"));
+  }
+  const auto& sink = *static_cast<const TensorSink*>(alloc_ctx);
+  StatusOr<FleetTensor> tensor = sink(dtype, std::vector<int64_t>(dims, dims + ndim));
+  if (!tensor.ok()) return MakeFleetStatus(tensor.status());
+  *out = *tensor;
+  return nullptr;
+}
+
+}  // namespace
+
+TransportOptions TransportOptionsFrom(const Config& config) {
+  const Config::Rpc& rpc = config.rpc;
+  TransportOptions o;
+  o.timeout = std::chrono::milliseconds(std::llround(rpc.timeout_s * 1000.0));
+  o.retries = rpc.retries;
+  o.max_message_bytes = std::llround(rpc.max_message_mb * 1024.0 * 1024.0);
+  o.token = rpc.token;
+  o.tls = rpc.tls;
+  o.tls_cert = rpc.tls_cert.string();
+  o.tls_key = rpc.tls_key.string();
+  o.tls_ca = rpc.tls_ca.string();
+  o.tls_client_cert = rpc.tls_client_cert.string();
+  o.tls_client_key = rpc.tls_client_key.string();
+  return o;
+}
+
+TransportServer::TransportServer(const ComponentRecord& component, TransportHandler* handler)
+    : component_(component),
+      table_(component.table<FleetTransportVTable>()),
+      handler_(handler) {
+  handlers_.struct_size = FLEET_STRUCT_SIZE(FleetTransportHandlers, on_complete);
+  handlers_.ctx = handler;
+  handlers_.on_send = HandleSend;
+  handlers_.on_get = HandleGet;
+  handlers_.on_get_done = HandleGetDone;
+  handlers_.on_barrier = HandleBarrier;
+  handlers_.on_complete = HandleComplete;
+}
+
+StatusOr<std::unique_ptr<TransportServer>> TransportServer::Start(
+    const ComponentRecord& component, const std::string& endpoint, TransportHandler* handler,
+    const TransportOptions& options) {
+  FLEET_RETURN_IF_ERROR(CheckComponent(component));
+  if (handler == nullptr) return InvalidArgument(Where(component) + ": no handler");
+  std::unique_ptr<TransportServer> server(new TransportServer(component, handler));
+  const OptionAttrs attrs(options);
+  FleetTransportServerConfig config{};
+  config.struct_size = FLEET_STRUCT_SIZE(FleetTransportServerConfig, options);
+  config.endpoint = endpoint.c_str();
+  config.handlers = &server->handlers_;
+  config.num_options = attrs.size();
+  config.options = attrs.data();
+  FLEET_RETURN_IF_ERROR(TakeStatus(
+      server->table_->server_start(component.ctx, &config, &server->server_), Where(component)));
+  if (server->server_ == nullptr) {
+    return Internal(Where(component) + ": server_start returned no server");
+  }
+  const char* bound = server->table_->server_endpoint(component.ctx, server->server_);
+  server->endpoint_ = bound != nullptr && *bound != '\0' ? bound : endpoint;
+  return server;
+}
+
+void TransportServer::Stop() {
+  if (server_ == nullptr || stopped_.exchange(true)) return;
+  table_->server_stop(component_.ctx, server_);
+}
+
+TransportServer::~TransportServer() {
+  if (server_ == nullptr) return;
+  Stop();
+  Status status = TakeStatus(table_->server_destroy(component_.ctx, server_), Where(component_));
+  if (!status.ok()) Log().warn("{}", status.ToString());
+}
+
+TransportClient::TransportClient(const ComponentRecord& component, std::string endpoint,
+                                 TransportOptions options)
+    : component_(component),
+      table_(component.table<FleetTransportVTable>()),
+      endpoint_(std::move(endpoint)),
+      options_(std::move(options)) {}
+
+StatusOr<std::unique_ptr<TransportClient>> TransportClient::Connect(
+    const ComponentRecord& component, const std::string& endpoint, int32_t trainer_id,
+    const TransportOptions& options) {
+  FLEET_RETURN_IF_ERROR(CheckComponent(component));
+  std::unique_ptr<TransportClient> client(new TransportClient(component, endpoint, options));
+  const OptionAttrs attrs(options);
+  FleetTransportClientConfig config{};
+  config.struct_size = FLEET_STRUCT_SIZE(FleetTransportClientConfig, options);
+  config.endpoint = endpoint.c_str();
+  config.trainer_id = trainer_id;
+  config.connect_timeout_ms = options.timeout.count();
+  config.num_options = attrs.size();
+  config.options = attrs.data();
+  FLEET_RETURN_IF_ERROR(TakeStatus(
+      client->table_->client_connect(component.ctx, &config, &client->client_),
+      Where(component)));
+  if (client->client_ == nullptr) {
+    return Internal(Where(component) + ": client_connect returned no client");
+  }
+  return client;
+}
+
+TransportClient::~TransportClient() { Close(); }
+
+namespace {
+Status Closed(const ComponentRecord& component, const std::string& endpoint, const char* call) {
+  return Aborted(Where(component) + ": " + call + " to " + endpoint + ": the client is closed");
+}
+}  // namespace
+
+Status TransportClient::Send(std::string_view name, const FleetTensor& tensor) {
+  if (closed_) return Closed(component_, endpoint_, "send");
+  const std::string n(name);
+  return TakeStatus(table_->client_send(component_.ctx, client_, n.c_str(), &tensor,
+                                        options_.timeout.count()),
+                    Where(component_));
+}
+
+Status TransportClient::Get(std::string_view name, const TensorSink& sink) {
+  if (closed_) return Closed(component_, endpoint_, "get");
+  const std::string n(name);
+  FleetTensor out{};
+  out.struct_size = FLEET_STRUCT_SIZE(FleetTensor, device_ordinal);
+  return TakeStatus(
+      table_->client_get(component_.ctx, client_, n.c_str(), SinkAlloc,
+                         const_cast<TensorSink*>(&sink), &out, options_.timeout.count()),
+      Where(component_));
+}
+
+Status TransportClient::Barrier(int32_t kind) {
+  if (closed_) return Closed(component_, endpoint_, "barrier");
+  return TakeStatus(
+      table_->client_barrier(component_.ctx, client_, kind, options_.timeout.count()),
+      Where(component_));
+}
+
+Status TransportClient::Complete() {
+  if (closed_) return Closed(component_, endpoint_, "complete");
+  return TakeStatus(table_->client_complete(component_.ctx, client_, options_.timeout.count()),
+                    Where(component_));
+}
+
+void TransportClient::Close() {
+  if (client_ == nullptr || closed_.exchange(true)) return;
+  table_->client_close(component_.ctx, client_);
+}
+
+}  // namespace fleet

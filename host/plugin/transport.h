@@ -1,0 +1,138 @@
+// The host's handles on a transport component (fleet_transport.h): a server that calls a
+// TransportHandler back, and a client, with every plugin status turned into Status.
+//
+// Options (TLS, token, message cap, retries) reach the plugin as FleetAttrs built from
+// TransportOptions; the host never interprets them beyond that.
+//
+// Ownership: a TransportServer owns its FleetTransportServer (stopped and destroyed in the
+// destructor) and must not outlive its handler; a TransportClient owns its
+// FleetTransportClient. The component (its registry) must outlive both.
+// Threading: a server calls its handler from transport threads, several at once. A client may
+// be used from several threads at once; Close and Stop may be called from any thread and make
+// pending calls fail with ABORTED.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/config.h"
+#include "fleet/fleet_transport.h"
+#include "plugin/registry.h"
+#include "support/status.h"
+
+namespace fleet {
+
+// The options handed to the transport's server_start/client_connect, by their ABI names:
+//   timeout_ms (int64), retries (int64), max_message_bytes (int64), token (string),
+//   tls (bool), tls_cert, tls_key, tls_ca, tls_client_cert, tls_client_key (string paths;
+//   absent when unset).
+struct TransportOptions {
+  std::chrono::milliseconds timeout{300000};  // per call; also the server's barrier deadline
+  int64_t retries = 3;
+  int64_t max_message_bytes = 4 << 20;
+  std::string token;
+  bool tls = false;
+  std::string tls_cert, tls_key, tls_ca, tls_client_cert, tls_client_key;
+};
+
+// From [transport] (Config::rpc).
+TransportOptions TransportOptionsFrom(const Config& config);
+
+// What a server does with what trainers send; implemented by the pserver runtime.
+class TransportHandler {
+ public:
+  virtual ~TransportHandler() = default;
+  // A trainer sent a variable; `tensor` (host memory) is valid for the call only.
+  virtual Status OnSend(int32_t trainer_id, std::string_view name, const FleetTensor& tensor) = 0;
+  // A trainer asks for a variable: fill `out` with a host-memory view that stays valid until
+  // OnGetDone(token) with the token set here.
+  virtual Status OnGet(int32_t trainer_id, std::string_view name, FleetTensor& out,
+                       void** token) = 0;
+  virtual void OnGetDone(void* token) = 0;
+  // FLEET_BARRIER_BATCH or FLEET_BARRIER_FETCH; may block until the barrier completes (with a
+  // deadline of its own).
+  virtual Status OnBarrier(int32_t trainer_id, int32_t kind) = 0;
+  // The trainer finished and will send nothing more.
+  virtual Status OnComplete(int32_t trainer_id) = 0;
+};
+
+class TransportServer {
+ public:
+  // Binds `endpoint` exactly ("host:port"; port 0 = any free) and starts serving. UNAVAILABLE
+  // naming the endpoint when it cannot be bound (in use, no such address).
+  static StatusOr<std::unique_ptr<TransportServer>> Start(const ComponentRecord& component,
+                                                          const std::string& endpoint,
+                                                          TransportHandler* handler,
+                                                          const TransportOptions& options);
+  ~TransportServer();
+  TransportServer(const TransportServer&) = delete;
+  TransportServer& operator=(const TransportServer&) = delete;
+
+  // The endpoint actually bound (the port filled in when 0 was asked for).
+  const std::string& endpoint() const { return endpoint_; }
+  // Stops serving; calls in flight fail with ABORTED. Idempotent; any thread but a handler's.
+  // Returns once every handler call has returned, so a handler blocked in its own wait (a
+  // barrier) delays it: end such waits first.
+  void Stop();
+
+ private:
+  TransportServer(const ComponentRecord& component, TransportHandler* handler);
+
+  const ComponentRecord& component_;
+  const FleetTransportVTable* table_;
+  TransportHandler* handler_;
+  FleetTransportHandlers handlers_{};
+  FleetTransportServer* server_ = nullptr;
+  std::string endpoint_;
+  std::atomic<bool> stopped_{false};
+};
+
+// Where a received tensor goes: called with its dtype (FLEET_DTYPE_*) and dims, returns a
+// host-memory descriptor to fill (e.g. a prepared output whose shape is checked here), or an
+// error naming the mismatch. The descriptor's data and dims must stay valid until Get returns.
+using TensorSink = std::function<StatusOr<FleetTensor>(int32_t dtype,
+                                                       const std::vector<int64_t>& dims)>;
+
+class TransportClient {
+ public:
+  // Connects to the server at `endpoint` as trainer `trainer_id`. The plugin may connect
+  // lazily; UNAVAILABLE names the endpoint when it is known to be unreachable.
+  static StatusOr<std::unique_ptr<TransportClient>> Connect(const ComponentRecord& component,
+                                                            const std::string& endpoint,
+                                                            int32_t trainer_id,
+                                                            const TransportOptions& options);
+  ~TransportClient();
+  TransportClient(const TransportClient&) = delete;
+  TransportClient& operator=(const TransportClient&) = delete;
+
+  const std::string& endpoint() const { return endpoint_; }
+
+  // Each call has the deadline options.timeout; errors name the endpoint and the variable.
+  Status Send(std::string_view name, const FleetTensor& tensor);
+  Status Get(std::string_view name, const TensorSink& sink);
+  Status Barrier(int32_t kind);
+  Status Complete();
+  // Any thread; pending and later calls fail with ABORTED.
+  void Close();
+
+ private:
+  TransportClient(const ComponentRecord& component, std::string endpoint,
+                  TransportOptions options);
+
+  const ComponentRecord& component_;
+  const FleetTransportVTable* table_;
+  std::string endpoint_;
+  TransportOptions options_;
+  FleetTransportClient* client_ = nullptr;
+  // Set by Close: later calls fail here without reaching the plugin, whose client_close also
+  // releases the client (the ABI has no separate destroy).
+  std::atomic<bool> closed_{false};
+};
+
+}  // namespace fleet

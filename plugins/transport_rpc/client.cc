@@ -1,0 +1,433 @@
+#include "client.h"
+
+#include <grpcpp/channel.h>
+#include <grpcpp/client_context.h>
+#include <grpcpp/completion_queue.h>
+#include <grpcpp/create_channel.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/security/credentials.h>
+#include <grpcpp/support/channel_arguments.h>
+
+#include <chrono>
+#include <optional>
+#include <random>
+#include <thread>
+
+#include "wire.h"
+
+namespace fleet_rpc {
+namespace {
+
+constexpr const char* kSend = "/fleet.transport_rpc.Transport/Send";
+constexpr const char* kGet = "/fleet.transport_rpc.Transport/Get";
+constexpr const char* kBarrier = "/fleet.transport_rpc.Transport/Barrier";
+constexpr const char* kComplete = "/fleet.transport_rpc.Transport/Complete";
+constexpr int64_t kFirstBackoffMs = 100;
+
+// A single request, sent once per attempt.
+std::function<bool(grpc::ByteBuffer*)> OneRequest(const WireHeader& header) {
+  return [header, sent = false](grpc::ByteBuffer* out) mutable {
+    if (sent) return false;
+    sent = true;
+    *out = EncodeMessage(header, nullptr, 0, nullptr);
+    return true;
+  };
+}
+
+double Jitter() {
+  thread_local std::minstd_rand rng(static_cast<unsigned>(
+      std::hash<std::thread::id>()(std::this_thread::get_id()) ^
+      static_cast<size_t>(std::chrono::steady_clock::now().time_since_epoch().count())));
+  return std::uniform_real_distribution<double>(0.75, 1.25)(rng);
+}
+
+}  // namespace
+
+RpcClient::RpcClient(const FleetTransportClientConfig& config) {
+  endpoint_ = config.endpoint != nullptr ? config.endpoint : "";
+  const std::string where = "rpc client of " + endpoint_;
+  std::string host;
+  int port = 0;
+  SplitEndpoint(endpoint_, where, &host, &port);
+  if (port == 0) {
+    throw RpcError(FLEET_CODE_INVALID_ARGUMENT, where + ": port 0 is not a server's port");
+  }
+  trainer_id_ = config.trainer_id;
+  options_ = ParseOptions(config.num_options, config.options, where);
+
+  std::shared_ptr<grpc::ChannelCredentials> creds;
+  if (options_.tls) {
+    grpc::SslCredentialsOptions ssl;
+    // Empty roots: gRPC's default trust store.
+    if (!options_.tls_ca.empty()) {
+      ssl.pem_root_certs = ReadPemFile(options_.tls_ca, "tls_ca", where);
+    }
+    if (options_.tls_client_cert.empty() != options_.tls_client_key.empty()) {
+      throw RpcError(FLEET_CODE_INVALID_ARGUMENT,
+                     where + ": set both tls_client_cert and tls_client_key, or neither");
+    }
+    if (!options_.tls_client_cert.empty()) {
+      ssl.pem_cert_chain = ReadPemFile(options_.tls_client_cert, "tls_client_cert", where);
+      ssl.pem_private_key = ReadPemFile(options_.tls_client_key, "tls_client_key", where);
+    }
+    creds = grpc::SslCredentials(ssl);
+  } else {
+    creds = grpc::InsecureChannelCredentials();
+  }
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(static_cast<int>(options_.max_message_bytes));
+  args.SetMaxSendMessageSize(static_cast<int>(options_.max_message_bytes));
+  // Our retries wait 100 ms, 200 ms, ...: the channel must try to reconnect at least as often,
+  // or a server that came up meanwhile would still be reported down.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
+  args.SetInt(GRPC_ARG_TCP_READ_CHUNK_SIZE, kReadChunkBytes);
+  args.SetInt(GRPC_ARG_TCP_MIN_READ_CHUNK_SIZE, kMinReadChunkBytes);
+  args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, LookaheadBytes(options_.max_message_bytes));
+  // A connection of its own per client, not shared with other clients of the process.
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  channel_ = grpc::CreateCustomChannel(endpoint_, creds, args);
+  stub_ = std::make_unique<Stub>(channel_);
+}
+
+RpcClient::~RpcClient() = default;
+
+bool RpcClient::Track(grpc::ClientContext* ctx) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (closed_) return false;
+  live_.insert(ctx);
+  return true;
+}
+
+void RpcClient::Untrack(grpc::ClientContext* ctx) {
+  std::lock_guard<std::mutex> lock(mu_);
+  live_.erase(ctx);
+}
+
+bool RpcClient::Backoff(int64_t ms) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return !cv_.wait_for(lock, std::chrono::milliseconds(ms), [this] { return closed_; });
+}
+
+void RpcClient::Close() {
+  std::lock_guard<std::mutex> lock(mu_);
+  closed_ = true;
+  for (grpc::ClientContext* ctx : live_) ctx->TryCancel();
+  cv_.notify_all();
+}
+
+RpcClient::Outcome RpcClient::Attempt(const char* method, int64_t timeout_ms,
+                                      const NextRequest& next, const OnReply& on_reply) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms));
+  if (!options_.token.empty()) ctx.AddMetadata(kTokenKey, options_.token);
+  if (!Track(&ctx)) return Outcome{FLEET_CODE_CANCELLED, "client closed", false};
+
+  grpc::CompletionQueue cq;
+  // Every operation is waited for before the next, so the queue holds at most one event; the
+  // context's deadline bounds each wait.
+  auto wait = [&cq] {
+    void* tag = nullptr;
+    bool ok = false;
+    return cq.Next(&tag, &ok) && ok;
+  };
+  void* const tag = &ctx;
+  std::optional<RpcError> failure;
+  grpc::Status status;
+  {
+    std::unique_ptr<grpc::GenericClientAsyncReaderWriter> call =
+        stub_->PrepareCall(&ctx, method, &cq);
+    call->StartCall(tag);
+    bool alive = wait();
+    grpc::ByteBuffer request;
+    while (alive && next(&request)) {
+      call->Write(request, tag);
+      alive = wait();
+    }
+    if (alive) {
+      call->WritesDone(tag);
+      alive = wait();
+    }
+    while (alive) {
+      grpc::ByteBuffer reply;
+      call->Read(&reply, tag);
+      if (!wait()) break;
+      try {
+        on_reply(reply);
+      } catch (const RpcError& e) {
+        failure = e;
+        ctx.TryCancel();
+        break;
+      }
+    }
+    call->Finish(&status, tag);
+    wait();
+  }
+  Untrack(&ctx);
+  cq.Shutdown();
+  void* ignored_tag = nullptr;
+  bool ignored_ok = false;
+  while (cq.Next(&ignored_tag, &ignored_ok)) {
+  }
+  if (failure) throw *failure;
+  Outcome out;
+  out.code = static_cast<int32_t>(status.error_code());
+  out.message = status.error_message();
+  const auto& trailing = ctx.GetServerTrailingMetadata();
+  out.from_handler = trailing.find(kHandlerKey) != trailing.end();
+  return out;
+}
+
+RpcError RpcClient::Failure(const std::string& what, const Outcome& o, int attempts,
+                            int64_t timeout_ms) const {
+  bool closed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    closed = closed_;
+  }
+  if (closed && (o.code == FLEET_CODE_CANCELLED || o.code == FLEET_CODE_ABORTED ||
+                 o.code == FLEET_CODE_UNAVAILABLE)) {
+    return RpcError(FLEET_CODE_ABORTED, what + ": the client was closed");
+  }
+  if (o.from_handler) return RpcError(o.code, what + ": " + o.message);
+  switch (o.code) {
+    case FLEET_CODE_DEADLINE_EXCEEDED: {
+      std::string text = what + ": deadline exceeded after " + std::to_string(timeout_ms) + " ms";
+      if (channel_->GetState(false) != GRPC_CHANNEL_READY) {
+        text += " (no connection to the server: is it up, and do both sides agree on "
+                "transport.tls?)";
+      }
+      return RpcError(o.code, text);
+    }
+    case FLEET_CODE_UNAVAILABLE: {
+      std::string text = what + ": server unavailable after " + std::to_string(attempts) +
+                         (attempts == 1 ? " attempt" : " attempts") + " (" + o.message + ")";
+      if (o.message.find("onnection refused") != std::string::npos) {
+        text += "; nothing listens there: is the server up?";
+      } else {
+        text += std::string("; if the server is up, a TLS mismatch is a likely cause (this "
+                            "client uses ") +
+                (options_.tls ? "TLS" : "plaintext") +
+                "): check transport.tls and the certificates on both sides";
+        if (options_.tls && options_.tls_client_cert.empty()) {
+          text += "; a server given tls_ca also requires a client certificate, and this client "
+                  "has none (tls_client_cert)";
+        }
+      }
+      return RpcError(o.code, text);
+    }
+    case FLEET_CODE_CANCELLED:
+      return RpcError(FLEET_CODE_ABORTED,
+                      what + ": the call was cancelled (is the server stopping?): " + o.message);
+    case FLEET_CODE_RESOURCE_EXHAUSTED:
+      return RpcError(o.code, what + ": a message over the size cap (" + o.message +
+                                  "); this client sends and accepts messages of up to " +
+                                  std::to_string(options_.max_message_bytes) +
+                                  " bytes: set transport.max_message_mb to the same value on "
+                                  "trainers and servers");
+    default:
+      return RpcError(o.code, what + ": " + o.message);
+  }
+}
+
+void RpcClient::Call(const std::string& what, const char* method, int64_t timeout_ms,
+                     const MakeRequests& make, const OnReply& on_reply) {
+  if (timeout_ms <= 0) timeout_ms = options_.timeout_ms;
+  int64_t backoff = kFirstBackoffMs;
+  for (int attempts = 1;; ++attempts) {
+    Outcome o = Attempt(method, timeout_ms, make(), on_reply);
+    if (o.code == FLEET_CODE_OK) return;
+    const bool retry = o.code == FLEET_CODE_UNAVAILABLE && !o.from_handler &&
+                       attempts <= options_.retries;
+    if (!retry) throw Failure(what, o, attempts, timeout_ms);
+    if (!Backoff(static_cast<int64_t>(static_cast<double>(backoff) * Jitter()))) {
+      throw Failure(what, Outcome{FLEET_CODE_CANCELLED, "client closed", false}, attempts,
+                    timeout_ms);
+    }
+    backoff *= 2;
+  }
+}
+
+void RpcClient::Send(const char* name, const FleetTensor* t, int64_t timeout_ms) {
+  const std::string var = name != nullptr ? name : "";
+  const std::string what = "rpc send '" + var + "' to " + endpoint_;
+  if (var.empty()) throw RpcError(FLEET_CODE_INVALID_ARGUMENT, what + ": empty name");
+  if (!FLEET_HAS_FIELD(t, FleetTensor, device_ordinal) || t->ndim < 0 ||
+      (t->ndim > 0 && t->dims == nullptr)) {
+    throw RpcError(FLEET_CODE_INVALID_ARGUMENT, what + ": bad tensor descriptor");
+  }
+  WireHeader head;
+  head.name = var;
+  head.trainer_id = trainer_id_;
+  head.dtype = t->dtype;
+  head.has_tensor = true;
+  head.dims.assign(t->dims, t->dims + t->ndim);
+  const int64_t bytes = DenseBytes(t->dtype, head.dims);
+  if (bytes < 0) {
+    throw RpcError(FLEET_CODE_INVALID_ARGUMENT, what + ": bad dtype " + std::to_string(t->dtype) +
+                                                    " or dims " + DimsText(head.dims));
+  }
+  if (t->strides != nullptr || t->device_type != FLEET_DEVICE_TYPE_HOST ||
+      (bytes > 0 && t->data == nullptr)) {
+    throw RpcError(FLEET_CODE_INVALID_ARGUMENT,
+                   what + ": only dense host tensors can be sent");
+  }
+  if (static_cast<int64_t>(var.size()) + 16 * static_cast<int64_t>(head.dims.size()) + 256 >
+      kHeaderSlack) {
+    throw RpcError(FLEET_CODE_INVALID_ARGUMENT, what + ": name or shape too long");
+  }
+  head.total_bytes = bytes;
+
+  // gRPC may hold the payload slices a little past the end of the call; the tensor is only
+  // valid for this call, so wait until the last slice is released.
+  struct Released {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+  };
+  auto released = std::make_shared<Released>();
+  Pin* pin = Pin::New([released] {
+    std::lock_guard<std::mutex> lock(released->mu);
+    released->done = true;
+    released->cv.notify_all();
+  });
+  const int64_t chunk = options_.max_message_bytes - kHeaderSlack;
+  const auto* base = static_cast<const uint8_t*>(t->data);
+  auto make = [&]() -> NextRequest {
+    return [&, offset = int64_t{0}, first = true](grpc::ByteBuffer* out) mutable {
+      if (!first && offset >= bytes) return false;
+      const int64_t n = std::min(chunk, bytes - offset);
+      WireHeader h;
+      if (first) h = head;
+      h.offset = offset;
+      *out = EncodeMessage(h, base + offset, static_cast<size_t>(n), pin);
+      offset += n;
+      first = false;
+      return true;
+    };
+  };
+  std::optional<RpcError> error;
+  try {
+    Call(what, kSend, timeout_ms, make, [&](grpc::ByteBuffer&) {});
+  } catch (const RpcError& e) {
+    error = e;
+  }
+  Pin::Unref(pin);
+  {
+    std::unique_lock<std::mutex> lock(released->mu);
+    if (!released->cv.wait_for(lock, std::chrono::seconds(60), [&] { return released->done; })) {
+      throw RpcError(FLEET_CODE_INTERNAL, what + ": gRPC did not release the tensor in 60 s");
+    }
+  }
+  if (error) throw *error;
+}
+
+void RpcClient::Get(const char* name, FleetTensorAllocFn alloc, void* alloc_ctx,
+                    FleetTensor* out, int64_t timeout_ms) {
+  const std::string var = name != nullptr ? name : "";
+  const std::string what = "rpc get '" + var + "' from " + endpoint_;
+  if (var.empty()) throw RpcError(FLEET_CODE_INVALID_ARGUMENT, what + ": empty name");
+  if (alloc == nullptr || out == nullptr) {
+    throw RpcError(FLEET_CODE_INVALID_ARGUMENT, what + ": alloc or out is NULL");
+  }
+  WireHeader request;
+  request.name = var;
+  request.trainer_id = trainer_id_;
+
+  // The destination is allocated once; a retry must deliver the same dtype and shape.
+  bool allocated = false;
+  int32_t dtype = 0;
+  std::vector<int64_t> dims;
+  int64_t total = 0;
+  bool got_header = false;
+  int64_t received = 0;
+  auto make = [&]() -> NextRequest {
+    got_header = false;
+    received = 0;
+    return OneRequest(request);
+  };
+  auto on_reply = [&](grpc::ByteBuffer& reply) {
+    Decoded msg;
+    DecodeMessage(&reply, &msg, what);
+    if (!got_header) {
+      const WireHeader& h = msg.header;
+      if (!h.has_tensor) throw RpcError(FLEET_CODE_DATA_LOSS, what + ": reply without a tensor");
+      const int64_t bytes = DenseBytes(h.dtype, h.dims);
+      if (bytes < 0 || bytes != h.total_bytes) {
+        throw RpcError(FLEET_CODE_DATA_LOSS, what + ": reply with inconsistent dtype " +
+                                                 std::to_string(h.dtype) + ", dims " +
+                                                 DimsText(h.dims) + " and size " +
+                                                 std::to_string(h.total_bytes));
+      }
+      if (!allocated) {
+        out->struct_size = FLEET_STRUCT_SIZE(FleetTensor, device_ordinal);
+        FleetStatus* s = alloc(alloc_ctx, h.dtype, static_cast<int32_t>(h.dims.size()),
+                               h.dims.data(), out);
+        if (s != nullptr) {
+          const int32_t code = g_host->status_code(s);
+          const char* message = g_host->status_message(s);
+          RpcError e(code, what + ": " + (message != nullptr ? message : ""));
+          g_host->status_free(s);
+          throw e;
+        }
+        std::vector<int64_t> out_dims;
+        if (out->ndim > 0 && out->dims != nullptr) {
+          out_dims.assign(out->dims, out->dims + out->ndim);
+        }
+        if (DenseBytes(out->dtype, out_dims) != bytes || (bytes > 0 && out->data == nullptr) ||
+            out->strides != nullptr || out->device_type != FLEET_DEVICE_TYPE_HOST) {
+          throw RpcError(FLEET_CODE_INVALID_ARGUMENT,
+                         what + ": the destination allocated for " + DtypeName(h.dtype) + " " +
+                             DimsText(h.dims) + " is not dense host memory of that size");
+        }
+        allocated = true;
+        dtype = h.dtype;
+        dims = h.dims;
+        total = bytes;
+      } else if (h.dtype != dtype || h.dims != dims) {
+        throw RpcError(FLEET_CODE_DATA_LOSS, what + ": the variable changed between attempts");
+      }
+      got_header = true;
+    }
+    if (msg.header.offset != received || received + msg.payload_bytes > total) {
+      throw RpcError(FLEET_CODE_DATA_LOSS,
+                     what + ": chunk of " + std::to_string(msg.payload_bytes) + " bytes at " +
+                         std::to_string(msg.header.offset) + " does not fit (received " +
+                         std::to_string(received) + " of " + std::to_string(total) + ")");
+    }
+    CopyPayload(msg, static_cast<uint8_t*>(out->data) + received);
+    received += msg.payload_bytes;
+  };
+  Call(what, kGet, timeout_ms, make, on_reply);
+  if (!got_header || received != total) {
+    throw RpcError(FLEET_CODE_DATA_LOSS, what + ": the reply ended after " +
+                                             std::to_string(received) + " of " +
+                                             std::to_string(total) + " bytes");
+  }
+}
+
+void RpcClient::Barrier(int32_t kind, int64_t timeout_ms) {
+  const char* kind_name = kind == FLEET_BARRIER_BATCH   ? "batch"
+                          : kind == FLEET_BARRIER_FETCH ? "fetch"
+                                                        : "unknown";
+  const std::string what = std::string("rpc barrier (") + kind_name + ") at " + endpoint_;
+  if (kind != FLEET_BARRIER_BATCH && kind != FLEET_BARRIER_FETCH) {
+    throw RpcError(FLEET_CODE_INVALID_ARGUMENT, what + ": unknown kind " + std::to_string(kind));
+  }
+  WireHeader request;
+  request.trainer_id = trainer_id_;
+  request.barrier_kind = kind;
+  Call(what, kBarrier, timeout_ms, [&] { return OneRequest(request); },
+       [](grpc::ByteBuffer&) {});
+}
+
+void RpcClient::Complete(int64_t timeout_ms) {
+  WireHeader request;
+  request.trainer_id = trainer_id_;
+  Call("rpc complete at " + endpoint_, kComplete, timeout_ms,
+       [&] { return OneRequest(request); }, [](grpc::ByteBuffer&) {});
+}
+
+}  // namespace fleet_rpc

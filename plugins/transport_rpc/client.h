@@ -1,0 +1,89 @@
+// The rpc transport's client: one gRPC channel to one server (connected lazily), calls run as
+// bidirectional streams on a completion queue of their own.
+//
+// Every attempt of a call has its own deadline (timeout_ms). An attempt that finds the server
+// unreachable (UNAVAILABLE from the transport, not from the host's handler) is repeated up to
+// `retries` times after 100 ms, 200 ms, ... (jittered); other failures are final. Errors carry
+// canonical codes and name the call, the variable and the endpoint.
+//
+// Threading: calls may run on several threads at once. Close (any thread) cancels the calls in
+// flight (they return ABORTED) and waits for them to leave; later calls return ABORTED.
+#pragma once
+
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "common.h"
+
+namespace grpc {
+class Channel;
+class ClientContext;
+class ByteBuffer;
+template <class R, class W>
+class TemplatedGenericStub;
+}  // namespace grpc
+
+namespace fleet_rpc {
+
+class RpcClient {
+ public:
+  // Throws RpcError (INVALID_ARGUMENT: bad endpoint, options or PEM files).
+  explicit RpcClient(const FleetTransportClientConfig& config);
+  ~RpcClient();
+
+  void Send(const char* name, const FleetTensor* tensor, int64_t timeout_ms);
+  void Get(const char* name, FleetTensorAllocFn alloc, void* alloc_ctx, FleetTensor* out,
+           int64_t timeout_ms);
+  void Barrier(int32_t kind, int64_t timeout_ms);
+  void Complete(int64_t timeout_ms);
+  void Close();
+
+ private:
+  using Stub = grpc::TemplatedGenericStub<grpc::ByteBuffer, grpc::ByteBuffer>;
+  // Produces the next request of an attempt into *out; false when there is none left.
+  using NextRequest = std::function<bool(grpc::ByteBuffer* out)>;
+  // Consumes one reply; throws RpcError to abandon the call.
+  using OnReply = std::function<void(grpc::ByteBuffer& reply)>;
+  // Makes the requests of one attempt (called once per attempt).
+  using MakeRequests = std::function<NextRequest()>;
+
+  // Runs a call with retries; throws RpcError describing `what` on failure.
+  void Call(const std::string& what, const char* method, int64_t timeout_ms,
+            const MakeRequests& make, const OnReply& on_reply);
+  // How one attempt ended: the call's status (FLEET_CODE_*), and whether the server's handler
+  // produced it.
+  struct Outcome {
+    int32_t code = 0;
+    std::string message;
+    bool from_handler = false;
+  };
+  // One attempt. Throws the RpcError an on_reply threw (after cancelling the call).
+  Outcome Attempt(const char* method, int64_t timeout_ms, const NextRequest& next,
+                  const OnReply& on_reply);
+  // The error for a failed call.
+  RpcError Failure(const std::string& what, const Outcome& outcome, int attempts,
+                   int64_t timeout_ms) const;
+
+  // Registers a context of an attempt so Close can cancel it; false once closed.
+  bool Track(grpc::ClientContext* ctx);
+  void Untrack(grpc::ClientContext* ctx);
+  // Sleeps `ms` unless Close comes first (then false).
+  bool Backoff(int64_t ms);
+
+  std::string endpoint_;
+  int32_t trainer_id_ = 0;
+  Options options_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<Stub> stub_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool closed_ = false;
+  std::set<grpc::ClientContext*> live_;
+};
+
+}  // namespace fleet_rpc

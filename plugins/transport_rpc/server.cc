@@ -1,0 +1,429 @@
+#include "server.h"
+
+#include <grpcpp/impl/rpc_service_method.h>
+#include <grpcpp/impl/service_type.h>
+#include <grpcpp/resource_quota.h>
+#include <grpcpp/security/server_credentials.h>
+#include <grpcpp/server.h>
+#include <grpcpp/server_builder.h>
+#include <grpcpp/server_context.h>
+#include <grpcpp/support/method_handler.h>
+#include <grpcpp/support/sync_stream.h>
+
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <new>
+#include <vector>
+
+#include "wire.h"
+
+namespace fleet_rpc {
+namespace {
+
+using Stream = grpc::ServerReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>;
+
+// Threads the server may run at once (gRPC's own pollers included): N trainers each with a few
+// calls in flight (their sends, a get, a barrier) stay far below it.
+constexpr int kMaxThreads = 1024;
+constexpr size_t kAlign = 64;
+
+// Received variables are assembled in buffers kept for reuse: a trainer sends the same
+// gradients every step, and a fresh buffer of tens of MiB costs more in page faults than the
+// copy into it. At most kPoolBytes are kept idle.
+constexpr size_t kPoolBytes = size_t{256} << 20;
+
+class BufferPool {
+ public:
+  ~BufferPool() {
+    for (auto& [size, p] : idle_) Free(p);
+  }
+  // An idle buffer of exactly n bytes, or nullptr.
+  uint8_t* TryTake(size_t n) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = idle_.find(n);
+    if (it == idle_.end()) return nullptr;
+    uint8_t* p = it->second;
+    idle_.erase(it);
+    idle_bytes_ -= n;
+    return p;
+  }
+  uint8_t* Take(size_t n) {
+    uint8_t* p = TryTake(n);
+    return p != nullptr ? p : static_cast<uint8_t*>(::operator new(n, std::align_val_t(kAlign)));
+  }
+  void Give(uint8_t* p, size_t n) {
+    if (p == nullptr) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (n > kPoolBytes) {
+      Free(p);
+      return;
+    }
+    // Make room by dropping the smallest idle buffers (the cheapest to make again).
+    while (idle_bytes_ + n > kPoolBytes && !idle_.empty()) {
+      idle_bytes_ -= idle_.begin()->first;
+      Free(idle_.begin()->second);
+      idle_.erase(idle_.begin());
+    }
+    idle_.emplace(n, p);
+    idle_bytes_ += n;
+  }
+
+ private:
+  static void Free(uint8_t* p) { ::operator delete(p, std::align_val_t(kAlign)); }
+  std::mutex mu_;
+  std::multimap<size_t, uint8_t*> idle_;
+  size_t idle_bytes_ = 0;
+};
+
+// A buffer of the pool, given back when it goes out of scope.
+class PooledBuffer {
+ public:
+  PooledBuffer(BufferPool* pool, size_t n, uint8_t* p) : pool_(pool), n_(n), p_(p) {}
+  ~PooledBuffer() { pool_->Give(p_, n_); }
+  PooledBuffer(const PooledBuffer&) = delete;
+  PooledBuffer& operator=(const PooledBuffer&) = delete;
+  uint8_t* get() const { return p_; }
+
+ private:
+  BufferPool* pool_;
+  size_t n_;
+  uint8_t* p_;
+};
+
+grpc::Status Error(int32_t code, const std::string& message) {
+  return grpc::Status(static_cast<grpc::StatusCode>(code), message);
+}
+
+}  // namespace
+
+class RpcServer::Service : public grpc::Service {
+ public:
+  explicit Service(RpcServer* server) : server_(server) {
+    Add("/fleet.transport_rpc.Transport/Send", &Service::Send);
+    Add("/fleet.transport_rpc.Transport/Get", &Service::Get);
+    Add("/fleet.transport_rpc.Transport/Barrier", &Service::Barrier);
+    Add("/fleet.transport_rpc.Transport/Complete", &Service::Complete);
+  }
+
+ private:
+  using Method = grpc::Status (Service::*)(grpc::ServerContext*, Stream*, const std::string&);
+
+  void Add(const char* path, Method method) {
+    AddMethod(new grpc::internal::RpcServiceMethod(
+        path, grpc::internal::RpcMethod::BIDI_STREAMING,
+        new grpc::internal::BidiStreamingHandler<Service, grpc::ByteBuffer, grpc::ByteBuffer>(
+            [method, path](Service* self, grpc::ServerContext* ctx, Stream* stream) {
+              return self->Guarded(ctx, stream, method, path);
+            },
+            this)));
+  }
+
+  // Authenticates the call, runs the method and turns anything it throws into a status.
+  grpc::Status Guarded(grpc::ServerContext* ctx, Stream* stream, Method method,
+                       const char* path) {
+    const char* verb = std::strrchr(path, '/') + 1;
+    const std::string where = "rpc server " + server_->endpoint_ + ": " + verb;
+    try {
+      const std::string& token = server_->options_.token;
+      if (!token.empty()) {
+        const auto& md = ctx->client_metadata();
+        const auto it = md.find(kTokenKey);
+        if (it == md.end() || it->second.size() != token.size() ||
+            std::memcmp(it->second.data(), token.data(), token.size()) != 0) {
+          return Error(FLEET_CODE_UNAUTHENTICATED, where + ": wrong or missing token");
+        }
+      }
+      return (this->*method)(ctx, stream, where);
+    } catch (const RpcError& e) {
+      return Error(e.code, e.what());
+    } catch (const std::bad_alloc&) {
+      return Error(FLEET_CODE_RESOURCE_EXHAUSTED, where + ": out of memory");
+    } catch (const std::exception& e) {
+      return Error(FLEET_CODE_INTERNAL, where + ": " + e.what());
+    } catch (...) {
+      return Error(FLEET_CODE_INTERNAL, where + ": unknown exception");
+    }
+  }
+
+  // A handler's answer: its code and message, marked so the client does not retry it.
+  grpc::Status FromHandler(grpc::ServerContext* ctx, FleetStatus* status) {
+    if (status == nullptr) return grpc::Status::OK;
+    const int32_t code = g_host->status_code(status);
+    const char* message = g_host->status_message(status);
+    grpc::Status out = Error(code, message != nullptr ? message : "");
+    g_host->status_free(status);
+    ctx->AddTrailingMetadata(kHandlerKey, "1");
+    return out;
+  }
+
+  // The first message of a call; CANCELLED when the client went away before sending it.
+  void ReadFirst(Stream* stream, Decoded* msg, const std::string& where) {
+    grpc::ByteBuffer buffer;
+    if (!stream->Read(&buffer)) {
+      throw RpcError(FLEET_CODE_CANCELLED, where + ": the client sent no request");
+    }
+    DecodeMessage(&buffer, msg, where);
+  }
+
+  grpc::Status Send(grpc::ServerContext* ctx, Stream* stream, const std::string& call) {
+    Decoded msg;
+    ReadFirst(stream, &msg, call);
+    const WireHeader head = msg.header;
+    const std::string where = call + " '" + head.name + "' (trainer " +
+                              std::to_string(head.trainer_id) + ")";
+    if (head.name.empty()) throw RpcError(FLEET_CODE_INVALID_ARGUMENT, call + ": empty name");
+    if (!head.has_tensor) {
+      throw RpcError(FLEET_CODE_INVALID_ARGUMENT, where + ": the first message has no tensor");
+    }
+    const int64_t expected = DenseBytes(head.dtype, head.dims);
+    if (expected < 0) {
+      throw RpcError(FLEET_CODE_INVALID_ARGUMENT,
+                     where + ": bad dtype " + std::to_string(head.dtype) + " or dims " +
+                         DimsText(head.dims));
+    }
+    const std::string shape =
+        std::string(DtypeName(head.dtype)) + " " + DimsText(head.dims) + " (" +
+        std::to_string(expected) + " bytes)";
+    if (head.total_bytes != expected) {
+      throw RpcError(FLEET_CODE_INVALID_ARGUMENT,
+                     where + ": header announces " + std::to_string(head.total_bytes) +
+                         " bytes but its dtype and dims make " + shape);
+    }
+    // Memory grows with the data received, never with what a header claims: unless the pool
+    // already holds a buffer of that size (the same gradient as last step), the chunks stay in
+    // gRPC's buffers until the last arrives. Either way the bytes are copied once.
+    std::unique_ptr<PooledBuffer> data;
+    if (uint8_t* idle = expected > 0 ? pool_.TryTake(static_cast<size_t>(expected)) : nullptr) {
+      data = std::make_unique<PooledBuffer>(&pool_, static_cast<size_t>(expected), idle);
+    }
+    std::vector<grpc::Slice> pieces;
+    int64_t received = 0;
+    for (;;) {
+      if (msg.header.offset != received) {
+        throw RpcError(FLEET_CODE_INVALID_ARGUMENT,
+                       where + ": chunk at offset " + std::to_string(msg.header.offset) +
+                           ", expected " + std::to_string(received));
+      }
+      if (msg.payload_bytes > expected - received) {
+        throw RpcError(FLEET_CODE_INVALID_ARGUMENT,
+                       where + ": more bytes arrived than " + shape + " holds");
+      }
+      if (data != nullptr) {
+        CopyPayload(msg, data->get() + received);
+      } else {
+        for (grpc::Slice& s : msg.payload) pieces.push_back(std::move(s));
+      }
+      received += msg.payload_bytes;
+      grpc::ByteBuffer buffer;
+      if (!stream->Read(&buffer)) break;
+      DecodeMessage(&buffer, &msg, where);
+    }
+    if (ctx->IsCancelled()) {
+      throw RpcError(FLEET_CODE_CANCELLED, where + ": cancelled by the client");
+    }
+    if (received != expected) {
+      throw RpcError(FLEET_CODE_INVALID_ARGUMENT, where + ": " + shape + " but " +
+                                                      std::to_string(received) +
+                                                      " bytes arrived");
+    }
+    if (data == nullptr) {
+      data = std::make_unique<PooledBuffer>(
+          &pool_, static_cast<size_t>(expected),
+          expected > 0 ? pool_.Take(static_cast<size_t>(expected)) : nullptr);
+      uint8_t* dst = data->get();
+      for (const grpc::Slice& s : pieces) {
+        std::memcpy(dst, s.begin(), s.size());
+        dst += s.size();
+      }
+      pieces.clear();
+    }
+    FleetTensor tensor{};
+    tensor.struct_size = FLEET_STRUCT_SIZE(FleetTensor, device_ordinal);
+    tensor.data = data->get();
+    tensor.dtype = head.dtype;
+    tensor.ndim = static_cast<int32_t>(head.dims.size());
+    tensor.dims = head.dims.data();
+    tensor.device_type = FLEET_DEVICE_TYPE_HOST;
+    const FleetTransportHandlers& h = server_->handlers_;
+    return FromHandler(ctx, h.on_send(h.ctx, head.trainer_id, head.name.c_str(), &tensor));
+  }
+
+  grpc::Status Get(grpc::ServerContext* ctx, Stream* stream, const std::string& call) {
+    Decoded msg;
+    ReadFirst(stream, &msg, call);
+    const WireHeader& head = msg.header;
+    if (head.name.empty()) throw RpcError(FLEET_CODE_INVALID_ARGUMENT, call + ": empty name");
+    const std::string where = call + " '" + head.name + "' (trainer " +
+                              std::to_string(head.trainer_id) + ")";
+    const FleetTransportHandlers& h = server_->handlers_;
+    FleetTensor out{};
+    out.struct_size = FLEET_STRUCT_SIZE(FleetTensor, device_ordinal);
+    void* token = nullptr;
+    FleetStatus* status = h.on_get(h.ctx, head.trainer_id, head.name.c_str(), &out, &token);
+    if (status != nullptr) return FromHandler(ctx, status);
+    {
+      std::lock_guard<std::mutex> lock(server_->mu_);
+      ++server_->pins_;
+    }
+    RpcServer* server = server_;
+    Pin* pin = Pin::New([server, token] {
+      const FleetTransportHandlers& hs = server->handlers_;
+      if (hs.on_get_done != nullptr) hs.on_get_done(hs.ctx, token);
+      server->PinReleased();
+    });
+    // The owner's reference goes when this call is done with the tensor, whatever happens.
+    std::unique_ptr<Pin, void (*)(Pin*)> owner(pin, [](Pin* p) { Pin::Unref(p); });
+
+    WireHeader reply;
+    reply.has_tensor = true;
+    reply.name = head.name;
+    reply.dtype = out.dtype;
+    if (out.ndim < 0 || (out.ndim > 0 && out.dims == nullptr)) {
+      throw RpcError(FLEET_CODE_INTERNAL, where + ": the handler returned a bad shape");
+    }
+    reply.dims.assign(out.dims, out.dims + out.ndim);
+    const int64_t bytes = DenseBytes(out.dtype, reply.dims);
+    if (bytes < 0 || (bytes > 0 && out.data == nullptr) || out.strides != nullptr ||
+        out.device_type != FLEET_DEVICE_TYPE_HOST) {
+      throw RpcError(FLEET_CODE_INTERNAL,
+                     where + ": the handler returned a tensor that is not dense host memory "
+                             "of a known dtype");
+    }
+    reply.total_bytes = bytes;
+    const int64_t chunk = server_->options_.max_message_bytes - kHeaderSlack;
+    const auto* base = static_cast<const uint8_t*>(out.data);
+    int64_t offset = 0;
+    do {
+      const int64_t n = std::min(chunk, bytes - offset);
+      reply.offset = offset;
+      grpc::ByteBuffer buffer = EncodeMessage(reply, base + offset, static_cast<size_t>(n), pin);
+      if (!stream->Write(buffer)) {
+        throw RpcError(FLEET_CODE_CANCELLED, where + ": the client went away");
+      }
+      offset += n;
+      // Only the first message carries the name and shape.
+      reply = WireHeader{};
+    } while (offset < bytes);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Barrier(grpc::ServerContext* ctx, Stream* stream, const std::string& call) {
+    Decoded msg;
+    ReadFirst(stream, &msg, call);
+    const int32_t kind = msg.header.barrier_kind;
+    if (kind != FLEET_BARRIER_BATCH && kind != FLEET_BARRIER_FETCH) {
+      throw RpcError(FLEET_CODE_INVALID_ARGUMENT,
+                     call + ": unknown barrier kind " + std::to_string(kind));
+    }
+    const FleetTransportHandlers& h = server_->handlers_;
+    return FromHandler(ctx, h.on_barrier(h.ctx, msg.header.trainer_id, kind));
+  }
+
+  grpc::Status Complete(grpc::ServerContext* ctx, Stream* stream, const std::string& call) {
+    Decoded msg;
+    ReadFirst(stream, &msg, call);
+    const FleetTransportHandlers& h = server_->handlers_;
+    return FromHandler(ctx, h.on_complete(h.ctx, msg.header.trainer_id));
+  }
+
+  RpcServer* server_;
+  BufferPool pool_;
+};
+
+RpcServer::RpcServer() = default;
+
+std::unique_ptr<RpcServer> RpcServer::Start(const FleetTransportServerConfig& config) {
+  const std::string endpoint = config.endpoint != nullptr ? config.endpoint : "";
+  const std::string where = "rpc server " + endpoint;
+  std::string host;
+  int port = 0;
+  SplitEndpoint(endpoint, where, &host, &port);
+  const FleetTransportHandlers* h = config.handlers;
+  if (!FLEET_HAS_FIELD(h, FleetTransportHandlers, on_complete) || h->on_send == nullptr ||
+      h->on_get == nullptr || h->on_get_done == nullptr || h->on_barrier == nullptr ||
+      h->on_complete == nullptr) {
+    throw RpcError(FLEET_CODE_INVALID_ARGUMENT, where + ": handlers are missing");
+  }
+  std::unique_ptr<RpcServer> server(new RpcServer());
+  server->handlers_ = *h;
+  server->options_ = ParseOptions(config.num_options, config.options, where);
+  const Options& o = server->options_;
+
+  std::shared_ptr<grpc::ServerCredentials> creds;
+  if (o.tls) {
+    // A CA on the server means: only clients with a certificate it signed.
+    grpc::SslServerCredentialsOptions ssl(
+        o.tls_ca.empty() ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+                         : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+    ssl.pem_key_cert_pairs.push_back({ReadPemFile(o.tls_key, "tls_key", where),
+                                      ReadPemFile(o.tls_cert, "tls_cert", where)});
+    if (!o.tls_ca.empty()) ssl.pem_root_certs = ReadPemFile(o.tls_ca, "tls_ca", where);
+    creds = grpc::SslServerCredentials(ssl);
+  } else {
+    creds = grpc::InsecureServerCredentials();
+  }
+
+  server->service_ = std::make_unique<Service>(server.get());
+  grpc::ServerBuilder builder;
+  int bound_port = 0;
+  builder.AddListeningPort(endpoint, creds, &bound_port);
+  // Bind exactly: with SO_REUSEPORT a second server on a taken port would share it silently.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // Large tensors: read the socket in big chunks and let a stream run ahead by a few
+  // messages, instead of starting from HTTP/2's 64 KiB window.
+  builder.AddChannelArgument(GRPC_ARG_TCP_READ_CHUNK_SIZE, kReadChunkBytes);
+  builder.AddChannelArgument(GRPC_ARG_TCP_MIN_READ_CHUNK_SIZE, kMinReadChunkBytes);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES,
+                             LookaheadBytes(o.max_message_bytes));
+  builder.SetMaxReceiveMessageSize(static_cast<int>(o.max_message_bytes));
+  builder.SetMaxSendMessageSize(static_cast<int>(o.max_message_bytes));
+  grpc::ResourceQuota quota("fleet-transport-rpc");
+  quota.SetMaxThreads(kMaxThreads);
+  builder.SetResourceQuota(quota);
+  builder.RegisterService(server->service_.get());
+  server->server_ = builder.BuildAndStart();
+  if (server->server_ == nullptr || bound_port == 0) {
+    if (server->server_ != nullptr) server->server_->Shutdown();
+    throw RpcError(FLEET_CODE_UNAVAILABLE, "rpc server: cannot listen on " + endpoint +
+                                               " (address in use?)");
+  }
+  server->endpoint_ = host + ":" + std::to_string(bound_port);
+  return server;
+}
+
+void RpcServer::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopped_) return;
+    stopped_ = true;
+  }
+  // A deadline of now cancels every call in flight at once; Shutdown returns when their
+  // handlers have.
+  server_->Shutdown(std::chrono::system_clock::now());
+  server_->Wait();
+}
+
+void RpcServer::PinReleased() {
+  std::lock_guard<std::mutex> lock(mu_);
+  --pins_;
+  cv_.notify_all();
+}
+
+RpcServer::~RpcServer() {
+  if (server_ == nullptr) return;
+  Stop();
+  server_.reset();
+  // gRPC lets go of a Get's slices when the call's buffers go; the handlers must not be called
+  // after server_destroy, so wait for the last on_get_done.
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!cv_.wait_for(lock, std::chrono::seconds(30), [this] { return pins_ == 0; }) &&
+      FLEET_CAN_CALL(g_host, FleetHostApi, log)) {
+    g_host->log(g_host->host_ctx, FLEET_LOG_WARN,
+                ("rpc server " + endpoint_ + ": gRPC still holds " + std::to_string(pins_) +
+                 " get replies after 30 s")
+                    .c_str());
+  }
+}
+
+}  // namespace fleet_rpc

@@ -1,0 +1,61 @@
+// TransportOptionsFrom: [transport] of fleet.toml (Config::rpc) to the options the transport
+// receives, with the units converted (seconds to ms, MiB to bytes).
+#include "transport_harness.h"
+
+namespace fleet::conformance::transport {
+namespace {
+
+TEST(TransportOptions, FromConfig) {
+  Config config;
+  config.rpc.timeout_s = 2.5;
+  config.rpc.retries = 7;
+  config.rpc.max_message_mb = 0.5;
+  config.rpc.token = "t0k";
+  config.rpc.tls = true;
+  config.rpc.tls_cert = "/etc/fleet/server.pem";
+  config.rpc.tls_key = "/etc/fleet/server.key";
+  config.rpc.tls_ca = "/etc/fleet/ca.pem";
+  config.rpc.tls_client_cert = "/etc/fleet/client.pem";
+  config.rpc.tls_client_key = "/etc/fleet/client.key";
+  const TransportOptions o = TransportOptionsFrom(config);
+  EXPECT_EQ(o.timeout.count(), 2500);
+  EXPECT_EQ(o.retries, 7);
+  EXPECT_EQ(o.max_message_bytes, 524288);
+  EXPECT_EQ(o.token, "t0k");
+  EXPECT_TRUE(o.tls);
+  EXPECT_EQ(o.tls_cert, "/etc/fleet/server.pem");
+  EXPECT_EQ(o.tls_key, "/etc/fleet/server.key");
+  EXPECT_EQ(o.tls_ca, "/etc/fleet/ca.pem");
+  EXPECT_EQ(o.tls_client_cert, "/etc/fleet/client.pem");
+  EXPECT_EQ(o.tls_client_key, "/etc/fleet/client.key");
+}
+
+TEST(TransportOptions, DefaultsOfAnEmptyConfig) {
+  const TransportOptions o = TransportOptionsFrom(Config{});
+  EXPECT_EQ(o.timeout.count(), 300000);
+  EXPECT_EQ(o.retries, 3);
+  EXPECT_EQ(o.max_message_bytes, 4 << 20);
+  EXPECT_TRUE(o.token.empty());
+  EXPECT_FALSE(o.tls);
+  EXPECT_TRUE(o.tls_cert.empty());
+}
+
+// A cap from the config is honoured end to end: a 3 MiB tensor crosses in 1 MiB messages.
+TEST(TransportOptions, ConfiguredCapChunksEndToEnd) {
+  Config config;
+  config.rpc.timeout_s = 10;
+  config.rpc.max_message_mb = 1;
+  const TransportOptions o = TransportOptionsFrom(config);
+  auto served = Serve(o);
+  ASSERT_NE(served, nullptr);
+  auto client = Connect(served->endpoint(), 0, o);
+  ASSERT_NE(client, nullptr);
+  HostTensor t = HostTensor::Random(FLEET_DTYPE_FLOAT64, {3, 131072}, 21);
+  ASSERT_TRUE(client->Send("x", t.View()).ok());
+  HostTensor back;
+  ASSERT_TRUE(client->Get("x", SinkInto(&back)).ok());
+  EXPECT_TRUE(back.bytes == t.bytes);
+}
+
+}  // namespace
+}  // namespace fleet::conformance::transport

@@ -1,0 +1,335 @@
+#include "transport_harness.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+
+namespace fleet::conformance::transport {
+namespace {
+
+std::string TransportName() {
+  const char* c = std::getenv("FLEET_CONFORMANCE_TRANSPORT");
+  return (c != nullptr && *c != '\0') ? std::string(c) : std::string("rpc");
+}
+
+}  // namespace
+
+const ComponentRecord* Transport(std::string* error) {
+  static const ComponentRecord* found = nullptr;
+  static std::string failure;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    LoadOptions options;
+    options.search_dirs = PluginSearchPath(Config{});
+    options.search_dirs.emplace_back(FLEET_BUILD_PLUGIN_DIR);
+    static PluginRegistry* registry = new PluginRegistry(options);  // lives until exit
+    const std::string name = TransportName();
+    auto loaded = registry->Load("transport_" + name);
+    if (!loaded.ok() || registry->Find(FLEET_COMPONENT_TRANSPORT, name) == nullptr) {
+      registry->LoadAll();
+    }
+    found = registry->Find(FLEET_COMPONENT_TRANSPORT, name);
+    if (found == nullptr) {
+      failure = "no plugin provides transport '" + name + "'" +
+                (loaded.ok() ? "" : ": " + loaded.status().ToString());
+    }
+  });
+  if (error != nullptr) *error = failure;
+  return found;
+}
+
+int64_t ElapsedMs(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                               start)
+      .count();
+}
+
+size_t DtypeBytes(int32_t dtype) {
+  switch (dtype) {
+    case FLEET_DTYPE_BOOL:
+    case FLEET_DTYPE_INT8:
+    case FLEET_DTYPE_UINT8: return 1;
+    case FLEET_DTYPE_INT16:
+    case FLEET_DTYPE_FLOAT16:
+    case FLEET_DTYPE_BFLOAT16: return 2;
+    case FLEET_DTYPE_INT32:
+    case FLEET_DTYPE_FLOAT32: return 4;
+    default: return 8;
+  }
+}
+
+HostTensor HostTensor::Zeros(int32_t dtype, std::vector<int64_t> dims) {
+  HostTensor t;
+  t.dtype = dtype;
+  size_t n = DtypeBytes(dtype);
+  for (int64_t d : dims) n *= static_cast<size_t>(d);
+  t.dims = std::move(dims);
+  t.bytes.assign(n, 0);
+  return t;
+}
+
+HostTensor HostTensor::Random(int32_t dtype, std::vector<int64_t> dims, uint64_t seed) {
+  HostTensor t = Zeros(dtype, std::move(dims));
+  // splitmix64: every 8-byte word differs, so any misplaced chunk shows.
+  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+  size_t i = 0;
+  for (; i + 8 <= t.bytes.size(); i += 8) {
+    uint64_t z = (x += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    std::memcpy(&t.bytes[i], &z, 8);
+  }
+  for (; i < t.bytes.size(); ++i) t.bytes[i] = static_cast<uint8_t>(seed + i * 131);
+  if (dtype == FLEET_DTYPE_BOOL) {
+    for (auto& b : t.bytes) b &= 1;
+  }
+  return t;
+}
+
+FleetTensor HostTensor::View() {
+  FleetTensor v{};
+  v.struct_size = FLEET_STRUCT_SIZE(FleetTensor, device_ordinal);
+  v.data = bytes.empty() ? nullptr : bytes.data();
+  v.dtype = dtype;
+  v.ndim = static_cast<int32_t>(dims.size());
+  v.dims = dims.data();
+  v.device_type = FLEET_DEVICE_TYPE_HOST;
+  return v;
+}
+
+TensorSink SinkInto(HostTensor* into) {
+  return [into](int32_t dtype, const std::vector<int64_t>& dims) -> StatusOr<FleetTensor> {
+    *into = HostTensor::Zeros(dtype, dims);
+    return into->View();
+  };
+}
+
+Status RecordingHandler::OnSend(int32_t trainer_id, std::string_view name,
+                                const FleetTensor& tensor) {
+  HostTensor copy = HostTensor::Zeros(tensor.dtype,
+                                      std::vector<int64_t>(tensor.dims, tensor.dims + tensor.ndim));
+  if (!copy.bytes.empty()) std::memcpy(copy.bytes.data(), tensor.data, copy.bytes.size());
+  std::lock_guard<std::mutex> lock(mu_);
+  vars_[std::string(name)] = std::move(copy);
+  senders_[std::string(name)] = trainer_id;
+  return OkStatus();
+}
+
+bool RecordingHandler::WaitIfBlocked(std::unique_lock<std::mutex>& lock) {
+  if (!blocking_) return true;
+  return cv_.wait_for(lock, max_block_, [this] { return !blocking_; });
+}
+
+Status RecordingHandler::OnGet(int32_t trainer_id, std::string_view name, FleetTensor& out,
+                               void** token) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!WaitIfBlocked(lock)) return DeadlineExceeded("test handler: get blocked too long");
+  auto it = vars_.find(std::string(name));
+  if (it == vars_.end()) return NotFound("test handler: no variable '" + std::string(name) + "'");
+  // Lend a copy, so a later send of the same name cannot change bytes gRPC still reads.
+  auto lent = std::make_shared<HostTensor>(it->second);
+  out = lent->View();
+  *token = lent.get();
+  lent_[lent.get()] = lent;
+  return OkStatus();
+}
+
+void RecordingHandler::OnGetDone(void* token) {
+  std::lock_guard<std::mutex> lock(mu_);
+  lent_.erase(token);
+}
+
+Status RecordingHandler::OnBarrier(int32_t trainer_id, int32_t kind) {
+  std::unique_lock<std::mutex> lock(mu_);
+  ++barrier_calls_;
+  if (!barrier_status_.ok()) return barrier_status_;
+  if (!WaitIfBlocked(lock)) return DeadlineExceeded("test handler: barrier blocked too long");
+  barriers_.emplace_back(trainer_id, kind);
+  return OkStatus();
+}
+
+Status RecordingHandler::OnComplete(int32_t trainer_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  completions_.push_back(trainer_id);
+  return OkStatus();
+}
+
+void RecordingHandler::BlockCalls(std::chrono::milliseconds max_block) {
+  std::lock_guard<std::mutex> lock(mu_);
+  blocking_ = true;
+  max_block_ = max_block;
+}
+
+void RecordingHandler::Release() {
+  std::lock_guard<std::mutex> lock(mu_);
+  blocking_ = false;
+  cv_.notify_all();
+}
+
+void RecordingHandler::FailBarriers(Status status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  barrier_status_ = std::move(status);
+}
+
+bool RecordingHandler::Stored(const std::string& name, HostTensor* out) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = vars_.find(name);
+  if (it == vars_.end()) return false;
+  *out = it->second;
+  return true;
+}
+
+std::map<std::string, int32_t> RecordingHandler::senders() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return senders_;
+}
+
+std::vector<std::pair<int32_t, int32_t>> RecordingHandler::barriers() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return barriers_;
+}
+
+std::vector<int32_t> RecordingHandler::completions() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return completions_;
+}
+
+int RecordingHandler::barrier_calls() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return barrier_calls_;
+}
+
+int RecordingHandler::outstanding_gets() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int>(lent_.size());
+}
+
+TransportOptions TestOptions() {
+  TransportOptions o;
+  o.timeout = std::chrono::milliseconds(10000);
+  o.retries = 2;
+  return o;
+}
+
+std::unique_ptr<Served> Serve(const TransportOptions& options, int port) {
+  const ComponentRecord* rec = Transport(nullptr);
+  if (rec == nullptr) {
+    ADD_FAILURE() << "no transport under test";
+    return nullptr;
+  }
+  auto served = std::make_unique<Served>();
+  auto server = TransportServer::Start(*rec, "127.0.0.1:" + std::to_string(port),
+                                       &served->handler, options);
+  if (!server.ok()) {
+    ADD_FAILURE() << "server start: " << server.status().ToString();
+    return nullptr;
+  }
+  served->server = std::move(server).value();
+  return served;
+}
+
+std::unique_ptr<TransportClient> Connect(const std::string& endpoint, int32_t trainer_id,
+                                         const TransportOptions& options) {
+  const ComponentRecord* rec = Transport(nullptr);
+  if (rec == nullptr) {
+    ADD_FAILURE() << "no transport under test";
+    return nullptr;
+  }
+  auto client = TransportClient::Connect(*rec, endpoint, trainer_id, options);
+  if (!client.ok()) {
+    ADD_FAILURE() << "connect: " << client.status().ToString();
+    return nullptr;
+  }
+  return std::move(client).value();
+}
+
+int ClosedPort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return 1;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  int port = 1;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
+
+namespace {
+
+bool Run(const std::string& command, std::string* error) {
+  const int rc = std::system((command + " >/dev/null 2>&1").c_str());
+  if (rc != 0) *error = "command failed (" + std::to_string(rc) + "): " + command;
+  return rc == 0;
+}
+
+void WriteFile(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream(path) << text;
+}
+
+}  // namespace
+
+const TlsFiles* Certificates(std::string* error) {
+  static TlsFiles* files = nullptr;
+  static std::string failure;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "fleet-tls-XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) == nullptr) {
+      failure = "mkdtemp failed";
+      return;
+    }
+    auto f = std::make_unique<TlsFiles>();
+    f->dir = tmpl;
+    const std::filesystem::path& d = f->dir;
+    WriteFile(d / "ca.cnf",
+              "[req]\ndistinguished_name = dn\nprompt = no\n[dn]\nCN = fleet-test-ca\n"
+              "[v3_ca]\nbasicConstraints = critical,CA:TRUE\n"
+              "keyUsage = critical,keyCertSign,cRLSign\nsubjectKeyIdentifier = hash\n");
+    WriteFile(d / "server.ext",
+              "basicConstraints=CA:FALSE\nsubjectAltName=IP:127.0.0.1\n"
+              "extendedKeyUsage=serverAuth\n");
+    WriteFile(d / "client.ext", "basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth\n");
+    const std::string cd = "cd '" + d.string() + "' && ";
+    const char* const commands[] = {
+        "openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out ca.key",
+        "openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out server.key",
+        "openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out client.key",
+        "openssl req -x509 -new -key ca.key -config ca.cnf -extensions v3_ca -days 2 -out ca.pem",
+        "openssl req -new -key server.key -subj /CN=127.0.0.1 -config ca.cnf -out server.csr",
+        "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 "
+        "-extfile server.ext -out server.pem",
+        "openssl req -new -key client.key -subj /CN=fleet-trainer -config ca.cnf -out client.csr",
+        "openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 "
+        "-extfile client.ext -out client.pem"};
+    for (const char* c : commands) {
+      if (!Run(cd + c, &failure)) return;
+    }
+    f->ca = d / "ca.pem";
+    f->server_cert = d / "server.pem";
+    f->server_key = d / "server.key";
+    f->client_cert = d / "client.pem";
+    f->client_key = d / "client.key";
+    files = f.release();
+    // The directory goes at exit; the files are only read while the suite runs.
+    std::atexit([] {
+      std::error_code ignored;
+      std::filesystem::remove_all(files->dir, ignored);
+    });
+  });
+  if (error != nullptr) *error = failure;
+  return files;
+}
+
+}  // namespace fleet::conformance::transport
