@@ -1,19 +1,25 @@
 // `fleet-host run PROGRAM [--config FILE] [--set KEY=VALUE ...]`: parse, differentiate and
-// optimize the program, load the plugins the config selects and train on this process.
+// optimize the program, load the plugins the config selects and train on this process; or,
+// for a parameter server (role pserver), serve its part of the transpiled job until every
+// trainer has completed.
 #include "cli/cli.h"
 #include "cli/pipeline.h"
 #include "cli/train_loop.h"
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <thread>
 
 #include "dist/job.h"
+#include "dist/ps_server.h"
+#include "dist/ps_trainer.h"
 #include "dist/role.h"
 #include "passes/builtin_passes.h"
 #include "plugin/host_api.h"
 #include "plugin/registry.h"
 #include "plugin/selection.h"
+#include "plugin/transport.h"
 
 namespace fleet {
 
@@ -55,21 +61,19 @@ int RunCommand(const GlobalOptions& global, const std::vector<std::string>& args
   const std::map<std::string, std::string> env = ProcessEnvironment();
   auto role = ResolveRole(config, env);
   if (!role.ok()) return Fail(err, role.status());
-  if (role->is_pserver()) {
-    return Fail(err, Unimplemented("this process is a parameter server (role from " +
-                                   role->source.at("role") +
-                                   "); parameter-server training is not available yet"));
-  }
   config.strategy_mode = EffectiveStrategy(config, *role);
+  if (role->is_pserver() && config.strategy_mode != "pserver") {
+    return Fail(err, InvalidArgument("this process is a parameter server (role from " +
+                                     role->source.at("role") + ") but strategy.mode is \"" +
+                                     config.strategy_mode +
+                                     "\"; use \"pserver\" or \"auto\""));
+  }
   if (config.strategy_mode == "none" && role->world_size > 1) {
     return Fail(err, InvalidArgument("the job has " + std::to_string(role->world_size) +
                                      " trainers (world_size from " +
                                      role->source.at("world_size") +
                                      ") but strategy.mode is \"none\"; use \"collective\" or "
                                      "\"auto\""));
-  }
-  if (config.strategy_mode == "pserver") {
-    return Fail(err, Unimplemented("strategy.mode \"pserver\" is not available yet"));
   }
   // Trainers sharing a machine share its cores, unless [train] threads says otherwise.
   if (config.train.threads == 0) {
@@ -108,6 +112,18 @@ int RunCommand(const GlobalOptions& global, const std::vector<std::string>& args
   }
   auto transpiled = Transpile(config, *role, *programs, registry);
   if (!transpiled.ok()) return Fail(err, transpiled.status().WithContext(file));
+  if (role->is_pserver()) {
+    if (selection->transport == nullptr) {
+      return Fail(err, FailedPrecondition("a parameter server needs a transport, and none was "
+                                          "selected (transport.backend)"));
+    }
+    Status s = RunPserver(config, *role, *transpiled, registry, selection->device->name,
+                          *selection->transport, out);
+    if (!s.ok()) {
+      return Fail(err, s.WithContext(file + " (pserver " + std::to_string(role->rank) + ")"));
+    }
+    return kExitOk;
+  }
   frontend::ParsedProgram trainer = *programs;
   trainer.startup = std::move((*transpiled)["startup"]);
   trainer.main = std::move((*transpiled)["main"]);
@@ -129,8 +145,43 @@ int RunCommand(const GlobalOptions& global, const std::vector<std::string>& args
           << " communicator, store " << job->store_description() << "\n";
     }
   }
+  std::unique_ptr<PsTrainerRuntime> ps;
+  if (config.strategy_mode == "pserver") {
+    if (selection->transport == nullptr) {
+      return Fail(err, FailedPrecondition("a parameter-server trainer needs a transport, and "
+                                          "none was selected (transport.backend)"));
+    }
+    PsTrainerRuntime::AnnotateRpcOps(trainer.startup);
+    PsTrainerRuntime::AnnotateRpcOps(trainer.main);
+    ps = std::make_unique<PsTrainerRuntime>(
+        *selection->transport, role->pserver_endpoints, static_cast<int32_t>(role->rank),
+        TransportOptionsFrom(config), selection->device);
+    if (Status s = ps->WaitServersReady(); !s.ok()) {
+      return Fail(err, s.WithContext(file + " (trainer " + std::to_string(role->rank) + ")"));
+    }
+    dist.host_kernels = ps.get();
+    dist.trainer_id = role->rank;
+    dist.trainers = role->world_size;
+    if (role->rank == 0) {
+      out << "pserver job: " << role->world_size << " trainers, "
+          << role->pserver_endpoints.size() << " pservers ("
+          << (config.pserver.sync_mode ? "sync" : "async") << "), " << config.transport.backend
+          << " transport\n";
+    }
+  }
   auto summary = Train(config, trainer, registry, selection->device->name, out, dist);
   SetJobStore(nullptr);  // the job's store goes with `job`
+  if (ps != nullptr) {
+    // Only a trainer that finished tells the servers so: one that failed leaves them waiting
+    // for it until their deadline, which fails the job rather than training on without it.
+    if (summary.ok()) {
+      if (Status s = ps->Complete(); !s.ok()) {
+        err << "fleet-host: warning: the parameter servers were not all told that this trainer "
+               "finished: " << s.ToString() << "\n";
+      }
+    }
+    ps->Close();
+  }
   if (!summary.ok()) {
     // Release peers blocked on this rank at once instead of at their timeout.
     if (job != nullptr && job->collectives() != nullptr) job->collectives()->AbortAll();

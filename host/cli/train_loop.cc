@@ -257,7 +257,11 @@ class ProgressLog {
          << Fixed(static_cast<double>(summary_.steps * job_samples_per_step) /
                       std::max(summary_.elapsed_s, 1e-9),
                   1)
-         << " samples/s" << (who_.empty() ? "" : " over " + who_) << "\n";
+         << " samples/s"
+         << (who_.empty() ? ""
+             : who_.rfind("trainer ", 0) == 0 ? " (" + who_ + ")"  // one trainer's own figures
+                                               : " over " + who_)
+         << "\n";
     return summary_;
   }
 
@@ -334,6 +338,8 @@ StatusOr<TrainingSetup> PrepareTraining(const Config& config,
     options.host_kernels = dist.job->collectives();
     // One device per trainer on a machine; CPU trainers share the one host "device".
     if (device != "cpu") options.device_ordinal = static_cast<int32_t>(dist.job->role().local_rank);
+  } else if (dist.host_kernels != nullptr) {
+    options.host_kernels = dist.host_kernels;
   }
   FLEET_ASSIGN_OR_RETURN(setup.executor, exec::Executor::Create(registry, device, options));
 
@@ -376,13 +382,22 @@ StatusOr<TrainSummary> Train(const Config& config, const frontend::ParsedProgram
     auto ring = dist.job->collectives()->Ring(0);
     if (!ring.ok()) return ring.status().WithContext("the transpiled startup program");
     world = *ring;
+  } else if (dist.host_kernels != nullptr) {
+    rank = dist.trainer_id;
+    world_size = dist.trainers;
   }
   exec::FeedMap global_batch;
   const std::vector<std::string> params = ParamNames(programs.main);
 
-  ProgressLog progress(train, train.batch_size,
-                       world_size > 1 ? std::to_string(world_size) + " trainers" : "", out);
-  FLEET_RETURN_IF_ERROR(progress.Open(rank == 0));
+  // Without a communicator (parameter-server trainers) every trainer reports for itself.
+  std::string who;
+  if (world_size > 1) {
+    who = world != nullptr ? std::to_string(world_size) + " trainers"
+                           : "trainer " + std::to_string(rank) + " of " +
+                                 std::to_string(world_size);
+  }
+  ProgressLog progress(train, train.batch_size, who, out);
+  FLEET_RETURN_IF_ERROR(progress.Open(rank == 0 || world == nullptr));
   exec::FeedMap batch;
   double loss = 0;
   for (int64_t step = 1; step <= train.steps; ++step) {
@@ -423,8 +438,10 @@ StatusOr<TrainSummary> Train(const Config& config, const frontend::ParsedProgram
   if (world != nullptr) {
     if (Status s = world->Barrier(); !s.ok()) return s.WithContext("after the last step");
   }
-  // The last step is always logged, so `loss` is the job's mean there.
-  TrainSummary summary = progress.Finish(loss, train.batch_size * world_size);
+  // The last step is always logged, so `loss` is the job's mean there (this trainer's own
+  // without a communicator, and so is the rate).
+  TrainSummary summary =
+      progress.Finish(loss, train.batch_size * (world != nullptr ? world_size : 1));
   if (train.profile) PrintProfile(*setup.main, out);
   return summary;
 }

@@ -22,6 +22,7 @@
 #include "dist/job.h"
 #include "executor/executor.h"
 #include "frontend/frontend.h"
+#include "plugin/kernel.h"
 #include "plugin/registry.h"
 #include "support/status.h"
 
@@ -46,10 +47,20 @@ struct TrainingSetup {
 };
 
 // How a trainer takes part in a distributed job; the default is a job of one.
+//
+// A parameter-server trainer has no Job: its RPC ops' kernels come from `host_kernels` (a
+// PsTrainerRuntime), and `trainer_id`/`trainers` say which share of the global batch is its
+// own, as rank/world_size do in a collective job. With no communicator among trainers, each
+// logs its own loss and its own samples/s, and each writes its own metrics file when
+// [train] metrics_file is set; trainer 0 writes save_params_dir (the parameters it last
+// received).
 struct TrainDist {
   Job* job = nullptr;                      // with collectives() for a collective job
   const ir::Program* main_local = nullptr; // local_sgd's step without averaging, or null
   int64_t k_steps = 1;                     // run main every k_steps-th step, main_local between
+  const HostKernels* host_kernels = nullptr;  // used when there is no collective job
+  int64_t trainer_id = 0;                  // used with host_kernels
+  int64_t trainers = 1;
 };
 
 // `programs` must be optimized (backward + optimizer appended; transpiled for a distributed job)

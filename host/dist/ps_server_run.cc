@@ -1,0 +1,61 @@
+// RunPserver: a PsServer behind the transport's server. Kept apart from the server's logic so
+// that the logic can be linked (and tested) without a transport.
+#include <thread>
+
+#include "dist/ps_server.h"
+
+namespace fleet {
+
+Status RunPserver(const Config& config, const Role& role,
+                  const std::map<std::string, ir::Program>& programs,
+                  const PluginRegistry& registry, const std::string& device,
+                  const ComponentRecord& transport, std::ostream& out) {
+  const std::string name = "pserver." + std::to_string(role.rank);
+  auto main = programs.find(name);
+  auto startup = programs.find(name + ".startup");
+  if (main == programs.end() || startup == programs.end()) {
+    std::string have;
+    for (const auto& [n, p] : programs) have += (have.empty() ? "" : ", ") + n;
+    return NotFound("the transpiled programs have no '" + name + "' and '" + name +
+                    ".startup' for pserver " + std::to_string(role.rank) + " (they are: " +
+                    have + "; is the pserver's rank within role.pserver_endpoints?)");
+  }
+  const TransportOptions transport_options = TransportOptionsFrom(config);
+  PsServerOptions options;
+  options.timeout = transport_options.timeout;
+  options.save_params_dir = config.train.save_params_dir;
+  options.num_threads = static_cast<int32_t>(config.train.threads);
+  options.seed = static_cast<uint64_t>(config.train.seed);
+  FLEET_ASSIGN_OR_RETURN(std::unique_ptr<PsServer> server,
+                         PsServer::Create(registry, device, main->second, startup->second,
+                                          options));
+  if (!role.current_endpoint.empty() && role.current_endpoint != server->endpoint()) {
+    return InvalidArgument(server->label() + ": the program serves " + server->endpoint() +
+                           " but this process's endpoint is " + role.current_endpoint +
+                           " (current_endpoint from " + role.source.at("current_endpoint") +
+                           ")");
+  }
+  FLEET_ASSIGN_OR_RETURN(
+      std::unique_ptr<TransportServer> transport_server,
+      TransportServer::Start(transport, server->endpoint(), server.get(), transport_options));
+  out << "pserver " << server->pserver_id() << " listening on " << transport_server->endpoint()
+      << " (" << server->Describe() << ")\n";
+  out.flush();
+  Status s = server->Serve();
+  // Handlers still answering (a waiting barrier told of a failure, the last completes) get to
+  // finish before the transport stops, so trainers hear the reason rather than ABORTED.
+  server->WaitHandlersIdle(std::chrono::milliseconds(5000));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  transport_server->Stop();
+  transport_server.reset();
+  if (!s.ok()) return s;
+  out << "pserver " << server->pserver_id() << " done: every trainer completed";
+  if (server->sync()) out << " after " << server->rounds() << " rounds";
+  if (!config.train.save_params_dir.empty()) {
+    out << "; parameters saved to " << config.train.save_params_dir.string();
+  }
+  out << "\n";
+  return OkStatus();
+}
+
+}  // namespace fleet

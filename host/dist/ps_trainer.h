@@ -1,0 +1,108 @@
+// The trainer's side of parameter-server training: the host kernels of the RPC ops (send,
+// recv, send_barrier, fetch_barrier) over one transport client per parameter server.
+//
+// Like CollectiveRuntime, the kernels are ordinary FleetKernelDefs whose ctx is the runtime;
+// the executor takes them from ExecutorOptions::host_kernels. What they do (Paddle's
+// distributed_ops, reference §9.1):
+//   send           X[i] is sent under its var name to epmap[i]; the servers are called
+//                  concurrently and the op waits for every call.
+//   recv           Out[i] is fetched by its var name (or varnames[i] when that attribute is set)
+//                  from epmap[i] into the prepared output, whose dtype and dims must match what
+//                  the server holds; concurrently across servers.
+//   send_barrier   a BATCH barrier on every server of `endpoints`.
+//   fetch_barrier  a FETCH barrier on every server of `endpoints`.
+// Attributes are read once at prepare. A kernel cannot see var names (the kernel ABI passes
+// tensors by slot position), so send and recv take them from the attribute kVarNamesAttr that
+// AnnotateRpcOps writes on the program before it is prepared.
+//
+// Clients connect on first use, so a trainer's startup is what first reaches the servers.
+// Tensors on a device without host memory are staged through host buffers made at prepare.
+//
+// Threading: launches come from one executor thread (each launch may call several servers
+// from threads of its own). Complete and Close may be called from any thread; after Close
+// every call fails with ABORTED.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/program.h"
+#include "plugin/device.h"
+#include "plugin/kernel.h"
+#include "plugin/registry.h"
+#include "plugin/transport.h"
+#include "support/status.h"
+
+namespace fleet {
+
+class PsTrainerRuntime final : public HostKernels {
+ public:
+  // The host-private attribute holding the var names of X (send) or Out (recv), in order.
+  static constexpr const char* kVarNamesAttr = "__rpc_var_names";
+
+  // Writes kVarNamesAttr on every send and recv op of every block of `program`.
+  static void AnnotateRpcOps(ir::Program& program);
+
+  // `transport` is the transport component; `endpoints` the servers in index order (the
+  // role's pserver_endpoints: "pserver <i>" in messages is an index in this list);
+  // `trainer_id` this trainer's id, which every RPC op's trainer_id attribute must equal.
+  // `device` is the component the executor runs on (nullptr: host memory). `transport` and
+  // `device` must outlive the runtime.
+  PsTrainerRuntime(const ComponentRecord& transport, std::vector<std::string> endpoints,
+                   int32_t trainer_id, TransportOptions options,
+                   const ComponentRecord* device = nullptr, int32_t device_ordinal = 0);
+  ~PsTrainerRuntime() override;
+  PsTrainerRuntime(const PsTrainerRuntime&) = delete;
+  PsTrainerRuntime& operator=(const PsTrainerRuntime&) = delete;
+
+  const KernelCandidate* Find(std::string_view op_type) const override;
+
+  // The client of `endpoint`, connected on first use. ABORTED after Close.
+  StatusOr<TransportClient*> Client(const std::string& endpoint);
+
+  // "pserver 1 (127.0.0.1:6171)", or "pserver 127.0.0.1:6171" for one not in the list.
+  std::string ServerLabel(const std::string& endpoint) const;
+
+  // Waits until every server of the list accepts TCP connections (Paddle's wait_server_ready:
+  // trainers may start before their servers listen), polling each every 100 ms, concurrently,
+  // until options.timeout. UNAVAILABLE names the servers that never answered.
+  Status WaitServersReady();
+
+  // Tells every server (the list and any other one contacted) that this trainer is done, so
+  // sync servers stop waiting for it and exit once every trainer has. Concurrent across
+  // servers; the first error (naming the server) is returned after every call finished.
+  Status Complete();
+
+  // Closes every client; pending and later calls fail with ABORTED. Any thread; idempotent.
+  void Close();
+
+  int32_t trainer_id() const { return trainer_id_; }
+  const TransportOptions& options() const { return options_; }
+  const Device* device() const { return device_.get(); }  // nullptr: host memory
+  int32_t device_ordinal() const { return device_ordinal_; }
+
+ private:
+  const ComponentRecord& transport_;
+  std::vector<std::string> endpoints_;
+  int32_t trainer_id_;
+  TransportOptions options_;
+  std::unique_ptr<Device> device_;  // only for a device without host memory
+  int32_t device_ordinal_;
+  std::mutex mu_;  // guards clients_ and closed_
+  bool closed_ = false;
+  std::map<std::string, std::unique_ptr<TransportClient>> clients_;
+  ComponentRecord kernels_record_;  // kind KERNELS, plugin "host", ctx = this
+  std::map<std::string, KernelCandidate, std::less<>> kernels_;
+};
+
+// Runs fn(0) .. fn(n - 1) at once (fn(0) on the calling thread, the rest on threads of their
+// own) and returns the first error in index order after all of them returned.
+Status RunConcurrently(size_t n, const std::function<Status(size_t)>& fn);
+
+}  // namespace fleet
