@@ -1,0 +1,436 @@
+// Parameter-server training across real processes: fleet-host pservers serving over the
+// transport_rpc plugin (gRPC on loopback) and fleet-host trainers, each started with the
+// PaddleCloud variables launch_ps sets. Every wait has a deadline.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <nlohmann/json.hpp>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "data/npy.h"
+#include "rank_process.h"
+
+namespace fleet::dist_test {
+namespace {
+
+namespace fs = std::filesystem;
+using std::chrono::milliseconds;
+
+const std::string kHost = FLEET_HOST_EXE;
+const fs::path kExamples = FLEET_EXAMPLES_DIR;
+const fs::path kMlp = kExamples / "mlp" / "mlp.fleet";
+
+// A port nobody listens on right now. Another process may take it before the server binds it;
+// the window is small and a lost race shows as "address in use", not as a wrong result.
+int FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+std::vector<std::string> With(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+std::string Joined(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& s : items) out += (out.empty() ? "" : ",") + s;
+  return out;
+}
+
+// Public, so the helpers below can drive the fixture.
+class PserverTest : public ::testing::Test {
+ public:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("fleet_pserver_" + std::to_string(getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    servers_.clear();  // kills anything still running
+    trainers_.clear();
+    fs::remove_all(dir_);
+  }
+
+  std::vector<std::string> RunArgs(const std::vector<std::string>& sets,
+                                   const fs::path& program = kMlp) const {
+    std::vector<std::string> args = {kHost, "run", program.string(), "--config",
+                                     (kExamples / "mlp" / "fleet.toml").string()};
+    for (const auto& s : sets) {
+      args.push_back("--set");
+      args.push_back(s);
+    }
+    return args;
+  }
+
+  // Starts `servers` pservers and `trainers` trainers on fresh loopback ports. Every process
+  // gets `sets`; server i also gets server_sets(i) and trainer t trainer_sets(t).
+  void StartJob(int servers, int trainers, const std::vector<std::string>& sets,
+                const fs::path& program = kMlp,
+                std::function<std::vector<std::string>(int)> server_sets = nullptr,
+                std::function<std::vector<std::string>(int)> trainer_sets = nullptr,
+                bool start_trainers = true) {
+    endpoints_.clear();
+    for (int i = 0; i < servers; ++i) {
+      endpoints_.push_back("127.0.0.1:" + std::to_string(FreePort()));
+    }
+    const std::string list = Joined(endpoints_);
+    const std::string local = std::to_string(servers + trainers);
+    for (int i = 0; i < servers; ++i) {
+      std::map<std::string, std::string> env = {
+          {"TRAINING_ROLE", "PSERVER"},
+          {"PADDLE_PSERVERS_IP_PORT_LIST", list},
+          {"PADDLE_PSERVER_ID", std::to_string(i)},
+          {"POD_IP", "127.0.0.1"},
+          {"PADDLE_PORT", endpoints_[i].substr(endpoints_[i].rfind(':') + 1)},
+          {"PADDLE_TRAINERS_NUM", std::to_string(trainers)},
+          {"LOCAL_WORLD_SIZE", local}};
+      std::vector<std::string> all = sets;
+      if (server_sets) all = With(all, server_sets(i));
+      servers_.push_back(std::make_unique<RankProcess>(
+          RunArgs(all, program), env, dir_ / ("server" + std::to_string(i) + ".log")));
+      ASSERT_TRUE(servers_.back()->started());
+    }
+    if (!start_trainers) return;
+    for (int t = 0; t < trainers; ++t) StartTrainer(t, trainers, sets, program, trainer_sets);
+  }
+
+  void StartTrainer(int t, int trainers, const std::vector<std::string>& sets,
+                    const fs::path& program = kMlp,
+                    std::function<std::vector<std::string>(int)> trainer_sets = nullptr) {
+    std::map<std::string, std::string> env = {
+        {"TRAINING_ROLE", "TRAINER"},
+        {"PADDLE_PSERVERS_IP_PORT_LIST", Joined(endpoints_)},
+        {"PADDLE_TRAINERS_NUM", std::to_string(trainers)},
+        {"PADDLE_TRAINER_ID", std::to_string(t)},
+        {"LOCAL_WORLD_SIZE", std::to_string(trainers + static_cast<int>(endpoints_.size()))}};
+    std::vector<std::string> all = sets;
+    if (trainer_sets) all = With(all, trainer_sets(t));
+    trainers_.push_back(std::make_unique<RankProcess>(
+        RunArgs(all, program), env, dir_ / ("trainer" + std::to_string(t) + ".log")));
+    ASSERT_TRUE(trainers_.back()->started());
+  }
+
+  // Every process of the job exits 0 within `deadline`.
+  void ExpectJobSucceeds(milliseconds deadline = milliseconds(120000)) {
+    for (auto& t : trainers_) EXPECT_EQ(t->Wait(deadline), 0) << t->Output();
+    // Servers leave by themselves once every trainer said it completed.
+    for (auto& s : servers_) EXPECT_EQ(s->Wait(milliseconds(20000)), 0) << s->Output();
+  }
+
+  static std::vector<double> Losses(const fs::path& metrics) {
+    std::vector<double> out;
+    std::ifstream in(metrics);
+    std::string line;
+    while (std::getline(in, line)) out.push_back(nlohmann::json::parse(line)["loss"].get<double>());
+    return out;
+  }
+
+  static std::map<std::string, data::NpyArray> Params(const fs::path& dir) {
+    std::map<std::string, data::NpyArray> out;
+    if (!fs::is_directory(dir)) return out;
+    for (const auto& e : fs::directory_iterator(dir)) {
+      auto a = data::ReadNpy(e.path());
+      EXPECT_TRUE(a.ok()) << a.status().ToString();
+      if (a.ok()) out[e.path().stem().string()] = std::move(*a);
+    }
+    return out;
+  }
+
+  // One process on the global batch: its per-step losses; its parameters land in dir_/one.
+  std::vector<double> TrainOneProcess(const std::vector<std::string>& sets,
+                                      const fs::path& program = kMlp) {
+    fs::remove_all(dir_ / "one");
+    std::vector<std::string> all = With(sets, {"train.metrics_file=" + (dir_ / "one.jsonl").string(),
+                                               "train.save_params_dir=" + (dir_ / "one").string()});
+    fs::remove(dir_ / "one.jsonl");
+    RankProcess one(RunArgs(all, program), {}, dir_ / "one.log");
+    EXPECT_EQ(one.Wait(milliseconds(60000)), 0) << one.Output();
+    return Losses(dir_ / "one.jsonl");
+  }
+
+  static void ExpectSameParams(const std::map<std::string, data::NpyArray>& a,
+                               const std::map<std::string, data::NpyArray>& b, double tol) {
+    ASSERT_FALSE(a.empty());
+    ASSERT_EQ(a.size(), b.size());
+    for (const auto& [name, pa] : a) {
+      ASSERT_EQ(b.count(name), 1u) << name;
+      const data::NpyArray& pb = b.at(name);
+      ASSERT_EQ(pa.dims, pb.dims) << name;
+      ASSERT_EQ(pa.dtype, ir::DataType::kFloat32) << name;
+      const float* x = reinterpret_cast<const float*>(pa.bytes.data());
+      const float* y = reinterpret_cast<const float*>(pb.bytes.data());
+      double worst = 0;
+      for (size_t i = 0; i < pa.bytes.size() / 4; ++i) {
+        worst = std::max(worst, std::abs(static_cast<double>(x[i]) - y[i]));
+      }
+      EXPECT_LE(worst, tol) << name;
+    }
+  }
+
+  fs::path dir_;
+  std::vector<std::string> endpoints_;
+  std::vector<std::unique_ptr<RankProcess>> servers_;
+  std::vector<std::unique_ptr<RankProcess>> trainers_;
+};
+
+const std::vector<std::string> kSteps = {"train.steps=6", "train.log_every=1"};
+
+// Runs one process on batches of `global` rows, then a job of `servers` x `trainers` on shares
+// of the same batches, and checks that the trainers' mean loss matches step by step (each
+// trainer's loss is the mean over its share, and the shares are equal) and that trainer 0 ends
+// with the single process's parameters.
+void ExpectMatchesOneProcess(PserverTest& test, int servers, int trainers,
+                             const std::vector<std::string>& sets, const fs::path& program,
+                             const fs::path& dir, double tol) {
+  const int global = 64;
+  std::vector<double> one =
+      test.TrainOneProcess(With(With(kSteps, sets), {"train.batch_size=" + std::to_string(global)}),
+                           program);
+  ASSERT_EQ(one.size(), 6u);
+  fs::remove_all(dir / "ps");
+  test.StartJob(servers, trainers,
+                With(With(kSteps, sets), {"train.batch_size=" + std::to_string(global / trainers),
+                                          "transport.timeout_s=60"}),
+                program, nullptr, [&](int t) {
+                  std::vector<std::string> s = {"train.metrics_file=" +
+                                                (dir / ("t" + std::to_string(t) + ".jsonl")).string()};
+                  if (t == 0) s.push_back("train.save_params_dir=" + (dir / "ps").string());
+                  return s;
+                });
+  test.ExpectJobSucceeds();
+  std::vector<double> mean(one.size(), 0.0);
+  for (int t = 0; t < trainers; ++t) {
+    std::vector<double> losses = PserverTest::Losses(dir / ("t" + std::to_string(t) + ".jsonl"));
+    ASSERT_EQ(losses.size(), one.size()) << "trainer " << t;
+    for (size_t i = 0; i < one.size(); ++i) mean[i] += losses[i] / trainers;
+  }
+  for (size_t i = 0; i < one.size(); ++i) {
+    EXPECT_NEAR(mean[i], one[i], tol * std::max(1.0, std::abs(one[i]))) << "step " << i + 1;
+  }
+  PserverTest::ExpectSameParams(PserverTest::Params(dir / "one"), PserverTest::Params(dir / "ps"),
+                                tol);
+}
+
+}  // namespace
+
+// The equivalence: 2 pservers and 2 trainers in sync mode, each trainer on half of the
+// batch, match one process on the whole batch step by step. The MLP's 128x128 weight is split
+// in two blocks, one per server; the rest is placed whole.
+TEST_F(PserverTest, SyncTwoByTwoMatchesOneProcessStepByStep) {
+  ExpectMatchesOneProcess(*this, 2, 2, {}, kMlp, dir_, 1e-5);
+}
+
+// The same for the other shapes of the transpile, one test each (every test has its own
+// deadline): whole variables (no slicing), a stateful optimizer whose velocity is sliced with
+// its parameter under a learning-rate schedule that the servers run, and one server for four
+// trainers.
+TEST_F(PserverTest, WholeVariablesMatchOneProcess) {
+  ExpectMatchesOneProcess(*this, 2, 2, {"strategy.slice_var_up=false"}, kMlp, dir_, 1e-5);
+}
+
+TEST_F(PserverTest, MomentumUnderAScheduleMatchesOneProcess) {
+  const fs::path momentum = dir_ / "momentum.fleet";
+  {
+    std::ofstream f(momentum);
+    f << "x = data(\"x\", shape=[-1, 32], dtype=\"float32\")\n"
+         "y = data(\"y\", shape=[-1, 1], dtype=\"int64\")\n"
+         "h = fc(x, size=128, act=\"tanh\")\n"
+         "h = fc(h, size=128, act=\"tanh\")\n"
+         "prediction = fc(h, size=2, act=\"softmax\")\n"
+         "avg_cost = mean(cross_entropy(prediction, y))\n"
+         "minimize(avg_cost, optimizer=momentum(learning_rate=exponential_decay("
+         "learning_rate=0.05, gamma=0.8, decay_steps=2), momentum=0.9))\n";
+  }
+  ExpectMatchesOneProcess(*this, 2, 2, {}, momentum, dir_, 1e-5);
+}
+
+TEST_F(PserverTest, OneServerFourTrainersMatchOneProcess) {
+  ExpectMatchesOneProcess(*this, 1, 4, {}, kMlp, dir_, 1e-5);
+}
+
+// Async mode applies each gradient as it arrives: no equivalence, but on the learnable synthetic
+// data the loss must still fall well below where it started.
+TEST_F(PserverTest, AsyncTrainingConverges) {
+  StartJob(2, 2,
+           {"train.steps=150", "train.log_every=10", "train.batch_size=32",
+            "strategy.sync_mode=false", "transport.timeout_s=60"},
+           kMlp, nullptr, [&](int t) {
+             return std::vector<std::string>{
+                 "train.metrics_file=" + (dir_ / ("t" + std::to_string(t) + ".jsonl")).string()};
+           });
+  ExpectJobSucceeds();
+  for (int t = 0; t < 2; ++t) {
+    std::vector<double> losses = Losses(dir_ / ("t" + std::to_string(t) + ".jsonl"));
+    ASSERT_GE(losses.size(), 10u) << "trainer " << t;
+    EXPECT_LT(losses.back(), 0.75 * losses.front()) << "trainer " << t;
+  }
+}
+
+// A trainer killed mid-run: in sync mode the servers wait for its batch barrier until
+// transport.timeout_s and then fail naming it; the surviving trainer fails too (its servers
+// went away), and nothing hangs.
+TEST_F(PserverTest, KilledTrainerIsNamedByTheServers) {
+  StartJob(2, 2, {"train.steps=100000", "train.log_every=1", "transport.timeout_s=3"});
+  // Let training get going, then kill trainer 1.
+  std::this_thread::sleep_for(milliseconds(2500));
+  kill(trainers_[1]->pid(), SIGKILL);
+  for (auto& s : servers_) {
+    const int code = s->Wait(milliseconds(20000));
+    EXPECT_NE(code, 0) << s->Output();
+    EXPECT_NE(code, -1) << "a server hung: " << s->Output();
+    EXPECT_NE(s->Output().find("trainer 1"), std::string::npos) << s->Output();
+  }
+  const int code = trainers_[0]->Wait(milliseconds(20000));
+  EXPECT_NE(code, 0) << trainers_[0]->Output();
+  EXPECT_NE(code, -1) << "trainer 0 hung: " << trainers_[0]->Output();
+}
+
+// A pserver killed mid-run: every trainer fails within its RPC deadline (plus retries), naming
+// the server's endpoint.
+TEST_F(PserverTest, KilledServerIsNamedByTheTrainers) {
+  StartJob(2, 2, {"train.steps=100000", "train.log_every=1", "transport.timeout_s=3",
+                  "transport.retries=1"});
+  std::this_thread::sleep_for(milliseconds(2500));
+  kill(servers_[1]->pid(), SIGKILL);
+  for (auto& t : trainers_) {
+    const int code = t->Wait(milliseconds(20000));
+    EXPECT_NE(code, 0) << t->Output();
+    EXPECT_NE(code, -1) << "a trainer hung: " << t->Output();
+    EXPECT_NE(t->Output().find(endpoints_[1]), std::string::npos) << t->Output();
+  }
+  const int code = servers_[0]->Wait(milliseconds(20000));
+  EXPECT_NE(code, -1) << "server 0 hung: " << servers_[0]->Output();
+}
+
+// A server whose endpoint is taken refuses to start, naming the address.
+TEST_F(PserverTest, ServerOnAPortInUseSaysSo) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(listen(fd, 4), 0);
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  const std::string endpoint = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  std::map<std::string, std::string> env = {{"TRAINING_ROLE", "PSERVER"},
+                                            {"PADDLE_PSERVERS_IP_PORT_LIST", endpoint},
+                                            {"POD_IP", "127.0.0.1"},
+                                            {"PADDLE_PORT", std::to_string(ntohs(addr.sin_port))},
+                                            {"PADDLE_TRAINERS_NUM", "1"}};
+  RankProcess server(RunArgs({}), env, dir_ / "server.log");
+  const int code = server.Wait(milliseconds(15000));
+  close(fd);
+  EXPECT_NE(code, 0);
+  EXPECT_NE(code, -1) << "the server hung";
+  EXPECT_NE(server.Output().find(endpoint), std::string::npos) << server.Output();
+}
+
+// Misconfigured peers fail fast with the reason: a tensor chunk over the server's message cap,
+// a wrong token, a plaintext trainer against a TLS server. The servers then give up on the
+// trainers that never got through (transport.timeout_s) rather than waiting forever.
+TEST_F(PserverTest, MisconfiguredPeersAreRefusedWithTheReason) {
+  const fs::path certs = dir_ / "certs";
+  fs::create_directories(certs);
+  const std::string gen =
+      "cd '" + certs.string() +
+      "' && openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=fleet-test-ca "
+      "-keyout ca.key -out ca.pem >/dev/null 2>&1 && "
+      "openssl req -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -keyout server.key "
+      "-out server.csr >/dev/null 2>&1 && "
+      "printf 'subjectAltName=IP:127.0.0.1\\n' > san.ext && "
+      "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 "
+      "-extfile san.ext -out server.pem >/dev/null 2>&1";
+  ASSERT_EQ(std::system(gen.c_str()), 0) << "openssl could not make test certificates";
+  // A 512x512 weight kept whole is a 1 MiB gradient: one chunk under the trainer's 4 MiB cap,
+  // eight times the server's.
+  const fs::path wide = dir_ / "wide.fleet";
+  {
+    std::ofstream f(wide);
+    f << "x = data(\"x\", shape=[-1, 512], dtype=\"float32\")\n"
+         "y = data(\"y\", shape=[-1, 1], dtype=\"int64\")\n"
+         "h = fc(x, size=512, act=\"tanh\")\n"
+         "prediction = fc(h, size=2, act=\"softmax\")\n"
+         "minimize(mean(cross_entropy(prediction, y)), optimizer=sgd(learning_rate=0.01))\n";
+  }
+  struct Case {
+    std::string name;
+    std::vector<std::string> server_sets, trainer_sets;
+    std::vector<std::string> expect_any;  // the trainer's error mentions one of these
+    fs::path program = kMlp;
+  };
+  const std::vector<Case> cases = {
+      {"message over the cap",
+       {"transport.max_message_mb=0.125"},
+       {"transport.max_message_mb=4"},
+       {"max_message_mb"},
+       wide},
+      {"wrong token", {"transport.token=right"}, {"transport.token=wrong"}, {"token"}},
+      {"plaintext trainer, TLS server",
+       {"transport.tls=true", "transport.tls_cert=" + (certs / "server.pem").string(),
+        "transport.tls_key=" + (certs / "server.key").string()},
+       {},
+       {"TLS", "tls"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    servers_.clear();
+    trainers_.clear();
+    StartJob(1, 1,
+             {"train.steps=3", "train.batch_size=8", "strategy.slice_var_up=false",
+              "transport.timeout_s=3", "transport.retries=1"},
+             c.program, [&](int) { return c.server_sets; }, [&](int) { return c.trainer_sets; });
+    const int code = trainers_[0]->Wait(milliseconds(20000));
+    EXPECT_NE(code, 0) << trainers_[0]->Output();
+    EXPECT_NE(code, -1) << "the trainer hung: " << trainers_[0]->Output();
+    bool mentioned = false;
+    for (const auto& word : c.expect_any) {
+      mentioned |= trainers_[0]->Output().find(word) != std::string::npos;
+    }
+    EXPECT_TRUE(mentioned) << trainers_[0]->Output();
+    EXPECT_NE(servers_[0]->Wait(milliseconds(20000)), -1) << "the server hung";
+  }
+}
+
+// The user's way in: `fleet-host launch --servers 2 --workers 2 -- run mlp.fleet`.
+TEST_F(PserverTest, LaunchRunsAServerWorkerJob) {
+  RankProcess launcher({kHost, "launch", "--servers", "2", "--workers", "2", "--log-dir",
+                        (dir_ / "log").string(), "--", kHost, "run", kMlp.string(), "--config",
+                        (kExamples / "mlp" / "fleet.toml").string(), "--set", "train.steps=20",
+                        "--set", "train.log_every=10"},
+                       {}, dir_ / "launch.log");
+  ASSERT_EQ(launcher.Wait(milliseconds(120000)), 0) << launcher.Output();
+  for (const char* name : {"serverlog.0", "serverlog.1", "workerlog.0", "workerlog.1"}) {
+    bool found = false;
+    for (const auto& e : fs::recursive_directory_iterator(dir_ / "log")) {
+      found |= e.path().filename() == name;
+    }
+    EXPECT_TRUE(found) << name;
+  }
+  EXPECT_NE(launcher.Output().find("step 20/20"), std::string::npos) << launcher.Output();
+}
+
+}  // namespace fleet::dist_test
