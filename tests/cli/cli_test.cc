@@ -510,4 +510,403 @@ TEST(CliEnvTest, ConflictExitsOneNamingBothSources) {
   EXPECT_EQ(usage.exit_code, 2);
 }
 
+
+// ---- show for parameter-server jobs -----------------------------------------------------------
+
+// The text of program `name` in a printed program set ("program NAME {" up to the next program),
+// or "" when it is not there.
+std::string ProgramText(const std::string& set, const std::string& name) {
+  const std::string header = "program " + name + " {\n";
+  size_t at = set.rfind(header, 0) == 0 ? 0 : set.find("\n" + header);
+  if (at == std::string::npos) return "";
+  if (at != 0) ++at;
+  size_t end = set.find("\nprogram ", at);
+  return set.substr(at, end == std::string::npos ? std::string::npos : end + 1 - at);
+}
+
+// The names after "program " at the start of a line, in order.
+std::vector<std::string> ProgramNames(const std::string& set) {
+  std::vector<std::string> names;
+  std::istringstream in(set);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("program ", 0) == 0 && line.size() > 10) {
+      names.push_back(line.substr(8, line.size() - 10));  // drop "program " and " {"
+    }
+  }
+  return names;
+}
+
+// The first line of `text` that contains `needle`, or "".
+std::string LineWith(const std::string& text, const std::string& needle) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (Contains(line, needle)) return line;
+  }
+  return "";
+}
+
+// `show` of the MLP example at the transpiled stage under strategy pserver with two servers, in an
+// empty directory and an environment without role variables, plus `extra` options.
+Result ShowPserverMlp(const std::string& extra, const std::string& env = "") {
+  TempDir cwd;
+  return RunHost("show " + (kExamples / "mlp/mlp.fleet").string() +
+                     " --stage transpiled --set strategy.mode=pserver " + extra,
+                 CleanRoleEnv(env), cwd.path());
+}
+
+const char* const kTwoServers = "--pservers 127.0.0.1:6170,127.0.0.1:6171";
+
+// The MLP's parameters, sorted by name as Paddle's params_grads are: fc_0.b_0 [128],
+// fc_0.w_0 [32, 128] (4096 elements), fc_1.b_0 [128], fc_1.w_0 [128, 128] (16384), fc_2.b_0 [2],
+// fc_2.w_0 [128, 2]. With two servers and min_block_size 8192 only fc_1.w_0 reaches two blocks
+// (max_ps = 16384 / 8192 = 2, 8192 elements = 64 rows each). Round robin over the flattened
+// blocks [fc_0.b_0, fc_0.w_0, fc_1.b_0, fc_1.w_0.block0, fc_1.w_0.block1, fc_2.b_0, fc_2.w_0]
+// puts fc_0.w_0, fc_1.w_0.block0 and fc_2.b_0 on server 1, the rest on server 0.
+TEST(CliShowPserverTest, TheExampleHasTheShapesThePlacementAssumes) {
+  Result r = RunHost("show " + (kExamples / "mlp/mlp.fleet").string() +
+                     " --stage optimized --program main");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* param :
+       {"param fc_0.b_0 : float32[128]", "param fc_0.w_0 : float32[32, 128]",
+        "param fc_1.b_0 : float32[128]", "param fc_1.w_0 : float32[128, 128]",
+        "param fc_2.b_0 : float32[2]", "param fc_2.w_0 : float32[128, 2]"}) {
+    EXPECT_TRUE(Contains(r.out, param)) << param << "\n" << r.out;
+  }
+  EXPECT_TRUE(Contains(r.out, "LearningRate=[learning_rate_0]")) << r.out;
+}
+
+TEST(CliShowPserverTest, OneServersPrograms) {
+  Result r = ShowPserverMlp(std::string(kTwoServers) + " --world-size 2 --role pserver --index 1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(ProgramNames(r.out), (std::vector<std::string>{"pserver.1", "pserver.1.startup"}))
+      << r.out;
+  const std::string server = ProgramText(r.out, "pserver.1");
+  const std::string startup = ProgramText(r.out, "pserver.1.startup");
+  ASSERT_FALSE(server.empty()) << r.out;
+  ASSERT_FALSE(startup.empty()) << r.out;
+
+  // Exactly one listen_and_serv, at this server's endpoint, waiting for both trainers.
+  const std::string listen = LineWith(server, "op listen_and_serv(");
+  EXPECT_EQ(server.find("op listen_and_serv("), server.rfind("op listen_and_serv(")) << server;
+  EXPECT_TRUE(Contains(listen, "endpoint=\"127.0.0.1:6171\"")) << listen;
+  EXPECT_TRUE(Contains(listen, "Fanin=2,")) << listen;
+  EXPECT_TRUE(Contains(listen, "pserver_id=1,")) << listen;
+  EXPECT_TRUE(Contains(listen, "distributed_mode=0,")) << listen;
+  EXPECT_TRUE(Contains(listen, "lr_decay_block_id=-1,")) << listen;  // constant learning rate
+  EXPECT_TRUE(Contains(listen, "optimize_blocks=[1, 2, 3]")) << listen;
+  EXPECT_TRUE(Contains(listen, "grad_to_block_id=[\"fc_0.w_0@GRAD:1\", "
+                               "\"fc_1.w_0@GRAD.block0:2\", \"fc_2.b_0@GRAD:3\"]"))
+      << listen;
+  for (const char* received :
+       {"fc_0.w_0@GRAD.trainer_0", "fc_0.w_0@GRAD.trainer_1", "fc_1.w_0@GRAD.block0.trainer_0",
+        "fc_1.w_0@GRAD.block0.trainer_1", "fc_2.b_0@GRAD.trainer_0", "fc_2.b_0@GRAD.trainer_1"}) {
+    EXPECT_TRUE(Contains(listen, received)) << received << "\n" << listen;
+  }
+
+  // The first 64 rows of the 128x128 weight live here, persistable, and are updated by the
+  // mean of the two trainers' gradients.
+  EXPECT_TRUE(Contains(server, "var fc_1.w_0.block0 : float32[64, 128] persistable\n")) << server;
+  EXPECT_TRUE(Contains(server, "var fc_1.w_0@GRAD.block0 : float32[64, 128] persistable\n"))
+      << server;
+  EXPECT_TRUE(Contains(server,
+                       "op sum(X=[fc_1.w_0@GRAD.block0.trainer_0, fc_1.w_0@GRAD.block0.trainer_1]) "
+                       "-> (Out=[fc_1.w_0@GRAD.block0])"))
+      << server;
+  EXPECT_TRUE(Contains(server, "op scale(X=[fc_1.w_0@GRAD.block0]) -> (Out=[fc_1.w_0@GRAD.block0])"
+                               " {op_role=2, scale=0.5f}"))
+      << server;
+  EXPECT_TRUE(Contains(server, "op sgd(Grad=[fc_1.w_0@GRAD.block0], "
+                               "LearningRate=[learning_rate_0], Param=[fc_1.w_0.block0]) -> "
+                               "(ParamOut=[fc_1.w_0.block0])"))
+      << server;
+  EXPECT_TRUE(Contains(server, "op sgd(Grad=[fc_0.w_0@GRAD], LearningRate=[learning_rate_0], "
+                               "Param=[fc_0.w_0]) -> (ParamOut=[fc_0.w_0])"))
+      << server;
+  // Server 0's blocks are not served here.
+  EXPECT_FALSE(Contains(server, "fc_1.w_0.block1")) << server;
+  EXPECT_FALSE(Contains(server, "fc_0.b_0")) << server;
+  EXPECT_FALSE(Contains(server, "fc_2.w_0")) << server;
+  EXPECT_FALSE(Contains(server, "block 4 ")) << server;
+  // No trainer ops on a server.
+  for (const char* op : {"op send(", "op recv(", "op mul(", "op mul_grad(", "op c_"}) {
+    EXPECT_FALSE(Contains(r.out, op)) << op << "\n" << r.out;
+  }
+
+  // The server's startup runs the whole original initialisation, then cuts the weight into its
+  // two 64-row blocks; only block 0 stays in this server's scope.
+  EXPECT_TRUE(Contains(startup, "op uniform_random() -> (Out=[fc_1.w_0])")) << startup;
+  EXPECT_TRUE(Contains(startup, "op split_byref(X=[fc_1.w_0]) -> "
+                                "(Out=[fc_1.w_0.block0, fc_1.w_0.block1]) {op_role=8, "
+                                "sections=[64, 64]}"))
+      << startup;
+  EXPECT_TRUE(Contains(startup, "var fc_1.w_0.block0 : float32[64, 128] persistable\n"))
+      << startup;
+  EXPECT_TRUE(Contains(startup, "var fc_1.w_0.block1 : float32[64, 128]\n")) << startup;
+}
+
+TEST(CliShowPserverTest, TheOtherServerAndTheDefaultIndex) {
+  // --role pserver without --index is server 0: the complement of server 1's placement.
+  Result r = ShowPserverMlp(std::string(kTwoServers) + " --world-size 2 --role pserver");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(ProgramNames(r.out), (std::vector<std::string>{"pserver.0", "pserver.0.startup"}))
+      << r.out;
+  const std::string listen = LineWith(ProgramText(r.out, "pserver.0"), "op listen_and_serv(");
+  EXPECT_TRUE(Contains(listen, "endpoint=\"127.0.0.1:6170\"")) << listen;
+  EXPECT_TRUE(Contains(listen, "pserver_id=0,")) << listen;
+  EXPECT_TRUE(Contains(listen, "grad_to_block_id=[\"fc_0.b_0@GRAD:1\", \"fc_1.b_0@GRAD:2\", "
+                               "\"fc_1.w_0@GRAD.block1:3\", \"fc_2.w_0@GRAD:4\"]"))
+      << listen;
+
+  // A pserver process told by the environment which server it is (POD_IP:PADDLE_PORT) and how
+  // many trainers there are.
+  Result env = ShowPserverMlp("", "TRAINING_ROLE=PSERVER PADDLE_PSERVERS_IP_PORT_LIST="
+                                  "127.0.0.1:6170,127.0.0.1:6171 POD_IP=127.0.0.1 "
+                                  "PADDLE_PORT=6171 PADDLE_TRAINERS_NUM=3");
+  ASSERT_EQ(env.exit_code, 0) << env.err;
+  EXPECT_EQ(ProgramNames(env.out), (std::vector<std::string>{"pserver.1", "pserver.1.startup"}))
+      << env.out;
+  const std::string from_env = LineWith(env.out, "op listen_and_serv(");
+  EXPECT_TRUE(Contains(from_env, "endpoint=\"127.0.0.1:6171\"")) << from_env;
+  EXPECT_TRUE(Contains(from_env, "Fanin=3,")) << from_env;
+  EXPECT_TRUE(Contains(env.out, "fc_1.w_0@GRAD.block0.trainer_2")) << env.out;
+
+  // One trainer: Fanin 1, the gradient received as it is (no suffix, no sum or scale).
+  Result one =
+      ShowPserverMlp(std::string(kTwoServers) + " --world-size 1 --role pserver --index 1");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_TRUE(Contains(one.out, "Fanin=1,")) << one.out;
+  EXPECT_TRUE(Contains(one.out, "op listen_and_serv(X=[fc_0.w_0@GRAD, fc_1.w_0@GRAD.block0, "
+                                "fc_2.b_0@GRAD]) -> ()"))
+      << one.out;
+  EXPECT_FALSE(Contains(one.out, ".trainer_")) << one.out;
+  EXPECT_FALSE(Contains(one.out, "op sum(")) << one.out;
+}
+
+TEST(CliShowPserverTest, OneTrainersPrograms) {
+  Result r = ShowPserverMlp(std::string(kTwoServers) + " --world-size 2 --role trainer --rank 1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(ProgramNames(r.out), (std::vector<std::string>{"main", "startup"})) << r.out;
+  const std::string main = ProgramText(r.out, "main");
+  const std::string startup = ProgramText(r.out, "startup");
+
+  // The optimizer moved to the servers; the trainer sends, waits, and receives.
+  EXPECT_FALSE(Contains(r.out, "op sgd(")) << r.out;
+  EXPECT_FALSE(Contains(r.out, "listen_and_serv")) << r.out;
+  EXPECT_TRUE(Contains(main, "op mul_grad(")) << main;
+  const size_t send = main.find("op send("), barrier = main.find("op send_barrier(");
+  const size_t recv = main.find("op recv("), fetch = main.find("op fetch_barrier(");
+  ASSERT_NE(send, std::string::npos) << main;
+  ASSERT_NE(barrier, std::string::npos) << main;
+  ASSERT_NE(recv, std::string::npos) << main;
+  ASSERT_NE(fetch, std::string::npos) << main;
+  EXPECT_LT(send, barrier);
+  EXPECT_LT(main.rfind("op send("), barrier);
+  EXPECT_LT(barrier, recv);
+  EXPECT_LT(main.rfind("op recv("), fetch);
+  EXPECT_EQ(main.find("op send_barrier("), main.rfind("op send_barrier(")) << main;
+  EXPECT_EQ(main.find("op fetch_barrier("), main.rfind("op fetch_barrier(")) << main;
+  EXPECT_TRUE(Contains(LineWith(main, "op send_barrier("),
+                       "endpoints=[\"127.0.0.1:6170\", \"127.0.0.1:6171\"], half_async=false"))
+      << main;
+  EXPECT_TRUE(Contains(LineWith(main, "op send_barrier("), "trainer_id=1}")) << main;
+  EXPECT_TRUE(Contains(LineWith(main, "op fetch_barrier("), "trainer_id=1}")) << main;
+
+  // Sync with two trainers: every gradient sent carries this trainer's suffix.
+  EXPECT_TRUE(Contains(main, "op split_byref(X=[fc_1.w_0@GRAD]) -> "
+                             "(Out=[fc_1.w_0@GRAD.block0.trainer_1, "
+                             "fc_1.w_0@GRAD.block1.trainer_1]) {op_role=8, sections=[64, 64]}"))
+      << main;
+  EXPECT_TRUE(Contains(LineWith(main, "op send(X=[fc_1.w_0@GRAD.block0.trainer_1, "
+                                      "fc_1.w_0@GRAD.block1.trainer_1])"),
+                       "epmap=[\"127.0.0.1:6171\", \"127.0.0.1:6170\"]"))
+      << main;
+  EXPECT_TRUE(Contains(LineWith(main, "op send(X=[fc_0.w_0@GRAD.trainer_1])"),
+                       "epmap=[\"127.0.0.1:6171\"]"))
+      << main;
+  EXPECT_TRUE(Contains(LineWith(main, "op send(X=[fc_0.b_0@GRAD.trainer_1])"),
+                       "epmap=[\"127.0.0.1:6170\"]"))
+      << main;
+  for (const char* g : {"fc_0.b_0@GRAD.trainer_1", "fc_1.b_0@GRAD.trainer_1",
+                        "fc_2.b_0@GRAD.trainer_1", "fc_2.w_0@GRAD.trainer_1"}) {
+    EXPECT_TRUE(Contains(main, "op send(X=[" + std::string(g) + "])")) << g << "\n" << main;
+  }
+  // A whole gradient is renamed in place everywhere, so its old name is gone.
+  EXPECT_FALSE(Contains(main, "fc_0.w_0@GRAD]")) << main;
+  EXPECT_FALSE(Contains(main, "fc_0.w_0@GRAD ")) << main;
+  EXPECT_FALSE(Contains(main, "\"fc_0.w_0@GRAD\"")) << main;  // op_role_var too
+  EXPECT_FALSE(Contains(r.out, ".trainer_0")) << r.out;
+  EXPECT_TRUE(Contains(main, "op concat(X=[fc_1.w_0.block0, fc_1.w_0.block1]) -> "
+                             "(Out=[fc_1.w_0]) {axis=0, op_role=8}"))
+      << main;
+
+  // The trainer's startup fetches the servers' initial values.
+  EXPECT_TRUE(Contains(startup, "op recv(X=[]) -> (Out=[fc_1.w_0.block0, fc_1.w_0.block1]) "
+                                "{epmap=[\"127.0.0.1:6171\", \"127.0.0.1:6170\"]"))
+      << startup;
+  EXPECT_TRUE(Contains(startup, "op fetch_barrier(X=[]) -> (Out=[])")) << startup;
+  EXPECT_FALSE(Contains(startup, "learning_rate_0")) << startup;  // the servers own it
+
+  // Without --role a pserver job shows every program of the set.
+  Result all = ShowPserverMlp(std::string(kTwoServers) + " --world-size 2");
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  EXPECT_EQ(ProgramNames(all.out),
+            (std::vector<std::string>{"main", "pserver.0", "pserver.0.startup", "pserver.1",
+                                      "pserver.1.startup", "startup"}))
+      << all.out;
+}
+
+TEST(CliShowPserverTest, ServersFromConfigOrEnvironment) {
+  // [role] pserver_endpoints and PADDLE_PSERVERS_IP_PORT_LIST stand in for --pservers.
+  Result config = ShowPserverMlp(
+      "--world-size 2 --role pserver --index 1 "
+      "--set 'role.pserver_endpoints=[\"127.0.0.1:6170\", \"127.0.0.1:6171\"]'");
+  ASSERT_EQ(config.exit_code, 0) << config.err;
+  EXPECT_TRUE(Contains(config.out, "endpoint=\"127.0.0.1:6171\"")) << config.out;
+
+  Result env = ShowPserverMlp("--world-size 2 --role pserver --index 1",
+                              "PADDLE_PSERVERS_IP_PORT_LIST=10.0.0.1:7000,10.0.0.2:7000");
+  ASSERT_EQ(env.exit_code, 0) << env.err;
+  EXPECT_TRUE(Contains(env.out, "endpoint=\"10.0.0.2:7000\"")) << env.out;
+
+  // --pservers wins over the environment.
+  Result flag = ShowPserverMlp(std::string(kTwoServers) + " --world-size 2 --role pserver "
+                               "--index 1",
+                               "PADDLE_PSERVERS_IP_PORT_LIST=10.0.0.1:7000,10.0.0.2:7000");
+  ASSERT_EQ(flag.exit_code, 0) << flag.err;
+  EXPECT_TRUE(Contains(flag.out, "endpoint=\"127.0.0.1:6171\"")) << flag.out;
+  EXPECT_FALSE(Contains(flag.out, "10.0.0.")) << flag.out;
+}
+
+TEST(CliShowPserverTest, Errors) {
+  // A pserver job with no servers anywhere.
+  Result none = ShowPserverMlp("--world-size 2");
+  EXPECT_EQ(none.exit_code, 2) << none.out;
+  EXPECT_TRUE(Contains(none.err, "--pservers")) << none.err;
+  EXPECT_TRUE(Contains(none.err, "[role] pserver_endpoints")) << none.err;
+  EXPECT_TRUE(Contains(none.err, "PADDLE_PSERVERS_IP_PORT_LIST")) << none.err;
+  EXPECT_EQ(none.out, "");
+  Result none_trainer = ShowPserverMlp("--world-size 2 --role trainer --rank 1");
+  EXPECT_EQ(none_trainer.exit_code, 2) << none_trainer.out;
+  EXPECT_TRUE(Contains(none_trainer.err, "--pservers")) << none_trainer.err;
+
+  // Server 2 of two.
+  Result index = ShowPserverMlp(std::string(kTwoServers) + " --world-size 2 --role pserver "
+                                "--index 2");
+  EXPECT_EQ(index.exit_code, 2) << index.out;
+  EXPECT_TRUE(Contains(index.err, "pserver index 2 is outside the 2 servers")) << index.err;
+  EXPECT_EQ(index.out, "");
+
+  Result role = ShowPserverMlp(std::string(kTwoServers) + " --role bogus");
+  EXPECT_EQ(role.exit_code, 2);
+  EXPECT_TRUE(Contains(role.err, "--role: expected trainer or pserver, got 'bogus'")) << role.err;
+  EXPECT_EQ(role.out, "");
+
+  Result bad_index = ShowPserverMlp(std::string(kTwoServers) + " --role pserver --index -1");
+  EXPECT_EQ(bad_index.exit_code, 2);
+  EXPECT_TRUE(Contains(bad_index.err, "--index: expected a number >= 0, got '-1'"))
+      << bad_index.err;
+
+  // A server has an index, not a rank; a trainer has a rank, not an index.
+  Result rank = ShowPserverMlp(std::string(kTwoServers) + " --role pserver --rank 1");
+  EXPECT_EQ(rank.exit_code, 2);
+  EXPECT_TRUE(Contains(rank.err, "use --index for a pserver")) << rank.err;
+  Result trainer_index = ShowPserverMlp(std::string(kTwoServers) + " --role trainer --index 1");
+  EXPECT_EQ(trainer_index.exit_code, 2);
+  EXPECT_TRUE(Contains(trainer_index.err, "--index needs --role pserver")) << trainer_index.err;
+  Result outside = ShowPserverMlp(std::string(kTwoServers) + " --world-size 2 --rank 2");
+  EXPECT_EQ(outside.exit_code, 2);
+  EXPECT_TRUE(Contains(outside.err, "rank 2 is outside a world of 2")) << outside.err;
+
+  Result value = ShowPserverMlp("--pservers");
+  EXPECT_EQ(value.exit_code, 2);
+  EXPECT_TRUE(Contains(value.err, "--pservers needs a value")) << value.err;
+}
+
+TEST(CliShowPserverTest, SetAfterTheProgramIsHonoured) {
+  const std::string mlp = (kExamples / "mlp/mlp.fleet").string();
+  TempDir cwd;
+  // With servers given, the default strategy (auto) is pserver; a --set after the program
+  // switches it to collective.
+  Result by_default = RunHost("show " + mlp + " --stage transpiled --world-size 2 " +
+                                  kTwoServers,
+                              CleanRoleEnv(""), cwd.path());
+  ASSERT_EQ(by_default.exit_code, 0) << by_default.err;
+  EXPECT_TRUE(Contains(by_default.out, "op listen_and_serv(")) << by_default.out;
+  Result collective = RunHost("show " + mlp + " --stage transpiled --world-size 2 " +
+                                  kTwoServers + " --set strategy.mode=collective",
+                              CleanRoleEnv(""), cwd.path());
+  ASSERT_EQ(collective.exit_code, 0) << collective.err;
+  EXPECT_TRUE(Contains(collective.out, "op c_allreduce_sum(")) << collective.out;
+  EXPECT_FALSE(Contains(collective.out, "listen_and_serv")) << collective.out;
+  EXPECT_FALSE(Contains(collective.out, "op send(")) << collective.out;
+
+  // strategy.sync_mode=false after the program: asynchronous training, so no barriers, no
+  // trainer suffixes, no merging on the server, and distributed_mode 1.
+  Result async = ShowPserverMlp(std::string(kTwoServers) +
+                                " --world-size 2 --set strategy.sync_mode=false");
+  ASSERT_EQ(async.exit_code, 0) << async.err;
+  const std::string main = ProgramText(async.out, "main");
+  EXPECT_TRUE(Contains(main, "op send(")) << main;
+  EXPECT_TRUE(Contains(main, "op recv(")) << main;
+  EXPECT_FALSE(Contains(main, "op send_barrier(")) << main;
+  EXPECT_FALSE(Contains(main, "op fetch_barrier(")) << main;
+  EXPECT_FALSE(Contains(async.out, ".trainer_")) << async.out;
+  const std::string server = ProgramText(async.out, "pserver.1");
+  EXPECT_TRUE(Contains(server, "distributed_mode=1,")) << server;
+  EXPECT_TRUE(Contains(server, "op listen_and_serv(X=[fc_0.w_0@GRAD, fc_1.w_0@GRAD.block0, "
+                               "fc_2.b_0@GRAD]) -> ()"))
+      << server;
+  EXPECT_FALSE(Contains(server, "op sum(")) << server;
+
+  // A --config after the program is read too, and a --set after it overrides the file.
+  cwd.Write("ps.toml", "[strategy]\nmode = \"pserver\"\nmin_block_size = 4096\n"
+                       "[role]\npserver_endpoints = [\"127.0.0.1:6170\", \"127.0.0.1:6171\"]\n");
+  Result file = RunHost("show " + mlp + " --stage transpiled --world-size 2 --role pserver "
+                        "--config ps.toml --set strategy.min_block_size=16384",
+                        CleanRoleEnv(""), cwd.path());
+  ASSERT_EQ(file.exit_code, 0) << file.err;
+  // 16384 / 16384 = 1 block for fc_1.w_0: whole parameters go round robin [fc_0.b_0 -> 0,
+  // fc_0.w_0 -> 1, fc_1.b_0 -> 0, fc_1.w_0 -> 1, fc_2.b_0 -> 0, fc_2.w_0 -> 1].
+  EXPECT_TRUE(Contains(file.out, "grad_to_block_id=[\"fc_0.b_0@GRAD:1\", \"fc_1.b_0@GRAD:2\", "
+                                 "\"fc_2.b_0@GRAD:3\"]"))
+      << file.out;
+  EXPECT_FALSE(Contains(file.out, ".block0")) << file.out;
+}
+
+
+TEST(CliShowPserverTest, ShardInitAndOneProgramOfTheRole) {
+  // pserver_init = shard: only the initialisers of this server's vars, each block's drawn at the
+  // block's shape; nothing to cut afterwards.
+  Result r = ShowPserverMlp(std::string(kTwoServers) + " --world-size 2 --role pserver --index 1 "
+                            "--set strategy.pserver_init=shard --program pserver.1.startup");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "op uniform_random() -> (Out=[fc_1.w_0.block0])")) << r.out;
+  EXPECT_TRUE(Contains(LineWith(r.out, "(Out=[fc_1.w_0.block0])"), "shape=[64L, 128L]"))
+      << r.out;
+  EXPECT_TRUE(Contains(r.out, "op uniform_random() -> (Out=[fc_0.w_0])")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "op fill_constant() -> (Out=[fc_2.b_0])")) << r.out;
+  EXPECT_FALSE(Contains(r.out, "op split_byref(")) << r.out;
+  EXPECT_FALSE(Contains(r.out, "(Out=[fc_1.w_0])")) << r.out;
+  EXPECT_FALSE(Contains(r.out, "fc_0.b_0")) << r.out;  // server 0's
+  EXPECT_FALSE(Contains(r.out, "listen_and_serv")) << r.out;  // just the one program
+
+  // The trainer's programs are not among a server's.
+  Result main = ShowPserverMlp(std::string(kTwoServers) + " --role pserver --index 1 "
+                               "--program main");
+  EXPECT_EQ(main.exit_code, 2);
+  EXPECT_TRUE(Contains(main.err, "no program 'main'")) << main.err;
+}
+
+// --pservers should be checked as PADDLE_PSERVERS_IP_PORT_LIST and [role] pserver_endpoints are
+// ("'foo' is not host:port"); show_cmd.cc splits it without checking, so a server listens on
+// "foo". Enable once the flag is validated.
+TEST(CliShowPserverTest, DISABLED_PserversFlagIsCheckedLikeTheEnvironment) {
+  Result r = ShowPserverMlp("--pservers foo --role pserver");
+  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_TRUE(Contains(r.err, "'foo' is not host:port")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "--pservers")) << r.err;
+}
+
 }  // namespace
