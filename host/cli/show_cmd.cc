@@ -132,7 +132,15 @@ int ShowCommand(const GlobalOptions& global, const std::vector<std::string>& arg
     auto role = ResolveRole(*config, ProcessEnvironment());
     if (!role.ok()) return Fail(err, role.status());
     if (world_size >= 1) role->world_size = world_size;
-    if (!pservers.empty()) role->pserver_endpoints = SplitList(pservers);
+    if (!pservers.empty()) {
+      role->pserver_endpoints = SplitList(pservers);
+      for (const std::string& ep : role->pserver_endpoints) {
+        if (Status s = CheckEndpoint(ep); !s.ok()) {
+          err << "fleet-host show: --pservers: " << s.message() << "\n";
+          return kExitUsage;
+        }
+      }
+    }
     if (!role_name.empty() && role_name != role->role) {
       role->role = role_name;
       role->rank = 0;
@@ -157,6 +165,11 @@ int ShowCommand(const GlobalOptions& global, const std::vector<std::string>& arg
       }
     }
     const bool pserver_job = EffectiveStrategy(*config, *role) == "pserver";
+    if (role->is_pserver() && !pserver_job) {
+      err << "fleet-host show: --role pserver needs a parameter-server job, but strategy.mode "
+             "resolves to \"" << EffectiveStrategy(*config, *role) << "\"\n";
+      return kExitUsage;
+    }
     if (pserver_job && role->pserver_endpoints.empty()) {
       err << "fleet-host show: a pserver job needs its servers: give --pservers HOST:PORT,... "
              "or set [role] pserver_endpoints or PADDLE_PSERVERS_IP_PORT_LIST\n";

@@ -899,14 +899,20 @@ TEST(CliShowPserverTest, ShardInitAndOneProgramOfTheRole) {
   EXPECT_TRUE(Contains(main.err, "no program 'main'")) << main.err;
 }
 
-// --pservers should be checked as PADDLE_PSERVERS_IP_PORT_LIST and [role] pserver_endpoints are
-// ("'foo' is not host:port"); show_cmd.cc splits it without checking, so a server listens on
-// "foo". Enable once the flag is validated.
-TEST(CliShowPserverTest, DISABLED_PserversFlagIsCheckedLikeTheEnvironment) {
+// --pservers is checked as PADDLE_PSERVERS_IP_PORT_LIST and [role] pserver_endpoints are.
+TEST(CliShowPserverTest, PserversFlagIsCheckedLikeTheEnvironment) {
   Result r = ShowPserverMlp("--pservers foo --role pserver");
   EXPECT_NE(r.exit_code, 0) << r.out;
   EXPECT_TRUE(Contains(r.err, "'foo' is not host:port")) << r.err;
   EXPECT_TRUE(Contains(r.err, "--pservers")) << r.err;
+}
+
+// A server's programs exist only in a parameter-server job.
+TEST(CliShowPserverTest, PserverRoleOutsideAPserverJobIsRefused) {
+  Result r = ShowPserverMlp("--role pserver --set strategy.mode=collective");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_TRUE(Contains(r.err, "--role pserver needs a parameter-server job")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "\"collective\"")) << r.err;
 }
 
 }  // namespace
