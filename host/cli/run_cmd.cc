@@ -151,8 +151,6 @@ int RunCommand(const GlobalOptions& global, const std::vector<std::string>& args
       return Fail(err, FailedPrecondition("a parameter-server trainer needs a transport, and "
                                           "none was selected (transport.backend)"));
     }
-    PsTrainerRuntime::AnnotateRpcOps(trainer.startup);
-    PsTrainerRuntime::AnnotateRpcOps(trainer.main);
     ps = std::make_unique<PsTrainerRuntime>(
         *selection->transport, role->pserver_endpoints, static_cast<int32_t>(role->rank),
         TransportOptionsFrom(config), selection->device);

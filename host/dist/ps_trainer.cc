@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "fleet/fleet_device.h"
+#include "ops/op_registry.h"
 #include "fleet/fleet_plugin.h"
 #include "fleet/fleet_transport.h"
 #include "plugin/host_api.h"
@@ -99,11 +100,11 @@ Status PrepareState(PsTrainerRuntime& rt, const FleetKernelContext* kc, OpState&
                                     : Slot(kc->outputs, kc->num_outputs, "Out");
   const size_t count = slot == nullptr ? 0 : slot->count;
   const char* slot_name = st.kind == Kind::kSend ? "X" : "Out";
-  st.names = AttrStrings(kc, PsTrainerRuntime::kVarNamesAttr);
+  st.names = AttrStrings(kc, (std::string(ops::kSlotNamesAttrPrefix) + slot_name).c_str());
   if (st.names.size() != count) {
     return FailedPrecondition(std::string("the var names of ") + slot_name +
-                              " are not known to the kernel (the program must go through "
-                              "PsTrainerRuntime::AnnotateRpcOps before it is prepared)");
+                              " are not known to the kernel (the executor passes them to "
+                              "kernels of rpc ops only)");
   }
   if (st.kind == Kind::kRecv) {
     std::vector<std::string> remote = AttrStrings(kc, "varnames");
@@ -294,18 +295,6 @@ Status RunConcurrently(size_t n, const std::function<Status(size_t)>& fn) {
     if (!s.ok()) return s;
   }
   return OkStatus();
-}
-
-void PsTrainerRuntime::AnnotateRpcOps(ir::Program& program) {
-  for (ir::Block& block : program.blocks()) {
-    for (ir::Op& op : block.ops) {
-      if (op.type == "send") {
-        op.attrs[kVarNamesAttr] = op.Input("X");
-      } else if (op.type == "recv") {
-        op.attrs[kVarNamesAttr] = op.Output("Out");
-      }
-    }
-  }
 }
 
 PsTrainerRuntime::PsTrainerRuntime(const ComponentRecord& transport,

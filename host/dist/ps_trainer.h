@@ -11,9 +11,8 @@
 //                  the server holds; concurrently across servers.
 //   send_barrier   a BATCH barrier on every server of `endpoints`.
 //   fetch_barrier  a FETCH barrier on every server of `endpoints`.
-// Attributes are read once at prepare. A kernel cannot see var names (the kernel ABI passes
-// tensors by slot position), so send and recv take them from the attribute kVarNamesAttr that
-// AnnotateRpcOps writes on the program before it is prepared.
+// Attributes are read once at prepare; the var names come from the executor's "@names@SLOT"
+// attributes (OpSchema::rpc).
 //
 // Clients connect on first use, so a trainer's startup is what first reaches the servers.
 // Tensors on a device without host memory are staged through host buffers made at prepare.
@@ -43,12 +42,6 @@ namespace fleet {
 
 class PsTrainerRuntime final : public HostKernels {
  public:
-  // The host-private attribute holding the var names of X (send) or Out (recv), in order.
-  static constexpr const char* kVarNamesAttr = "__rpc_var_names";
-
-  // Writes kVarNamesAttr on every send and recv op of every block of `program`.
-  static void AnnotateRpcOps(ir::Program& program);
-
   // `transport` is the transport component; `endpoints` the servers in index order (the
   // role's pserver_endpoints: "pserver <i>" in messages is an index in this list);
   // `trainer_id` this trainer's id, which every RPC op's trainer_id attribute must equal.

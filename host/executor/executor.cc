@@ -241,6 +241,13 @@ StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
       slots.outputs.push_back(names);
     }
     args.attrs = ops::AttrsWithDefaults(*schema, op);
+    if (schema->rpc) {
+      for (const auto& slots_of : {&op.inputs, &op.outputs}) {
+        for (const auto& [slot, names] : *slots_of) {
+          args.attrs[std::string(ops::kSlotNamesAttrPrefix) + slot] = names;
+        }
+      }
+    }
     args.device_type = device_.type_id();
     args.device_ordinal = options_.device_ordinal;
     args.num_threads = options_.num_threads;

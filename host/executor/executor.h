@@ -42,7 +42,8 @@ struct ExecutorOptions {
   uint64_t seed = 1;        // base of every random op's seed
   int32_t device_ordinal = 0;
   bool profile = false;     // time every launch (PreparedProgram::op_seconds)
-  // The kernels of collective ops (schemas marked `collective`); must outlive the executor.
+  // The kernels of collective and RPC ops (schemas marked `collective` or `rpc`); must outlive
+  // the executor.
   // nullptr: none, and a program with a collective op fails to prepare, saying why.
   const HostKernels* host_kernels = nullptr;
 };

@@ -40,6 +40,9 @@ struct TensorInfo {
   bool operator==(const TensorInfo&) const = default;
 };
 
+// See OpSchema::rpc.
+inline constexpr std::string_view kSlotNamesAttrPrefix = "@names@";
+
 struct OpSchema;
 
 class ShapeContext {
@@ -99,7 +102,10 @@ struct OpSchema {
   // Run by the host over the job's communicator (a collective op), never by a device kernel.
   bool collective = false;
   // Run by the host over the job's transport (a parameter-server RPC op: send, recv, barriers,
-  // listen_and_serv), never by a device kernel.
+  // listen_and_serv), never by a device kernel. A transport addresses variables by name, which
+  // the kernel ABI does not carry, so the executor hands these kernels, besides the schema's
+  // attributes, one strings attribute per slot, kSlotNamesAttrPrefix + slot ("@names@X"),
+  // holding that slot's var names in order.
   bool rpc = false;
 
   const SlotSpec* FindInput(std::string_view name) const;

@@ -263,7 +263,6 @@ class PsTrainerTest : public ::testing::Test {
                                       {"trainer_T", "trainer_" + std::to_string(t)},
                                       {"trainer_id=T", "trainer_id=" + std::to_string(t)},
                                       {"ROWS", std::to_string(rows)}}));
-    PsTrainerRuntime::AnnotateRpcOps(p);
     return p;
   }
 
