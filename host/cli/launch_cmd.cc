@@ -34,7 +34,8 @@ Options:
                      servers' endpoints as HOST:PORT,HOST:PORT,... (all started here)
   --workers W        parameter-server job: W workers (trainers)
   --server-exit-s T  seconds the servers get to exit by themselves once every worker
-                     finished, before they are stopped and the job fails (default: 10)
+                     finished, before they are stopped and the job fails, and that
+                     workers get to finish after a server exited (default: 10)
   --nnodes M         nodes in the job (default 1); M > 1 needs --master and --node-rank
   --node-rank K      this node's index, 0..M-1 (default 0); global rank = K*N + local rank
   --master HOST:PORT the rendezvous store: node 0 serves it there, the others connect to it

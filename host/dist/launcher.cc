@@ -43,11 +43,6 @@ constexpr int kMaxLocalRanks = 1024;
 constexpr size_t kMaxLineBytes = size_t{1} << 20;
 // How long output is still drained from a reaped rank's pipe (a grandchild may hold it open).
 constexpr auto kDrainAfterExit = std::chrono::milliseconds(1000);
-// How long workers may keep running after a server exited 0 before that counts as the server
-// leaving mid-job (a server ends on the last worker's notice, which the worker sends just
-// before it exits).
-constexpr auto kServerExitTolerance = std::chrono::milliseconds(3000);
-
 // Variables the launcher sets or that role.h's ResolveRole reads: a value the user's shell
 // carries for one of them (RANK from an earlier torchrun, OMPI_* from an mpirun wrapper, a
 // leftover PADDLE_TRAINER_ID) would contradict the launcher's and make every rank refuse to
@@ -567,9 +562,12 @@ void Launch::OnExit(Child& c, int status) {
         interrupt_signal_ == 0) {
       // A server leaving before the workers strands them; but a server that exits on the last
       // worker's completion notice may well be reaped before that worker, so this only counts
-      // when workers are still running kServerExitTolerance later (see CheckServers).
+      // when workers are still running server_exit_s later (see CheckServers): the same slack
+      // servers get after the last worker, since a worker still tears down its device and
+      // plugins after its notice.
       early_server_ = static_cast<size_t>(&c - children_.data());
-      early_deadline_ = Clock::now() + kServerExitTolerance;
+      early_deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(o_.server_exit_s));
     }
   } else if (first_failure_ < 0 && interrupt_signal_ == 0) {
     if (early_server_) {

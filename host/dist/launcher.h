@@ -32,8 +32,9 @@
 //   - Logs: <log_dir>/<job_id>/serverlog.<i> and workerlog.<i>; worker 0 is echoed with a
 //     "[worker.0] " prefix.
 //   - The first process to fail (server or worker) stops the job as above; the summary names
-//     it "server 1" or "worker 0". A server exiting, even with 0, while workers still run is a
-//     failure. Once every worker has exited 0 the servers are expected to exit on their own
+//     it "server 1" or "worker 0". A server exiting, even with 0, while workers still run
+//     server_exit_s later is a failure (a server leaves on the last worker's notice, and that
+//     worker may take a while to tear down). Once every worker has exited 0 the servers are expected to exit on their own
 //     within server_exit_s; those still running then are stopped and reported as the failure
 //     ("server 0 did not exit after every worker finished"), exit code 1.
 #pragma once

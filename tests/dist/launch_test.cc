@@ -775,10 +775,12 @@ TEST_F(LaunchTest, PsServerDyingMidRunIsNamed) {
 }
 
 TEST_F(LaunchTest, PsServerExitingZeroWhileWorkersRunIsAFailure) {
-  Launcher l = Run({"launch", "--servers", "2", "--workers", "2", "--", FLEET_FAKE_RANK_EXE,
-                    "--pid-dir", Pids(), "--ps-done", dir_.string(), "--fail-server", "0",
-                    "--exit-code", "0", "--after-ms", "200", "--sleep-ms", "60000"});
+  Launcher l = Run({"launch", "--servers", "2", "--workers", "2", "--server-exit-s", "2", "--",
+                    FLEET_FAKE_RANK_EXE, "--pid-dir", Pids(), "--ps-done", dir_.string(),
+                    "--fail-server", "0", "--exit-code", "0", "--after-ms", "200", "--sleep-ms",
+                    "60000"});
   EXPECT_EQ(l.exit_code, 1) << Output(l);
+  EXPECT_GE(l.seconds, 2.0);  // workers get server_exit_s to finish before the server is blamed
   EXPECT_LT(l.seconds, 15.0);
   const std::string& e = l.stderr_text;
   EXPECT_TRUE(Contains(e, "fleet-host launch: server 0 exited while workers were running"))
