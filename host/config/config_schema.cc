@@ -413,11 +413,17 @@ class Checker {
       ReadTimeout(*n, "transport.timeout_s", rpc.timeout_s);
     }
     ReadInt(t, "transport", "retries", 0, rpc.retries);
+    if (rpc.retries > 100) {
+      diag_.AtValue(*t.get("retries"), "transport.retries",
+                    "expected an integer in [0, 100], got " + ValueText(*t.get("retries")));
+      rpc.retries = 3;
+    }
     if (const toml::node* n = t.get("max_message_mb")) {
-      // At least a KiB: a message carries a header besides its bytes.
-      if (!n->is_number() || !(AsDouble(*n) >= 0.001) || !(AsDouble(*n) <= 2047.0)) {
+      // At least 128 KiB: a message carries a header besides its bytes, and the transport
+      // keeps 64 KiB of each for it. At most 2047 MiB: gRPC's sizes are ints.
+      if (!n->is_number() || !(AsDouble(*n) >= 0.125) || !(AsDouble(*n) <= 2047.0)) {
         diag_.AtValue(*n, "transport.max_message_mb",
-                      "expected a number in [0.001, 2047], got " +
+                      "expected a number in [0.125, 2047], got " +
                           (n->is_number() ? ValueText(*n) : TypeName(*n)));
       } else {
         rpc.max_message_mb = AsDouble(*n);

@@ -273,7 +273,7 @@ pserver_init = "lazy"
   for (const char* want :
        {"fleet.toml:2:13: transport.timeout_s: expected a number >= 0.001, got 0",
         "transport.retries: expected an integer >= 0, got -1",
-        "transport.max_message_mb: expected a number in [0.001, 2047], got 0",
+        "transport.max_message_mb: expected a number in [0.125, 2047], got 0",
         "transport.tls: expected a boolean, got a string",
         "strategy.sync_mode: expected a boolean, got an integer",
         "strategy.min_block_size: expected an integer >= 1, got 0",
@@ -281,6 +281,16 @@ pserver_init = "lazy"
         "strategy.pserver_init: expected one of full or shard, got 'lazy'"}) {
     EXPECT_NE(m.find(want), std::string::npos) << want << "\n" << m;
   }
+}
+
+TEST(ConfigTest, TransportLimitsAreTheTransports) {
+  EXPECT_NE(ErrorOf("[transport]\nretries = 101\n")
+                .find("transport.retries: expected an integer in [0, 100], got 101"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("[transport]\nmax_message_mb = 0.1\n")
+                .find("transport.max_message_mb: expected a number in [0.125, 2047], got 0.1"),
+            std::string::npos);
+  EXPECT_EQ(ErrorOf("[transport]\nmax_message_mb = 0.125\nretries = 100\n"), "<no error>");
 }
 
 TEST(ConfigTest, RejectsBadCollectiveKeys) {
