@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <utility>
+#include <variant>
 
 #include "passes/collective_util.h"
 #include "support/text.h"
@@ -162,6 +163,17 @@ StatusOr<Plan> MakePlan(const ir::Program& main, const PassContextInfo& ctx,
     return InvalidArgument("pserver: an asynchronous job (sync_mode = false) cannot use a "
                            "learning-rate schedule: the servers would each count steps of "
                            "their own; use sync_mode = true or a constant learning rate");
+  }
+  // The LR block is cloned op by op into the server program, where a block attribute would
+  // point at one of the server's own blocks; Paddle clones such sub-blocks (piecewise_decay's
+  // conditional_block), which the host's schedules never need (one lr_schedule op).
+  for (size_t i : plan.lr_ops) {
+    for (const auto& [name, value] : block.ops[i].attrs) {
+      if (std::holds_alternative<ir::BlockRef>(value)) {
+        return InvalidArgument(Where(i, block.ops[i]) + ": learning-rate op with a sub-block ('" +
+                               name + "'), which a parameter server cannot run");
+      }
+    }
   }
   std::set<std::string> shared;  // the learning-rate ops' vars: every server has them
   for (size_t i : plan.lr_ops) {

@@ -459,6 +459,24 @@ TEST_F(PserverPassTest, RejectsGlobalNormClipAndAsyncSchedule) {
   s = Run(decay, Trainer(0, 2), {{"sync", false}});
   ASSERT_FALSE(s.ok());
   EXPECT_THAT(s.message(), HasSubstr("cannot use a learning-rate schedule"));
+
+  // A schedule op with a sub-block (Paddle's piecewise_decay has one) cannot be cloned into a
+  // server's LR block as it is.
+  ProgramSet nested = ParseData("pserver_fc_lr_decay_input.ir");
+  ir::Program& nested_main = nested.at("main");
+  const int32_t sub = nested_main.AddBlock(0);
+  bool tagged = false;
+  for (ir::Op& op : nested_main.global().ops) {
+    if (op.type == "lr_schedule") {
+      op.attrs["sub_block"] = ir::BlockRef{sub};
+      tagged = true;
+    }
+  }
+  ASSERT_TRUE(tagged);
+  s = Run(nested, Trainer(0, 2), {});
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.message(), HasSubstr("(lr_schedule): learning-rate op with a sub-block "
+                                     "('sub_block'), which a parameter server cannot run"));
 }
 
 TEST_F(PserverPassTest, RejectsBadOptionsAndRepeatedTranspile) {
