@@ -1,12 +1,14 @@
 #include "dist/ps_trainer.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <thread>
 #include <utility>
 
 #include <netdb.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -254,8 +256,10 @@ const std::vector<FleetKernelDef>& Defs() {
   return defs;
 }
 
-// Whether something accepts a TCP connection at "host:port" ("[v6]:port" too) right now.
-bool Accepts(const std::string& endpoint) {
+// Whether something accepts a TCP connection at "host:port" ("[v6]:port" too) within `wait`.
+// The connect is non-blocking and polled, so an address that drops packets costs `wait`, not
+// the kernel's two minutes of SYN retries.
+bool Accepts(const std::string& endpoint, std::chrono::milliseconds wait) {
   const size_t colon = endpoint.rfind(':');
   if (colon == std::string::npos) return false;
   std::string host = endpoint.substr(0, colon);
@@ -266,13 +270,22 @@ bool Accepts(const std::string& endpoint) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
   addrinfo* found = nullptr;
   if (getaddrinfo(host.c_str(), port.c_str(), &hints, &found) != 0) return false;
   bool ok = false;
   for (addrinfo* a = found; a != nullptr && !ok; a = a->ai_next) {
-    const int fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+    const int fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK, a->ai_protocol);
     if (fd < 0) continue;
-    ok = connect(fd, a->ai_addr, a->ai_addrlen) == 0;
+    if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+      ok = true;
+    } else if (errno == EINPROGRESS) {
+      pollfd p{fd, POLLOUT, 0};
+      int error = 0;
+      socklen_t len = sizeof(error);
+      ok = poll(&p, 1, static_cast<int>(wait.count())) == 1 &&
+           getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len) == 0 && error == 0;
+    }
     close(fd);
   }
   freeaddrinfo(found);
@@ -353,7 +366,13 @@ Status PsTrainerRuntime::WaitServersReady() {
   const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
   std::vector<char> ready(endpoints_.size(), 0);  // not vector<bool>: written concurrently
   (void)RunConcurrently(endpoints_.size(), [&](size_t i) -> Status {
-    while (!Accepts(endpoints_[i])) {
+    while (true) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (Accepts(endpoints_[i],
+                  std::clamp(left, std::chrono::milliseconds(1), std::chrono::milliseconds(2000)))) {
+        break;
+      }
       {
         std::lock_guard<std::mutex> lock(mu_);
         if (closed_) return OkStatus();
