@@ -367,12 +367,10 @@ Status PsTrainerRuntime::WaitServersReady() {
   std::vector<char> ready(endpoints_.size(), 0);  // not vector<bool>: written concurrently
   (void)RunConcurrently(endpoints_.size(), [&](size_t i) -> Status {
     while (true) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          deadline - std::chrono::steady_clock::now());
-      if (Accepts(endpoints_[i],
-                  std::clamp(left, std::chrono::milliseconds(1), std::chrono::milliseconds(2000)))) {
-        break;
-      }
+      using std::chrono::milliseconds;
+      const auto left =
+          std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (Accepts(endpoints_[i], std::clamp(left, milliseconds(1), milliseconds(2000)))) break;
       {
         std::lock_guard<std::mutex> lock(mu_);
         if (closed_) return OkStatus();
