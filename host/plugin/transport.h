@@ -8,8 +8,9 @@
 // destructor) and must not outlive its handler; a TransportClient owns its
 // FleetTransportClient. The component (its registry) must outlive both.
 // Threading: a server calls its handler from transport threads, several at once. A client may
-// be used from several threads at once; Close and Stop may be called from any thread and make
-// pending calls fail with ABORTED.
+// be used from several threads at once; Close may be called from any thread and makes pending
+// client calls fail with ABORTED. Stop may be called from any thread but a handler's; see Stop
+// for the handler calls in flight.
 #pragma once
 
 #include <atomic>
@@ -45,6 +46,9 @@ struct TransportOptions {
 TransportOptions TransportOptionsFrom(const Config& config);
 
 // What a server does with what trainers send; implemented by the pserver runtime.
+// trainer_id is the id the client declared when it connected; the server does not check it.
+// With a shared token the server cannot tell the trainers apart from one another (the token
+// authenticates the job, not the trainer), so a handler must not treat the id as proof.
 class TransportHandler {
  public:
   virtual ~TransportHandler() = default;
@@ -76,9 +80,12 @@ class TransportServer {
 
   // The endpoint actually bound (the port filled in when 0 was asked for).
   const std::string& endpoint() const { return endpoint_; }
-  // Stops serving; calls in flight fail with ABORTED. Idempotent; any thread but a handler's.
-  // Returns once every handler call has returned, so a handler blocked in its own wait (a
-  // barrier) delays it: end such waits first.
+  // Stops serving: new calls are refused and calls in flight are cancelled at the transport
+  // level (their clients see an error). Idempotent; any thread but a handler's. A handler
+  // blocked in the host's own wait (a barrier, a get waiting for its round) is NOT woken by
+  // this: Stop returns only once every handler call has returned. So the caller must release
+  // its handlers' waits first (the pserver runtime fails or finishes its loop, which ends those
+  // waits, before it stops the server); otherwise Stop lasts as long as those waits' deadlines.
   void Stop();
 
  private:
@@ -114,6 +121,11 @@ class TransportClient {
   const std::string& endpoint() const { return endpoint_; }
 
   // Each call has the deadline options.timeout; errors name the endpoint and the variable.
+  // Send and Get are idempotent (a send overwrites the same variable, a get reads) and are
+  // retried up to options.retries times when the server is unreachable. Barrier and Complete
+  // are attempted once: the request may have reached the server's handler before the
+  // connection dropped, and a repeated barrier would be counted twice. Callers wait for every
+  // server's port to accept connections before the first barrier (the trainers do).
   Status Send(std::string_view name, const FleetTensor& tensor);
   Status Get(std::string_view name, const TensorSink& sink);
   Status Barrier(int32_t kind);

@@ -233,13 +233,13 @@ RpcError RpcClient::Failure(const std::string& what, const Outcome& o, int attem
 }
 
 void RpcClient::Call(const std::string& what, const char* method, int64_t timeout_ms,
-                     const MakeRequests& make, const OnReply& on_reply) {
+                     bool idempotent, const MakeRequests& make, const OnReply& on_reply) {
   if (timeout_ms <= 0) timeout_ms = options_.timeout_ms;
   int64_t backoff = kFirstBackoffMs;
   for (int attempts = 1;; ++attempts) {
     Outcome o = Attempt(method, timeout_ms, make(), on_reply);
     if (o.code == FLEET_CODE_OK) return;
-    const bool retry = o.code == FLEET_CODE_UNAVAILABLE && !o.from_handler &&
+    const bool retry = idempotent && o.code == FLEET_CODE_UNAVAILABLE && !o.from_handler &&
                        attempts <= options_.retries;
     if (!retry) throw Failure(what, o, attempts, timeout_ms);
     if (!Backoff(static_cast<int64_t>(static_cast<double>(backoff) * Jitter()))) {
@@ -310,7 +310,7 @@ void RpcClient::Send(const char* name, const FleetTensor* t, int64_t timeout_ms)
   };
   std::optional<RpcError> error;
   try {
-    Call(what, kSend, timeout_ms, make, [&](grpc::ByteBuffer&) {});
+    Call(what, kSend, timeout_ms, /*idempotent=*/true, make, [&](grpc::ByteBuffer&) {});
   } catch (const RpcError& e) {
     error = e;
   }
@@ -400,7 +400,7 @@ void RpcClient::Get(const char* name, FleetTensorAllocFn alloc, void* alloc_ctx,
     CopyPayload(msg, static_cast<uint8_t*>(out->data) + received);
     received += msg.payload_bytes;
   };
-  Call(what, kGet, timeout_ms, make, on_reply);
+  Call(what, kGet, timeout_ms, /*idempotent=*/true, make, on_reply);
   if (!got_header || received != total) {
     throw RpcError(FLEET_CODE_DATA_LOSS, what + ": the reply ended after " +
                                              std::to_string(received) + " of " +
@@ -419,14 +419,14 @@ void RpcClient::Barrier(int32_t kind, int64_t timeout_ms) {
   WireHeader request;
   request.trainer_id = trainer_id_;
   request.barrier_kind = kind;
-  Call(what, kBarrier, timeout_ms, [&] { return OneRequest(request); },
+  Call(what, kBarrier, timeout_ms, /*idempotent=*/false, [&] { return OneRequest(request); },
        [](grpc::ByteBuffer&) {});
 }
 
 void RpcClient::Complete(int64_t timeout_ms) {
   WireHeader request;
   request.trainer_id = trainer_id_;
-  Call("rpc complete at " + endpoint_, kComplete, timeout_ms,
+  Call("rpc complete at " + endpoint_, kComplete, timeout_ms, /*idempotent=*/false,
        [&] { return OneRequest(request); }, [](grpc::ByteBuffer&) {});
 }
 

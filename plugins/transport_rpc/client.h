@@ -1,10 +1,15 @@
 // The rpc transport's client: one gRPC channel to one server (connected lazily), calls run as
 // bidirectional streams on a completion queue of their own.
 //
-// Every attempt of a call has its own deadline (timeout_ms). An attempt that finds the server
-// unreachable (UNAVAILABLE from the transport, not from the host's handler) is repeated up to
-// `retries` times after 100 ms, 200 ms, ... (jittered); other failures are final. Errors carry
-// canonical codes and name the call, the variable and the endpoint.
+// Every attempt of a call has its own deadline (timeout_ms). Send and Get are idempotent (a
+// send overwrites the same variable, a get only reads): an attempt of theirs that finds the
+// server unreachable (UNAVAILABLE from the transport, not from the host's handler) is repeated
+// up to `retries` times after 100 ms, 200 ms, ... (jittered). Barrier and Complete are
+// attempted exactly once: an UNAVAILABLE may come from a connection that dropped after the
+// server's handler ran, and a repeated barrier would be counted twice (or in the next round).
+// Trainers wait for every server's port before training, so a server that is not up yet is no
+// reason to retry them. Other failures are final. Errors carry canonical codes and name the
+// call, the variable and the endpoint.
 //
 // Threading: calls may run on several threads at once. Close (any thread) cancels the calls in
 // flight (they return ABORTED) and waits for them to leave; later calls return ABORTED.
@@ -51,8 +56,9 @@ class RpcClient {
   // Makes the requests of one attempt (called once per attempt).
   using MakeRequests = std::function<NextRequest()>;
 
-  // Runs a call with retries; throws RpcError describing `what` on failure.
-  void Call(const std::string& what, const char* method, int64_t timeout_ms,
+  // Runs a call, retried on an unreachable server only when `idempotent`; throws RpcError
+  // describing `what` on failure.
+  void Call(const std::string& what, const char* method, int64_t timeout_ms, bool idempotent,
             const MakeRequests& make, const OnReply& on_reply);
   // How one attempt ended: the call's status (FLEET_CODE_*), and whether the server's handler
   // produced it.

@@ -262,16 +262,7 @@ class RpcServer::Service : public grpc::Service {
     void* token = nullptr;
     FleetStatus* status = h.on_get(h.ctx, head.trainer_id, head.name.c_str(), &out, &token);
     if (status != nullptr) return FromHandler(ctx, status);
-    {
-      std::lock_guard<std::mutex> lock(server_->mu_);
-      ++server_->pins_;
-    }
-    RpcServer* server = server_;
-    Pin* pin = Pin::New([server, token] {
-      const FleetTransportHandlers& hs = server->handlers_;
-      if (hs.on_get_done != nullptr) hs.on_get_done(hs.ctx, token);
-      server->PinReleased();
-    });
+    Pin* pin = Pin::New(server_->PinGet(token));
     // The owner's reference goes when this call is done with the tensor, whatever happens.
     std::unique_ptr<Pin, void (*)(Pin*)> owner(pin, [](Pin* p) { Pin::Unref(p); });
 
@@ -316,6 +307,11 @@ class RpcServer::Service : public grpc::Service {
       throw RpcError(FLEET_CODE_INVALID_ARGUMENT,
                      call + ": unknown barrier kind " + std::to_string(kind));
     }
+    // A client that gave up (its deadline passed, it was closed) must not be counted: it will
+    // not wait for this barrier, and counting it could complete a round without it.
+    if (ctx->IsCancelled()) {
+      throw RpcError(FLEET_CODE_CANCELLED, call + ": cancelled by the client");
+    }
     const FleetTransportHandlers& h = server_->handlers_;
     return FromHandler(ctx, h.on_barrier(h.ctx, msg.header.trainer_id, kind));
   }
@@ -323,6 +319,9 @@ class RpcServer::Service : public grpc::Service {
   grpc::Status Complete(grpc::ServerContext* ctx, Stream* stream, const std::string& call) {
     Decoded msg;
     ReadFirst(stream, &msg, call);
+    if (ctx->IsCancelled()) {
+      throw RpcError(FLEET_CODE_CANCELLED, call + ": cancelled by the client");
+    }
     const FleetTransportHandlers& h = server_->handlers_;
     return FromHandler(ctx, h.on_complete(h.ctx, msg.header.trainer_id));
   }
@@ -347,6 +346,7 @@ std::unique_ptr<RpcServer> RpcServer::Start(const FleetTransportServerConfig& co
   }
   std::unique_ptr<RpcServer> server(new RpcServer());
   server->handlers_ = *h;
+  server->pin_state_->handlers = *h;
   server->options_ = ParseOptions(config.num_options, config.options, where);
   const Options& o = server->options_;
 
@@ -404,10 +404,27 @@ void RpcServer::Stop() {
   server_->Wait();
 }
 
-void RpcServer::PinReleased() {
-  std::lock_guard<std::mutex> lock(mu_);
-  --pins_;
-  cv_.notify_all();
+std::function<void()> RpcServer::PinGet(void* token) {
+  std::shared_ptr<PinState> state = pin_state_;
+  {
+    std::lock_guard<std::mutex> lock(state->mu);
+    ++state->pins;
+  }
+  // The closure owns a reference to the state, never the server: gRPC may release the reply
+  // after the server was destroyed.
+  return [state = std::move(state), token] {
+    std::unique_lock<std::mutex> lock(state->mu);
+    if (!state->gone) {
+      ++state->calling;
+      lock.unlock();
+      const FleetTransportHandlers& h = state->handlers;
+      h.on_get_done(h.ctx, token);
+      lock.lock();
+      --state->calling;
+    }
+    --state->pins;
+    state->cv.notify_all();
+  };
 }
 
 RpcServer::~RpcServer() {
@@ -415,14 +432,25 @@ RpcServer::~RpcServer() {
   Stop();
   server_.reset();
   // gRPC lets go of a Get's slices when the call's buffers go; the handlers must not be called
-  // after server_destroy, so wait for the last on_get_done.
-  std::unique_lock<std::mutex> lock(mu_);
-  if (!cv_.wait_for(lock, std::chrono::seconds(30), [this] { return pins_ == 0; }) &&
-      FLEET_CAN_CALL(g_host, FleetHostApi, log)) {
-    g_host->log(g_host->host_ctx, FLEET_LOG_WARN,
-                ("rpc server " + endpoint_ + ": gRPC still holds " + std::to_string(pins_) +
-                 " get replies after 30 s")
-                    .c_str());
+  // after server_destroy, so wait for the last on_get_done. Past the wait, later releases skip
+  // on_get_done: their tokens leak rather than reach a host object that may be gone.
+  PinState& state = *pin_state_;
+  std::unique_lock<std::mutex> lock(state.mu);
+  if (!state.cv.wait_for(lock, std::chrono::seconds(30), [&] { return state.pins == 0; })) {
+    state.gone = true;
+    const int64_t left = state.pins;
+    // Releases already inside on_get_done finish it before the host may go away.
+    const bool settled =
+        state.cv.wait_for(lock, std::chrono::seconds(10), [&] { return state.calling == 0; });
+    lock.unlock();
+    if (FLEET_CAN_CALL(g_host, FleetHostApi, log)) {
+      std::string text = "rpc server " + endpoint_ + ": gRPC still holds " +
+                         std::to_string(left) +
+                         " get replies after 30 s; their on_get_done will not be called (the "
+                         "lent variables leak)";
+      if (!settled) text += "; an on_get_done call did not return within 10 s";
+      g_host->log(g_host->host_ctx, FLEET_LOG_WARN, text.c_str());
+    }
   }
 }
 

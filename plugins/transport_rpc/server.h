@@ -11,12 +11,22 @@
 //   Complete  on_complete.
 // A handler's error travels back as the call's status (canonical code, the handler's message).
 //
+// A Barrier or Complete whose client already gave up (gRPC reports the call cancelled before
+// the handler would run) is not passed to the handler.
+//
 // Threading: Stop and the destructor may run on any thread but not in a handler. Stop cancels
-// calls in flight (clients see ABORTED) and returns when every handler has returned, so a host
-// handler blocked on its own wait delays it until that wait ends.
+// the calls in flight at the transport level, but a host handler blocked on its own wait is not
+// woken by that: Stop returns only when every handler has returned, so the host must end such
+// waits first.
+//
+// Lifetime: the destructor waits up to 30 s for gRPC to release the Get replies it still
+// references (each release calls on_get_done). A release that comes later finds the server
+// gone and skips on_get_done (the host's handlers may be destroyed by then): that token leaks,
+// the lesser evil next to a call into freed memory.
 #pragma once
 
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -44,18 +54,28 @@ class RpcServer {
   friend class Service;
   RpcServer();
 
-  // A Get's pinned tensor was released by gRPC: on_get_done has run.
-  void PinReleased();
+  // What a Get reply's release needs, shared with the release closures so it outlives the
+  // server: the count of replies gRPC still references and whether the server is gone.
+  struct PinState {
+    std::mutex mu;
+    std::condition_variable cv;
+    FleetTransportHandlers handlers{};
+    int64_t pins = 0;     // Get replies whose memory gRPC still references
+    int64_t calling = 0;  // releases inside on_get_done right now
+    bool gone = false;    // the server was destroyed: skip on_get_done
+  };
+  // Counts a Get reply that lends `token` and returns the closure that releases it: it calls
+  // on_get_done unless the server is gone.
+  std::function<void()> PinGet(void* token);
 
   FleetTransportHandlers handlers_{};
   Options options_;
   std::string endpoint_;
   std::unique_ptr<Service> service_;
   std::unique_ptr<grpc::Server> server_;
+  std::shared_ptr<PinState> pin_state_ = std::make_shared<PinState>();
   std::mutex mu_;
-  std::condition_variable cv_;
   bool stopped_ = false;
-  int64_t pins_ = 0;  // Get replies whose memory gRPC still references
 };
 
 }  // namespace fleet_rpc
