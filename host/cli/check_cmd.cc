@@ -2,11 +2,16 @@
 // validate the config, load exactly the plugins it selects, resolve the selected components and
 // ask the device what it has. With a program, also build it through every stage, verify it,
 // run its startup program and prepare its main program for [train].batch_size, so a missing
-// kernel or a shape that does not fit shows up before a job is launched. No socket is opened.
+// kernel or a shape that does not fit shows up before a job is launched. For a trainer or
+// server of a distributed job (from the role, as `run` resolves it) the communicator or
+// transport is loaded and the transpiled programs are built and verified too. No socket is
+// opened.
 #include "cli/cli.h"
 #include "cli/pipeline.h"
 #include "cli/train_loop.h"
+#include "dist/role.h"
 #include "ir/verifier.h"
+#include "passes/builtin_passes.h"
 #include "plugin/device.h"
 #include "plugin/registry.h"
 #include "plugin/selection.h"
@@ -22,7 +27,12 @@ int CheckCommand(const GlobalOptions& global, const std::vector<std::string>& ar
   }
   auto config = LoadConfigFor(global);
   if (!config.ok()) return Fail(err, config.status());
+  // The role decides what "auto" means, and so which communicator or transport is loaded.
+  auto role = ResolveRole(*config, ProcessEnvironment());
+  if (!role.ok()) return Fail(err, role.status());
+  config->strategy_mode = EffectiveStrategy(*config, *role);
   PluginRegistry registry(LoadOptionsFor(*config));
+  if (Status s = RegisterBuiltinPasses(registry); !s.ok()) return Fail(err, s);
   auto selection = LoadSelected(*config, registry);
   if (!selection.ok()) return Fail(err, selection.status());
   Device device(selection->device);
@@ -67,6 +77,19 @@ int CheckCommand(const GlobalOptions& global, const std::vector<std::string>& ar
       Status verified = ir::VerifyProgram(*program);
       if (!verified.ok()) return Fail(err, verified.WithContext(file + ": " + name));
     }
+    if (config->strategy_mode == "collective" || config->strategy_mode == "pserver") {
+      // The transpiled programs are verified by the passes; they are not prepared, since their
+      // collective or RPC ops need the job's peers.
+      auto transpiled = Transpile(*config, *role, *programs, registry);
+      if (!transpiled.ok()) return Fail(err, transpiled.status().WithContext(file));
+      out << "transpile: " << config->strategy_mode << " for " << role->role << " " << role->rank
+          << " of a job of " << role->world_size << " trainers";
+      if (config->strategy_mode == "pserver") {
+        out << " and " << role->pserver_endpoints.size() << " pservers";
+      }
+      out << ": " << transpiled->size() << " programs verified\n";
+    }
+    // The untranspiled programs hold every kernel the job runs on this device.
     auto setup = PrepareTraining(*config, *programs, registry, selection->device->name);
     if (!setup.ok()) return Fail(err, setup.status().WithContext(file));
     out << "program:   " << file << ": startup " << setup->startup_ops << " ops, main "

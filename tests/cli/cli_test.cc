@@ -450,6 +450,32 @@ std::string CleanRoleEnv(const std::string& assignments) {
   return out + assignments;
 }
 
+// In a distributed job `check` loads what the role's strategy needs and verifies the
+// transpiled programs: a trainer of a pserver job gets the transport and six programs (its
+// two and each server's two), a collective trainer the communicator and two.
+TEST(CliCheckTest, ChecksTheTranspiledJobOfTheRole) {
+  const std::string check = "--config " + (kExamples / "mlp/fleet.toml").string() + " check " +
+                            (kExamples / "mlp/mlp.fleet").string();
+  Result ps = RunHost(check, CleanRoleEnv("PADDLE_PSERVERS_IP_PORT_LIST=127.0.0.1:6170,"
+                                          "127.0.0.1:6171 PADDLE_TRAINERS_NUM=2"));
+  ASSERT_EQ(ps.exit_code, 0) << ps.err;
+  EXPECT_TRUE(Contains(ps.out, "transport: rpc from plugin 'transport_rpc'")) << ps.out;
+  EXPECT_TRUE(Contains(ps.out, "strategy:  pserver")) << ps.out;
+  EXPECT_TRUE(Contains(ps.out, "transpile: pserver for trainer 0 of a job of 2 trainers and 2 "
+                               "pservers: 6 programs verified"))
+      << ps.out;
+  Result coll = RunHost(check, CleanRoleEnv("PADDLE_TRAINERS_NUM=2 PADDLE_TRAINER_ID=1"));
+  ASSERT_EQ(coll.exit_code, 0) << coll.err;
+  EXPECT_TRUE(Contains(coll.out, "comm:      gloo from plugin 'comm_gloo'")) << coll.out;
+  EXPECT_TRUE(Contains(coll.out, "transpile: collective for trainer 1 of a job of 2 trainers: "
+                                 "2 programs verified"))
+      << coll.out;
+  // A job the pass cannot transpile fails the check, naming why.
+  Result bad = RunHost("--set strategy.mode=pserver " + check, CleanRoleEnv(""));
+  EXPECT_EQ(bad.exit_code, 1) << bad.out;
+  EXPECT_TRUE(Contains(bad.err, "pserver_endpoints")) << bad.err;
+}
+
 TEST(CliEnvTest, DefaultsToASingleTrainer) {
   TempDir cwd;
   Result r = RunHost("env", CleanRoleEnv(""), cwd.path());
