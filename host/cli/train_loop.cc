@@ -1,6 +1,7 @@
 #include "cli/train_loop.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <chrono>
 #include <map>
 #include <cmath>
@@ -205,12 +206,17 @@ class ProgressLog {
       : train_(train), samples_per_step_(samples_per_step), who_(std::move(who)), out_(out) {}
 
   // Opens the metrics file when there is one and this process writes it.
-  Status Open(bool write_metrics) {
+  // `suffix` goes before the file's extension ("m.jsonl" -> "m.trainer1.jsonl"), so processes
+  // that share a config but report for themselves do not write one file together.
+  Status Open(bool write_metrics, const std::string& suffix = "") {
     if (train_.metrics_file.empty() || !write_metrics) return OkStatus();
-    metrics_.open(train_.metrics_file, std::ios::out | std::ios::trunc);
+    std::filesystem::path path = train_.metrics_file;
+    if (!suffix.empty()) {
+      path.replace_filename(path.stem().string() + suffix + path.extension().string());
+    }
+    metrics_.open(path, std::ios::out | std::ios::trunc);
     if (!metrics_) {
-      return Unavailable("train.metrics_file: cannot open '" + train_.metrics_file +
-                         "' for writing");
+      return Unavailable("train.metrics_file: cannot open '" + path.string() + "' for writing");
     }
     return OkStatus();
   }
@@ -397,7 +403,9 @@ StatusOr<TrainSummary> Train(const Config& config, const frontend::ParsedProgram
                                  std::to_string(world_size);
   }
   ProgressLog progress(train, train.batch_size, who, out);
-  FLEET_RETURN_IF_ERROR(progress.Open(rank == 0 || world == nullptr));
+  FLEET_RETURN_IF_ERROR(progress.Open(
+      rank == 0 || world == nullptr,
+      world == nullptr && rank > 0 ? ".trainer" + std::to_string(rank) : ""));
   exec::FeedMap batch;
   double loss = 0;
   for (int64_t step = 1; step <= train.steps; ++step) {

@@ -52,8 +52,9 @@ struct TrainingSetup {
 // PsTrainerRuntime), and `trainer_id`/`trainers` say which share of the global batch is its
 // own, as rank/world_size do in a collective job. With no communicator among trainers, each
 // logs its own loss and its own samples/s, and each writes its own metrics file when
-// [train] metrics_file is set; trainer 0 writes save_params_dir (the parameters it last
-// received).
+// [train] metrics_file is set (trainer 0 the file named, trainer t > 0 the name with
+// ".trainer<t>" before its extension); trainer 0 writes save_params_dir (the parameters it
+// last received).
 struct TrainDist {
   Job* job = nullptr;                      // with collectives() for a collective job
   const ir::Program* main_local = nullptr; // local_sgd's step without averaging, or null

@@ -163,8 +163,9 @@ class PserverTest : public ::testing::Test {
   std::vector<double> TrainOneProcess(const std::vector<std::string>& sets,
                                       const fs::path& program = kMlp) {
     fs::remove_all(dir_ / "one");
-    std::vector<std::string> all = With(sets, {"train.metrics_file=" + (dir_ / "one.jsonl").string(),
-                                               "train.save_params_dir=" + (dir_ / "one").string()});
+    std::vector<std::string> all =
+        With(sets, {"train.metrics_file=" + (dir_ / "one.jsonl").string(),
+                    "train.save_params_dir=" + (dir_ / "one").string()});
     fs::remove(dir_ / "one.jsonl");
     RankProcess one(RunArgs(all, program), {}, dir_ / "one.log");
     EXPECT_EQ(one.Wait(milliseconds(60000)), 0) << one.Output();
@@ -198,6 +199,14 @@ class PserverTest : public ::testing::Test {
 
 const std::vector<std::string> kSteps = {"train.steps=6", "train.log_every=1"};
 
+// A parameter-server trainer reports for itself: trainer 0 into train.metrics_file, trainer t
+// into the same name with ".trainer<t>" before the extension.
+fs::path MetricsOf(const fs::path& file, int t) {
+  if (t == 0) return file;
+  return file.parent_path() /
+         (file.stem().string() + ".trainer" + std::to_string(t) + file.extension().string());
+}
+
 // Runs one process on batches of `global` rows, then a job of `servers` x `trainers` on shares
 // of the same batches, and checks that the trainers' mean loss matches step by step (each
 // trainer's loss is the mean over its share, and the shares are equal) and that trainer 0 ends
@@ -215,15 +224,15 @@ void ExpectMatchesOneProcess(PserverTest& test, int servers, int trainers,
                 With(With(kSteps, sets), {"train.batch_size=" + std::to_string(global / trainers),
                                           "transport.timeout_s=60"}),
                 program, nullptr, [&](int t) {
-                  std::vector<std::string> s = {"train.metrics_file=" +
-                                                (dir / ("t" + std::to_string(t) + ".jsonl")).string()};
+                  // Every trainer is given the same file and writes its own (see MetricsOf).
+                  std::vector<std::string> s = {"train.metrics_file=" + (dir / "m.jsonl").string()};
                   if (t == 0) s.push_back("train.save_params_dir=" + (dir / "ps").string());
                   return s;
                 });
   test.ExpectJobSucceeds();
   std::vector<double> mean(one.size(), 0.0);
   for (int t = 0; t < trainers; ++t) {
-    std::vector<double> losses = PserverTest::Losses(dir / ("t" + std::to_string(t) + ".jsonl"));
+    std::vector<double> losses = PserverTest::Losses(MetricsOf(dir / "m.jsonl", t));
     ASSERT_EQ(losses.size(), one.size()) << "trainer " << t;
     for (size_t i = 0; i < one.size(); ++i) mean[i] += losses[i] / trainers;
   }
@@ -277,13 +286,12 @@ TEST_F(PserverTest, AsyncTrainingConverges) {
   StartJob(2, 2,
            {"train.steps=150", "train.log_every=10", "train.batch_size=32",
             "strategy.sync_mode=false", "transport.timeout_s=60"},
-           kMlp, nullptr, [&](int t) {
-             return std::vector<std::string>{
-                 "train.metrics_file=" + (dir_ / ("t" + std::to_string(t) + ".jsonl")).string()};
+           kMlp, nullptr, [&](int) {
+             return std::vector<std::string>{"train.metrics_file=" + (dir_ / "m.jsonl").string()};
            });
   ExpectJobSucceeds();
   for (int t = 0; t < 2; ++t) {
-    std::vector<double> losses = Losses(dir_ / ("t" + std::to_string(t) + ".jsonl"));
+    std::vector<double> losses = Losses(MetricsOf(dir_ / "m.jsonl", t));
     ASSERT_GE(losses.size(), 10u) << "trainer " << t;
     EXPECT_LT(losses.back(), 0.75 * losses.front()) << "trainer " << t;
   }
