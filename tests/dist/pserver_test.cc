@@ -281,10 +281,11 @@ TEST_F(PserverTest, OneServerFourTrainersMatchOneProcess) {
 }
 
 // Async mode applies each gradient as it arrives: no equivalence, but on the learnable synthetic
-// data the loss must still fall well below where it started.
+// data the loss must still fall well below where it started. Single batches are noisy, so the
+// first ten steps' mean is compared with the last ten's.
 TEST_F(PserverTest, AsyncTrainingConverges) {
   StartJob(2, 2,
-           {"train.steps=150", "train.log_every=10", "train.batch_size=32",
+           {"train.steps=150", "train.log_every=1", "train.batch_size=32",
             "strategy.sync_mode=false", "transport.timeout_s=60"},
            kMlp, nullptr, [&](int) {
              return std::vector<std::string>{"train.metrics_file=" + (dir_ / "m.jsonl").string()};
@@ -292,8 +293,13 @@ TEST_F(PserverTest, AsyncTrainingConverges) {
   ExpectJobSucceeds();
   for (int t = 0; t < 2; ++t) {
     std::vector<double> losses = Losses(MetricsOf(dir_ / "m.jsonl", t));
-    ASSERT_GE(losses.size(), 10u) << "trainer " << t;
-    EXPECT_LT(losses.back(), 0.75 * losses.front()) << "trainer " << t;
+    ASSERT_EQ(losses.size(), 150u) << "trainer " << t;
+    double first = 0, last = 0;
+    for (size_t i = 0; i < 10; ++i) {
+      first += losses[i] / 10;
+      last += losses[losses.size() - 1 - i] / 10;
+    }
+    EXPECT_LT(last, 0.75 * first) << "trainer " << t;
   }
 }
 
