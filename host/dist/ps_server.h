@@ -63,7 +63,7 @@ namespace fleet {
 
 struct PsServerOptions {
   std::chrono::milliseconds timeout{300000};  // every wait for trainers
-  std::filesystem::path save_params_dir;      // empty: do not save
+  std::filesystem::path save_params_dir;      // empty: do not save (run: <dir>/pserver.<i>)
   int32_t num_threads = 1;                    // CPU threads per kernel
   uint64_t seed = 1;                          // the startup program's random ops
   int32_t device_ordinal = 0;

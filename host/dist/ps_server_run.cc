@@ -23,7 +23,12 @@ Status RunPserver(const Config& config, const Role& role,
   const TransportOptions transport_options = TransportOptionsFrom(config);
   PsServerOptions options;
   options.timeout = transport_options.timeout;
-  options.save_params_dir = config.train.save_params_dir;
+  // A server's blocks go to a directory of its own: under a launcher every process shares the
+  // config, and trainer 0 writes the whole parameters into save_params_dir itself.
+  if (!config.train.save_params_dir.empty()) {
+    options.save_params_dir =
+        config.train.save_params_dir / ("pserver." + std::to_string(role.rank));
+  }
   options.num_threads = static_cast<int32_t>(config.train.threads);
   options.seed = static_cast<uint64_t>(config.train.seed);
   FLEET_ASSIGN_OR_RETURN(std::unique_ptr<PsServer> server,
@@ -51,8 +56,8 @@ Status RunPserver(const Config& config, const Role& role,
   if (!s.ok()) return s;
   out << "pserver " << server->pserver_id() << " done: every trainer completed";
   if (server->sync()) out << " after " << server->rounds() << " rounds";
-  if (!config.train.save_params_dir.empty()) {
-    out << "; parameters saved to " << config.train.save_params_dir.string();
+  if (!options.save_params_dir.empty()) {
+    out << "; its parameter blocks saved to " << options.save_params_dir.string();
   }
   out << "\n";
   return OkStatus();

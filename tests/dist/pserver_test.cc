@@ -152,6 +152,7 @@ class PserverTest : public ::testing::Test {
     std::map<std::string, data::NpyArray> out;
     if (!fs::is_directory(dir)) return out;
     for (const auto& e : fs::directory_iterator(dir)) {
+      if (e.path().extension() != ".npy") continue;  // the servers' pserver.N/ directories
       auto a = data::ReadNpy(e.path());
       EXPECT_TRUE(a.ok()) << a.status().ToString();
       if (a.ok()) out[e.path().stem().string()] = std::move(*a);
@@ -223,7 +224,12 @@ void ExpectMatchesOneProcess(PserverTest& test, int servers, int trainers,
   test.StartJob(servers, trainers,
                 With(With(kSteps, sets), {"train.batch_size=" + std::to_string(global / trainers),
                                           "transport.timeout_s=60"}),
-                program, nullptr, [&](int t) {
+                program,
+                [&](int) {
+                  return std::vector<std::string>{"train.save_params_dir=" +
+                                                  (dir / "ps").string()};
+                },
+                [&](int t) {
                   // Every trainer is given the same file and writes its own (see MetricsOf).
                   std::vector<std::string> s = {"train.metrics_file=" + (dir / "m.jsonl").string()};
                   if (t == 0) s.push_back("train.save_params_dir=" + (dir / "ps").string());
@@ -241,6 +247,34 @@ void ExpectMatchesOneProcess(PserverTest& test, int servers, int trainers,
   }
   PserverTest::ExpectSameParams(PserverTest::Params(dir / "one"), PserverTest::Params(dir / "ps"),
                                 tol);
+  // The servers' own blocks (ps/pserver.N/NAME[.block<k>].npy), put back together along dim 0,
+  // are the same parameters: what the trainers fetched is what the servers hold.
+  std::map<std::string, std::map<int, data::NpyArray>> blocks;
+  for (int i = 0; i < servers; ++i) {
+    for (auto& [name, array] :
+         PserverTest::Params(dir / "ps" / ("pserver." + std::to_string(i)))) {
+      const size_t at = name.rfind(".block");
+      if (at == std::string::npos) {
+        blocks[name][0] = std::move(array);
+      } else {
+        blocks[name.substr(0, at)][std::stoi(name.substr(at + 6))] = std::move(array);
+      }
+    }
+  }
+  std::map<std::string, data::NpyArray> joined;
+  for (auto& [name, parts] : blocks) {
+    data::NpyArray whole = parts.begin()->second;
+    whole.bytes.clear();
+    whole.dims[0] = 0;
+    int expect = 0;
+    for (auto& [k, part] : parts) {
+      EXPECT_EQ(k, expect++) << name << ": a block is missing";
+      whole.dims[0] += part.dims.empty() ? 1 : part.dims[0];
+      whole.bytes.insert(whole.bytes.end(), part.bytes.begin(), part.bytes.end());
+    }
+    joined[name] = std::move(whole);
+  }
+  PserverTest::ExpectSameParams(PserverTest::Params(dir / "one"), joined, tol);
 }
 
 }  // namespace
