@@ -356,19 +356,27 @@ TEST_F(PserverTest, KilledTrainerIsNamedByTheServers) {
   EXPECT_NE(code, -1) << "trainer 0 hung: " << trainers_[0]->Output();
 }
 
-// A pserver killed mid-run: every trainer fails within its RPC deadline (plus retries), naming
-// the server's endpoint.
+// A pserver killed mid-run: every trainer fails within its RPC deadline (plus retries). The
+// ones that were talking to it name its endpoint; one that was waiting on the other server may
+// instead hear that server's own failure (a trainer that went away), which names the trainer.
 TEST_F(PserverTest, KilledServerIsNamedByTheTrainers) {
   StartJob(2, 2, {"train.steps=100000", "train.log_every=1", "transport.timeout_s=3",
                   "transport.retries=1"});
   std::this_thread::sleep_for(milliseconds(2500));
   kill(servers_[1]->pid(), SIGKILL);
+  int named = 0;
   for (auto& t : trainers_) {
     const int code = t->Wait(milliseconds(20000));
     EXPECT_NE(code, 0) << t->Output();
     EXPECT_NE(code, -1) << "a trainer hung: " << t->Output();
-    EXPECT_NE(t->Output().find(endpoints_[1]), std::string::npos) << t->Output();
+    const std::string out = t->Output();
+    if (out.find(endpoints_[1]) != std::string::npos) {
+      ++named;
+    } else {
+      EXPECT_NE(out.find("did not reach the batch barrier"), std::string::npos) << out;
+    }
   }
+  EXPECT_GE(named, 1) << "no trainer named the killed server " << endpoints_[1];
   const int code = servers_[0]->Wait(milliseconds(20000));
   EXPECT_NE(code, -1) << "server 0 hung: " << servers_[0]->Output();
 }
