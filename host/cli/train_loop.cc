@@ -11,12 +11,14 @@
 #include <fstream>
 #include <memory>
 
+#include "checkpoint/init_from.h"
 #include "cli/pipeline.h"
 #include "data/npy.h"
 #include "data/source.h"
 #include "executor/executor.h"
 #include "executor/parallel_runner.h"
 #include "fleet/fleet_plugin.h"
+#include "support/logging.h"
 
 namespace fleet {
 namespace {
@@ -312,11 +314,31 @@ int64_t PredictionWidth(const ir::Program& main, const std::string& label) {
   return 0;
 }
 
+// [train] init_from: the weights in that directory replace what startup gave them. `report`:
+// log how many (once per process, not once per device).
+Status InitFrom(const std::filesystem::path& dir, exec::Executor& executor,
+                const frontend::ParsedProgram& programs, bool report = true) {
+  FLEET_ASSIGN_OR_RETURN(
+      std::vector<std::string> loaded,
+      checkpoint::LoadInitialWeights(dir, executor.scope(), {&programs.startup, &programs.main}));
+  if (report) Log().info("init_from: loaded {} vars from {}", loaded.size(), dir.string());
+  return OkStatus();
+}
+
 StatusOr<TrainingSetup> PrepareTraining(const Config& config,
                                         const frontend::ParsedProgram& programs,
                                         const PluginRegistry& registry,
                                         const std::string& device, const TrainDist& dist) {
   const Config::Train& train = config.train;
+  const bool collective = dist.job != nullptr && dist.job->collectives() != nullptr;
+  if (!train.init_from.empty() && !collective && dist.host_kernels != nullptr) {
+    // A parameter-server trainer's startup receives its parameters from the servers, and the
+    // servers initialise them from their own startup programs: weights loaded here would be
+    // overwritten by the first receive.
+    return FailedPrecondition(
+        "train.init_from is not supported in parameter-server training yet: the servers hold "
+        "the parameters, and they do not load initial weights");
+  }
   if (programs.loss.empty()) {
     return InvalidArgument("the program has no minimize(...): run needs a loss to train");
   }
@@ -340,7 +362,7 @@ StatusOr<TrainingSetup> PrepareTraining(const Config& config,
   options.num_threads = static_cast<int32_t>(train.threads);
   options.seed = static_cast<uint64_t>(train.seed);
   options.profile = train.profile;
-  if (dist.job != nullptr && dist.job->collectives() != nullptr) {
+  if (collective) {
     options.host_kernels = dist.job->collectives();
     // One device per trainer on a machine; CPU trainers share the one host "device".
     if (device != "cpu") options.device_ordinal = static_cast<int32_t>(dist.job->role().local_rank);
@@ -357,6 +379,9 @@ StatusOr<TrainingSetup> PrepareTraining(const Config& config,
     if (Status s = setup.executor->Run(**startup, {}, fetched); !s.ok()) {
       return s.WithContext("startup program");
     }
+  }
+  if (!train.init_from.empty()) {
+    FLEET_RETURN_IF_ERROR(InitFrom(train.init_from, *setup.executor, programs));
   }
   auto prepared = setup.executor->Prepare(programs.main, shapes, {programs.loss});
   if (!prepared.ok()) return prepared.status().WithContext("main program");
@@ -492,6 +517,11 @@ StatusOr<TrainSummary> TrainOnDevices(const Config& config,
   FLEET_ASSIGN_OR_RETURN(std::unique_ptr<exec::ParallelRunner> runner,
                          exec::ParallelRunner::Create(registry, device, *comm, options, transpile));
   FLEET_RETURN_IF_ERROR(runner->RunStartup().WithContext("startup program"));
+  if (!train.init_from.empty()) {
+    for (int32_t d = 0; d < runner->num_devices(); ++d) {
+      FLEET_RETURN_IF_ERROR(InitFrom(train.init_from, runner->executor(d), programs, d == 0));
+    }
+  }
 
   // [train] batch_size is per device, as it is per trainer: each step draws batch_size * N rows
   // and every device gets batch_size of them.

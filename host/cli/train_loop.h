@@ -1,4 +1,5 @@
-// The training loop of `fleet-host run`: run startup once, then [train] steps of main, each with
+// The training loop of `fleet-host run`: run startup once (then, with [train] init_from, load
+// the weights of that directory: checkpoint/init_from.h), then [train] steps of main, each with
 // a batch from the [data] source, fetching the loss; progress every log_every steps to `out`
 // and, when [train] metrics_file is set, one JSON object per logged step to that file.
 //

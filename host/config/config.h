@@ -110,6 +110,10 @@ struct Config {
     // After the last step, one .npy per parameter in this directory (absolute; empty = none);
     // rank 0 writes it in a job of several trainers.
     std::filesystem::path save_params_dir;
+    // After startup, the persistable vars found here (NAME.npy per var, or the tensors of
+    // *.safetensors files) replace their initial values (absolute; empty = none). See
+    // checkpoint/init_from.h.
+    std::filesystem::path init_from;
     // At every logged step, check that every trainer holds bit-identical parameters.
     bool check_replicas = false;
   } train;

@@ -506,7 +506,7 @@ class Checker {
   void ReadTrain(const toml::table& t, Config::Train& out) {
     CheckKeys(t, "train",
               {"steps", "batch_size", "seed", "threads", "log_every", "metrics_file", "profile",
-               "save_params_dir", "check_replicas"});
+               "save_params_dir", "init_from", "check_replicas"});
     ReadInt(t, "train", "steps", 1, out.steps);
     ReadInt(t, "train", "batch_size", 1, out.batch_size);
     ReadInt(t, "train", "seed", 0, out.seed);
@@ -531,6 +531,12 @@ class Checker {
         if (std::optional<fs::path> d = Path(*n, "train.save_params_dir")) {
           out.save_params_dir = *d;
         }
+      }
+    }
+    if (const toml::node* n = t.get("init_from")) {
+      const auto* s = n->as_string();
+      if (s == nullptr || !s->get().empty()) {  // "" is the default: none
+        if (std::optional<fs::path> d = Path(*n, "train.init_from")) out.init_from = *d;
       }
     }
   }

@@ -79,6 +79,7 @@ void ExpectDefaults(const Config& config) {
   EXPECT_EQ(config.train.metrics_file, "");
   EXPECT_FALSE(config.train.profile);
   EXPECT_TRUE(config.train.save_params_dir.empty());
+  EXPECT_TRUE(config.train.init_from.empty());
   EXPECT_FALSE(config.train.check_replicas);
   EXPECT_EQ(config.data.source, "synthetic");
   EXPECT_EQ(config.data.label, "");
@@ -140,7 +141,7 @@ TEST(ConfigTest, ExampleFileShowsEveryKey) {
                            "min_block_size = ", "split_method = ", "pserver_init = ", "[train]",
                            "steps = ", "batch_size = ", "seed = ", "threads = ", "log_every = ",
                            "metrics_file = ", "profile = ", "save_params_dir = ",
-                           "check_replicas = ", "[data]", "source = ", "label = ", "classes = ",
+                           "init_from = ", "check_replicas = ", "[data]", "source = ", "label = ", "classes = ",
                            "[data.files]", "[data.csv]", "path = ", "header = ",
                            "[data.csv.columns]", "[role]", "role = ", "rank = ",
                            "world_size = ", "trainer_endpoints = ", "current_endpoint = ",
@@ -762,6 +763,28 @@ z = [5, 4]
   EXPECT_EQ(config->data.csv_columns.at("x"), (std::vector<int64_t>{0, 1, 2}));
   EXPECT_EQ(config->data.csv_columns.at("y"), (std::vector<int64_t>{3}));
   EXPECT_EQ(config->data.csv_columns.at("z"), (std::vector<int64_t>{5, 4}));
+}
+
+TEST(ConfigTrainDataTest, InitFromIsAPathLikeSaveParamsDir) {
+  // In a file: relative to the file's directory; with --set: relative to the current one.
+  StatusOr<Config> config = ParseConfig("[train]\ninit_from = \"weights\"\n", "fleet.toml",
+                                        "/etc/fleet", {});
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->train.init_from, fs::path("/etc/fleet/weights"));
+  config = ParseConfig("[train]\ninit_from = \"/abs/w\"\n", "fleet.toml", "/etc/fleet", {});
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->train.init_from, fs::path("/abs/w"));
+  config = ParseConfig("", "fleet.toml", "/etc/fleet", {"train.init_from=w2"});
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->train.init_from, fs::current_path() / "w2");
+  config = ParseConfig("[train]\ninit_from = \"\"\n", "fleet.toml", "/etc/fleet", {});
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_TRUE(config->train.init_from.empty());
+  config = ParseConfig("[train]\ninit_from = 3\n", "fleet.toml", "/etc/fleet", {});
+  ASSERT_FALSE(config.ok());
+  EXPECT_NE(config.status().message().find("fleet.toml:2:13: train.init_from: "),
+            std::string::npos)
+      << config.status().message();
 }
 
 TEST(ConfigTrainDataTest, BadValuesHavePositions) {
