@@ -4,12 +4,14 @@
 # missing. Needs root (or sudo). The CUDA Toolkit, cuDNN and NCCL are not Debian packages; the
 # CUDA plugins build when CMake finds them and are skipped otherwise. iproute2 gives the
 # two-host test its network namespaces; the openssl CLI makes the transport tests' certificates.
+# ocl-icd-opencl-dev is only a Recommends of libdnnl-dev, but oneDNN's CMake package requires
+# OpenCL, so without it configuring fails on a machine that never had it.
 set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config python3 python3-numpy
   libboost-dev libtomlplusplus-dev libspdlog-dev nlohmann-json3-dev
-  libgtest-dev libgmock-dev libdnnl-dev libgloo-dev
+  libgtest-dev libgmock-dev libdnnl-dev ocl-icd-opencl-dev libgloo-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler-grpc openssl
   iproute2
 )
