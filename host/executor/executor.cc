@@ -412,7 +412,7 @@ Status Executor::Run(PreparedProgram& p, const FeedMap& feeds, std::vector<HostT
   for (size_t i = 0; i < p.calls_.size(); ++i) {
     std::chrono::steady_clock::time_point start;
     if (options_.profile) start = std::chrono::steady_clock::now();
-    Status s = p.calls_[i]->Launch();
+    Status s = p.calls_[i]->Launch(p.next_launch_index_);
     if (!s.ok()) return Status(s.code(), "op #" + std::to_string(i) + ": " + s.message());
     if (options_.profile) {
       p.op_seconds_[i] +=
@@ -420,6 +420,7 @@ Status Executor::Run(PreparedProgram& p, const FeedMap& feeds, std::vector<HostT
     }
   }
   ++p.runs_;
+  ++p.next_launch_index_;
   if (fetched.size() != p.fetches_.size()) fetched.resize(p.fetches_.size());
   for (size_t i = 0; i < p.fetches_.size(); ++i) {
     const PreparedProgram::Binding& f = p.fetches_[i];

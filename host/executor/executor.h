@@ -72,6 +72,12 @@ class PreparedProgram {
   const std::vector<double>& op_seconds() const { return op_seconds_; }
   int64_t runs() const { return runs_; }
 
+  // The launch index (FleetKernelContext.launch_index) the next run hands its kernels; one
+  // more after each run. A resumed job sets it to the number of runs the interrupted job had
+  // made, so random kernels continue its streams.
+  uint64_t next_launch_index() const { return next_launch_index_; }
+  void set_next_launch_index(uint64_t index) { next_launch_index_ = index; }
+
  private:
   friend class Executor;
   PreparedProgram() = default;
@@ -99,6 +105,7 @@ class PreparedProgram {
   size_t scratch_bytes_ = 0;
   std::vector<double> op_seconds_;  // sized at prepare, so profiling allocates nothing per run
   int64_t runs_ = 0;
+  uint64_t next_launch_index_ = 0;
 };
 
 class Executor {

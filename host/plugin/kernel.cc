@@ -153,7 +153,7 @@ std::unique_ptr<KernelCall> KernelCall::Create(const KernelCandidate& kernel,
   for (auto& at : call->attrs_) call->attr_ptrs_.push_back(&at);
 
   FleetKernelContext& c = call->context_;
-  c.struct_size = FLEET_STRUCT_SIZE(FleetKernelContext, seed);
+  c.struct_size = FLEET_STRUCT_SIZE(FleetKernelContext, launch_index);
   c.op_type = a.op_type.c_str();
   c.num_inputs = call->in_slot_ptrs_.size();
   c.inputs = call->in_slot_ptrs_.data();
@@ -199,7 +199,8 @@ void KernelCall::SetData(bool output, size_t slot, size_t i, void* data) {
   (output ? out_tensors_ : in_tensors_)[slot][i].data = data;
 }
 
-Status KernelCall::Launch() {
+Status KernelCall::Launch(uint64_t launch_index) {
+  context_.launch_index = launch_index;
   // The hot path: build no message unless the kernel failed.
   FleetStatus* s = kernel_.def->launch(kernel_.component->ctx, &context_, state_);
   if (s == nullptr) return OkStatus();

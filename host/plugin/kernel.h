@@ -73,8 +73,9 @@ class KernelCall {
   void SetData(bool output, size_t slot, size_t i, void* data);
   void SetScratch(void* scratch) { context_.scratch = scratch; }
   void SetStream(FleetStream* stream) { context_.stream = stream; }
-  // The kernel's `launch`. Errors name the op and the plugin.
-  Status Launch();
+  // The kernel's `launch`, with FleetKernelContext.launch_index set to `launch_index`. Errors
+  // name the op and the plugin.
+  Status Launch(uint64_t launch_index);
 
   const KernelCandidate& kernel() const { return kernel_; }
   const std::string& op_type() const { return args_.op_type; }

@@ -547,13 +547,21 @@ static_assert(FLEET_SHAPE_MAX_DIMS == 8);
 // =================================================================================================
 // end of ABI 1.0
 // =================================================================================================
+
+// ABI 1.1: FleetKernelContext gains launch_index; everything of 1.0 above stays where it was.
+FLEET_FROZEN_MEMBER(FleetKernelContext, launch_index, 96, uint64_t);
+FLEET_FROZEN_SIZE(FleetKernelContext, launch_index, 104);
+
+// =================================================================================================
+// end of ABI 1.1
+// =================================================================================================
 #endif  // LP64
 
 // ---- not frozen: checks that move with the current version --------------------------------------
 
 // Bumping the minor needs a new frozen block above (and a CHANGELOG line); this assert is the
 // reminder. Update it together with the new block.
-static_assert(FLEET_ABI_MINOR == 0, "new ABI minor: add its frozen block to abi_layout_test.cc");
+static_assert(FLEET_ABI_MINOR == 1, "new ABI minor: add its frozen block to abi_layout_test.cc");
 
 // The host's Status codes are the ABI's codes, so a plugin's status converts without a table.
 static_assert(static_cast<int>(fleet::Code::kOk) == FLEET_CODE_OK);

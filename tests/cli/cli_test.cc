@@ -75,7 +75,7 @@ TEST(CliTest, HelpAndVersion) {
 
   Result version = RunHost("--version");
   EXPECT_EQ(version.exit_code, 0);
-  EXPECT_TRUE(Contains(version.out, "(plugin ABI 1.0)")) << version.out;
+  EXPECT_TRUE(Contains(version.out, "(plugin ABI 1.1)")) << version.out;
 }
 
 TEST(CliTest, UsageErrorsExitWithTwo) {

@@ -241,7 +241,7 @@ Status OpRunner::Run(const ir::Op& op, VarMap& vars, uint64_t seed) {
     if (p.ok()) call->SetScratch(*p);
     else status = p.status();
   }
-  if (status.ok()) status = call->Launch();
+  if (status.ok()) status = call->Launch(/*launch_index=*/0);
   if (status.ok()) status = device.Synchronize(0);
   for (size_t s = 0; s < out_slots.size() && status.ok(); ++s) {
     const auto& names = op.Output(out_slots[s].name);

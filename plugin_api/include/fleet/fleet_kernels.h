@@ -50,6 +50,13 @@ typedef struct FleetKernelContext {
   FleetStream* stream;                  /* where to enqueue work; NULL = run synchronously */
   void* scratch;                        /* launch only: scratch_bytes from prepare, or NULL */
   uint64_t seed;                        /* per-op seed for random ops, stable across runs */
+  /* 1.1: which run of the prepared program this launch belongs to: 0 on the first, then one
+   * more each run; 0 in supports and prepare. A resumed job
+   * continues the count of the job it resumes, so a kernel that draws new random numbers on
+   * every launch (dropout) derives them from seed and launch_index, not from a count of its
+   * own, and a resumed job draws what the uninterrupted one would have. Read it only when
+   * FLEET_HAS_FIELD(kc, FleetKernelContext, launch_index). */
+  uint64_t launch_index;
 } FleetKernelContext;
 
 typedef struct FleetKernelDef {

@@ -63,8 +63,13 @@ FleetStatus* Dropout(void*, const FleetKernelContext* kc, void* state) {
     } else if (BoolAttr(kc, "fix_seed")) {
       key = Mix(static_cast<uint64_t>(IntAttr(kc, "seed")));
     } else {
+      // Hosts of ABI 1.1 count launches across a resume; older ones leave the count to us.
       uint64_t step = 0;
-      if (auto* s = static_cast<DropoutState*>(state)) step = s->launches++;
+      if (FLEET_HAS_FIELD(kc, FleetKernelContext, launch_index)) {
+        step = kc->launch_index;
+      } else if (auto* s = static_cast<DropoutState*>(state)) {
+        step = s->launches++;
+      }
       key = Mix(kc->seed ^ Mix(step + 0x5eedULL));
     }
     const T keep_prob = static_cast<T>(1.0 - p);
