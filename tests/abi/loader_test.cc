@@ -294,7 +294,8 @@ TEST(LoaderFixtures, NewerMinorLoadsAndTheUnknownKindIsNoted) {
 
 TEST(LoaderFixtures, WrongMajorIsRejectedNamingBothMajors) {
   ExpectRejected("wrong_major", Code::kFailedPrecondition,
-                 {"ABI major 2", "this host speaks ABI 1.0", FLEET_PLUGIN_ENTRY_V1});
+                 {"ABI major 2", "this host speaks ABI 1." + std::to_string(FLEET_ABI_MINOR),
+                  FLEET_PLUGIN_ENTRY_V1});
 }
 
 TEST(LoaderFixtures, MissingSymbolIsRejected) {
