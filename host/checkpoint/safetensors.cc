@@ -1,5 +1,7 @@
 #include "checkpoint/safetensors.h"
 
+#include "checkpoint/durable_file.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -162,14 +164,6 @@ StatusOr<json> ParseHeader(std::string_view text, std::string_view source) {
   return header;
 }
 
-Status SyncDirectory(const fs::path& dir) {
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
-  if (fd < 0) return OkStatus();  // best effort: some filesystems refuse to open directories
-  ::fsync(fd);
-  ::close(fd);
-  return OkStatus();
-}
-
 }  // namespace
 
 std::string_view SafeTensorsDtypeName(ir::DataType dtype) {
@@ -264,15 +258,11 @@ StatusOr<SafeTensors> ParseSafeTensors(std::span<const uint8_t> bytes, std::stri
 }
 
 StatusOr<SafeTensors> ReadSafeTensors(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return NotFound("cannot open '" + file.string() + "': " + std::strerror(errno));
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
-                             std::istreambuf_iterator<char>());
-  if (in.bad()) return Unavailable("cannot read '" + file.string() + "'");
+  FLEET_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, ReadWholeFile(file));
   return ParseSafeTensors(bytes, file.string());
 }
 
-StatusOr<std::vector<uint8_t>> EncodeSafeTensors(const SafeTensors& st) {
+StatusOr<std::vector<uint8_t>> SafeTensorsHeader(const SafeTensors& st) {
   json header = json::object();
   if (!st.metadata.empty()) header["__metadata__"] = st.metadata;
   uint64_t at = 0;
@@ -305,50 +295,24 @@ StatusOr<std::vector<uint8_t>> EncodeSafeTensors(const SafeTensors& st) {
   const uint64_t n = text.size();
   for (int i = 0; i < 8; ++i) out[static_cast<size_t>(i)] = static_cast<uint8_t>(n >> (8 * i));
   out.insert(out.end(), text.begin(), text.end());
-  out.reserve(out.size() + at);
+  return out;
+}
+
+StatusOr<std::vector<uint8_t>> EncodeSafeTensors(const SafeTensors& st) {
+  FLEET_ASSIGN_OR_RETURN(std::vector<uint8_t> out, SafeTensorsHeader(st));
   for (const NamedTensor& t : st.tensors) {
     out.insert(out.end(), t.tensor.bytes.begin(), t.tensor.bytes.end());
   }
   return out;
 }
 
-Status WriteSafeTensors(const fs::path& file, const SafeTensors& st) {
-  auto encoded = EncodeSafeTensors(st);
-  if (!encoded.ok()) return encoded.status().WithContext(file.string());
-  const std::vector<uint8_t>& bytes = *encoded;
-  const fs::path tmp = file.string() + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    return Unavailable("cannot create '" + tmp.string() + "': " + std::strerror(errno));
-  }
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      const std::string why = std::strerror(errno);
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return Unavailable("cannot write '" + tmp.string() + "': " + why);
-    }
-    done += static_cast<size_t>(w);
-  }
-  const bool synced = ::fsync(fd) == 0;
-  const std::string sync_error = synced ? "" : std::strerror(errno);
-  if (::close(fd) != 0 || !synced) {
-    const std::string why = synced ? std::strerror(errno) : sync_error;
-    ::unlink(tmp.c_str());
-    return Unavailable("cannot flush '" + tmp.string() + "': " + why);
-  }
-  std::error_code ec;
-  fs::rename(tmp, file, ec);
-  if (ec) {
-    ::unlink(tmp.c_str());
-    return Unavailable("cannot rename '" + tmp.string() + "' to '" + file.string() +
-                       "': " + ec.message());
-  }
-  const fs::path dir = file.has_parent_path() ? file.parent_path() : fs::path(".");
-  return SyncDirectory(dir);
+StatusOr<uint32_t> WriteSafeTensors(const fs::path& file, const SafeTensors& st) {
+  auto header = SafeTensorsHeader(st);
+  if (!header.ok()) return header.status().WithContext(file.string());
+  // The tensors go to disk from their own memory: no second copy of a whole checkpoint.
+  std::vector<std::span<const uint8_t>> pieces{*header};
+  for (const NamedTensor& t : st.tensors) pieces.emplace_back(t.tensor.bytes);
+  return WriteFileDurably(file, pieces);
 }
 
 }  // namespace fleet::checkpoint

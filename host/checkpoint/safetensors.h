@@ -50,6 +50,10 @@ StatusOr<SafeTensors> ParseSafeTensors(std::span<const uint8_t> bytes, std::stri
 // Reads and decodes `file`.
 StatusOr<SafeTensors> ReadSafeTensors(const std::filesystem::path& file);
 
+// The first bytes of a file holding `st`: the length and the JSON header, which the tensors'
+// bytes follow in order. Errors as EncodeSafeTensors.
+StatusOr<std::vector<uint8_t>> SafeTensorsHeader(const SafeTensors& st);
+
 // The bytes of a file holding `st`: tensors in the order given, the header padded with spaces to
 // a multiple of 8 bytes so the data starts aligned. Duplicate or empty names, an unsupported
 // dtype or a tensor whose bytes disagree with its shape are INVALID_ARGUMENT naming the tensor.
@@ -57,6 +61,7 @@ StatusOr<std::vector<uint8_t>> EncodeSafeTensors(const SafeTensors& st);
 
 // Writes `st` to `file` through a temporary file beside it that is fsynced and renamed into
 // place (and the directory fsynced), so a reader sees the old file or the whole new one.
-Status WriteSafeTensors(const std::filesystem::path& file, const SafeTensors& st);
+// Returns the CRC-32 of the file's bytes (durable_file.h).
+StatusOr<uint32_t> WriteSafeTensors(const std::filesystem::path& file, const SafeTensors& st);
 
 }  // namespace fleet::checkpoint

@@ -1,0 +1,105 @@
+#include "checkpoint/durable_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstring>
+#include <limits>
+
+namespace fleet::checkpoint {
+
+namespace fs = std::filesystem;
+
+uint32_t Crc32(std::span<const uint8_t> bytes, uint32_t crc) {
+  // zlib takes a uInt length; feed it in chunks so tensors over 4 GiB are covered.
+  uLong c = crc;
+  const uint8_t* p = bytes.data();
+  size_t left = bytes.size();
+  while (left > 0) {
+    const size_t n = std::min<size_t>(left, std::numeric_limits<uInt>::max() / 2);
+    c = crc32(c, p, static_cast<uInt>(n));
+    p += n;
+    left -= n;
+  }
+  return static_cast<uint32_t>(c);
+}
+
+void SyncDirectory(const fs::path& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  ::fsync(fd);
+  ::close(fd);
+}
+
+StatusOr<uint32_t> WriteFileDurably(const fs::path& file,
+                                    const std::vector<std::span<const uint8_t>>& pieces) {
+  const fs::path tmp = file.string() + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return Unavailable("cannot create '" + tmp.string() + "': " + std::strerror(errno));
+  }
+  auto fail = [&](const std::string& what, int err) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return Unavailable("cannot " + what + " '" + tmp.string() + "': " + std::strerror(err));
+  };
+  uint32_t crc = 0;
+  for (std::span<const uint8_t> piece : pieces) {
+    crc = Crc32(piece, crc);
+    size_t done = 0;
+    while (done < piece.size()) {
+      const ssize_t w = ::write(fd, piece.data() + done, piece.size() - done);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) return fail("write", w < 0 ? errno : EIO);
+      done += static_cast<size_t>(w);
+    }
+  }
+  // The data must be on disk before the rename makes it visible under the final name.
+  if (::fsync(fd) != 0) return fail("flush", errno);
+  if (::close(fd) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    return Unavailable("cannot close '" + tmp.string() + "': " + std::strerror(err));
+  }
+  std::error_code ec;
+  fs::rename(tmp, file, ec);
+  if (ec) {
+    ::unlink(tmp.c_str());
+    return Unavailable("cannot rename '" + tmp.string() + "' to '" + file.string() +
+                       "': " + ec.message());
+  }
+  SyncDirectory(file.has_parent_path() ? file.parent_path() : fs::path("."));
+  return crc;
+}
+
+StatusOr<std::vector<uint8_t>> ReadWholeFile(const fs::path& file) {
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return NotFound("cannot open '" + file.string() + "': " + std::strerror(errno));
+  std::error_code ec;
+  const auto size = fs::file_size(file, ec);
+  if (ec) {
+    ::close(fd);
+    return Unavailable("cannot stat '" + file.string() + "': " + ec.message());
+  }
+  // Read straight into the result: checkpoints are large, and a bounce buffer doubles the copy.
+  std::vector<uint8_t> bytes(static_cast<size_t>(size));
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t r = ::read(fd, bytes.data() + done, bytes.size() - done);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) {
+      const int err = errno;
+      ::close(fd);
+      return Unavailable("cannot read '" + file.string() + "': " + std::strerror(err));
+    }
+    if (r == 0) break;  // the file shrank meanwhile: the caller's checks see the short read
+    done += static_cast<size_t>(r);
+  }
+  ::close(fd);
+  bytes.resize(done);
+  return bytes;
+}
+
+}  // namespace fleet::checkpoint

@@ -1,0 +1,33 @@
+// Files that survive a crash: written in pieces straight from the caller's memory, flushed to
+// disk, and put in place by a rename, so a reader sees the old file or the whole new one and
+// never a torn one. Checkpoints, exports and safetensors files are written through here.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "support/status.h"
+
+namespace fleet::checkpoint {
+
+// Writes the concatenation of `pieces` to `file` through `file` + ".tmp": write, fsync, close,
+// rename, then fsync the directory. Returns the CRC-32 (zlib's polynomial) of the bytes
+// written, computed as they are written. On failure nothing is left at `file`'s temporary name
+// and `file` is untouched; the message names the path and the system's reason (ENOSPC, EFBIG).
+StatusOr<uint32_t> WriteFileDurably(const std::filesystem::path& file,
+                                    const std::vector<std::span<const uint8_t>>& pieces);
+
+// fsyncs a directory, so the entries created or renamed in it are durable. Best effort on
+// filesystems that refuse to open a directory.
+void SyncDirectory(const std::filesystem::path& dir);
+
+// The CRC-32 of `bytes` continuing from `crc` (0 to start).
+uint32_t Crc32(std::span<const uint8_t> bytes, uint32_t crc = 0);
+
+// The whole file, or an error naming it.
+StatusOr<std::vector<uint8_t>> ReadWholeFile(const std::filesystem::path& file);
+
+}  // namespace fleet::checkpoint
