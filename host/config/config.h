@@ -118,6 +118,15 @@ struct Config {
     bool check_replicas = false;
   } train;
 
+  // Checkpoints (checkpoint/checkpoint.h): the whole persistable state every N steps, and
+  // resuming from the newest intact one.
+  struct Checkpoint {
+    std::filesystem::path dir;  // absolute; empty = no checkpoints
+    int64_t every_steps = 100;  // >= 1: save after every this many steps (and after the last)
+    int64_t keep = 3;           // >= 0: keep the newest this many; 0 keeps all
+    bool resume = false;        // start from the newest intact checkpoint in dir, if any
+  } checkpoint;
+
   // Where batches come from.
   struct Data {
     std::string source = "synthetic";  // synthetic, csv, npy

@@ -177,8 +177,8 @@ class Checker {
   Config Check(const toml::table& root) {
     Config config;
     CheckKeys(root, "",
-              {"plugins", "device", "comm", "transport", "log", "strategy", "train", "data",
-               "role"});
+              {"plugins", "device", "comm", "transport", "log", "strategy", "train", "checkpoint",
+               "data", "role"});
     if (const toml::table* t = Table(root, "", "plugins")) ReadPlugins(*t, config.plugins);
     if (const toml::table* t = Table(root, "", "device")) {
       CheckKeys(*t, "device", {"backend", "plugin"});
@@ -242,6 +242,9 @@ class Checker {
       }
     }
     if (const toml::table* t = Table(root, "", "train")) ReadTrain(*t, config.train);
+    if (const toml::table* t = Table(root, "", "checkpoint")) {
+      ReadCheckpoint(*t, config.checkpoint);
+    }
     if (const toml::table* t = Table(root, "", "data")) ReadData(*t, config.data);
     if (const toml::table* t = Table(root, "", "role")) ReadRole(*t, config.role);
     return config;
@@ -538,6 +541,22 @@ class Checker {
       if (s == nullptr || !s->get().empty()) {  // "" is the default: none
         if (std::optional<fs::path> d = Path(*n, "train.init_from")) out.init_from = *d;
       }
+    }
+  }
+
+  void ReadCheckpoint(const toml::table& t, Config::Checkpoint& out) {
+    CheckKeys(t, "checkpoint", {"dir", "every_steps", "keep", "resume"});
+    if (const toml::node* n = t.get("dir")) {
+      const auto* s = n->as_string();
+      if (s == nullptr || !s->get().empty()) {  // "" is the default: none
+        if (std::optional<fs::path> d = Path(*n, "checkpoint.dir")) out.dir = *d;
+      }
+    }
+    ReadInt(t, "checkpoint", "every_steps", 1, out.every_steps);
+    ReadInt(t, "checkpoint", "keep", 0, out.keep);
+    ReadBool(t, "checkpoint", "resume", out.resume);
+    if (const toml::node* n = t.get("resume"); n != nullptr && out.resume && out.dir.empty()) {
+      diag_.AtValue(*n, "checkpoint.resume", "needs checkpoint.dir");
     }
   }
 

@@ -81,6 +81,10 @@ void ExpectDefaults(const Config& config) {
   EXPECT_TRUE(config.train.save_params_dir.empty());
   EXPECT_TRUE(config.train.init_from.empty());
   EXPECT_FALSE(config.train.check_replicas);
+  EXPECT_TRUE(config.checkpoint.dir.empty());
+  EXPECT_EQ(config.checkpoint.every_steps, 100);
+  EXPECT_EQ(config.checkpoint.keep, 3);
+  EXPECT_FALSE(config.checkpoint.resume);
   EXPECT_EQ(config.data.source, "synthetic");
   EXPECT_EQ(config.data.label, "");
   EXPECT_EQ(config.data.classes, 0);
