@@ -1,4 +1,4 @@
-// `fleet-host run PROGRAM [--config FILE] [--set KEY=VALUE ...]`: parse, differentiate and
+// `fleet-host run PROGRAM [--resume] [--config FILE] [--set KEY=VALUE ...]`: parse, differentiate and
 // optimize the program, load the plugins the config selects and train on this process; or,
 // for a parameter server (role pserver), serve its part of the transpiled job until every
 // trainer has completed.
@@ -11,6 +11,7 @@
 #include <memory>
 #include <thread>
 
+#include "checkpoint/checkpoint.h"
 #include "dist/job.h"
 #include "dist/ps_server.h"
 #include "dist/ps_trainer.h"
@@ -28,9 +29,12 @@ int RunCommand(const GlobalOptions& global, const std::vector<std::string>& args
   // --config and --set may also follow the program, as in `run mlp.fleet --set train.steps=5`.
   GlobalOptions options = global;
   std::string file;
+  bool resume = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    if (a == "--config" || a == "--set") {
+    if (a == "--resume") {
+      resume = true;
+    } else if (a == "--config" || a == "--set") {
       if (i + 1 >= args.size()) {
         err << "fleet-host run: " << a << " needs a value\n";
         return kExitUsage;
@@ -51,13 +55,20 @@ int RunCommand(const GlobalOptions& global, const std::vector<std::string>& args
     }
   }
   if (file.empty()) {
-    err << "fleet-host run: which program? usage: fleet-host run PROGRAM [--config FILE] "
-           "[--set KEY=VALUE ...]\n";
+    err << "fleet-host run: which program? usage: fleet-host run PROGRAM [--resume] "
+           "[--config FILE] [--set KEY=VALUE ...]\n";
     return kExitUsage;
   }
   auto loaded = LoadConfigFor(options);
   if (!loaded.ok()) return Fail(err, loaded.status());
   Config config = *loaded;
+  if (resume) {
+    if (config.checkpoint.dir.empty()) {
+      return Fail(err, InvalidArgument("--resume needs checkpoint.dir (in [checkpoint] of " +
+                                       config.source + ", or --set checkpoint.dir=DIR)"));
+    }
+    config.checkpoint.resume = true;
+  }
   const std::map<std::string, std::string> env = ProcessEnvironment();
   auto role = ResolveRole(config, env);
   if (!role.ok()) return Fail(err, role.status());
@@ -110,6 +121,10 @@ int RunCommand(const GlobalOptions& global, const std::vector<std::string>& args
     if (!summary.ok()) return Fail(err, summary.status().WithContext(file));
     return kExitOk;
   }
+  // Every process of a job hashes the same programs: the optimized ones, before each role's
+  // transpiling, so trainers and servers recognise each other's checkpoints.
+  const std::string program_hash =
+      checkpoint::ProgramHash({&programs->startup, &programs->main});
   auto transpiled = Transpile(config, *role, *programs, registry);
   if (!transpiled.ok()) return Fail(err, transpiled.status().WithContext(file));
   if (role->is_pserver()) {
@@ -118,7 +133,7 @@ int RunCommand(const GlobalOptions& global, const std::vector<std::string>& args
                                           "selected (transport.backend)"));
     }
     Status s = RunPserver(config, *role, *transpiled, registry, selection->device->name,
-                          *selection->transport, out);
+                          *selection->transport, program_hash, out);
     if (!s.ok()) {
       return Fail(err, s.WithContext(file + " (pserver " + std::to_string(role->rank) + ")"));
     }
@@ -128,6 +143,7 @@ int RunCommand(const GlobalOptions& global, const std::vector<std::string>& args
   trainer.startup = std::move((*transpiled)["startup"]);
   trainer.main = std::move((*transpiled)["main"]);
   TrainDist dist;
+  dist.program_hash = program_hash;
   auto local = transpiled->find("main.local");
   if (local != transpiled->end()) {
     dist.main_local = &local->second;
@@ -147,6 +163,11 @@ int RunCommand(const GlobalOptions& global, const std::vector<std::string>& args
   }
   std::unique_ptr<PsTrainerRuntime> ps;
   if (config.strategy_mode == "pserver") {
+    if (!config.checkpoint.dir.empty() && !config.pserver.sync_mode) {
+      return Fail(err, FailedPrecondition("[checkpoint] dir is set, but checkpoints need a sync "
+                                          "parameter-server job (strategy.sync_mode): in async "
+                                          "mode no step is the same on every server"));
+    }
     if (selection->transport == nullptr) {
       return Fail(err, FailedPrecondition("a parameter-server trainer needs a transport, and "
                                           "none was selected (transport.backend)"));
@@ -160,6 +181,7 @@ int RunCommand(const GlobalOptions& global, const std::vector<std::string>& args
     dist.host_kernels = ps.get();
     dist.trainer_id = role->rank;
     dist.trainers = role->world_size;
+    dist.pservers = static_cast<int64_t>(role->pserver_endpoints.size());
     if (role->rank == 0) {
       out << "pserver job: " << role->world_size << " trainers, "
           << role->pserver_endpoints.size() << " pservers ("

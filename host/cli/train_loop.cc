@@ -9,8 +9,11 @@
 #include <cstring>
 #include <tuple>
 #include <fstream>
+#include <functional>
+#include <optional>
 #include <memory>
 
+#include "checkpoint/checkpoint.h"
 #include "checkpoint/init_from.h"
 #include "cli/pipeline.h"
 #include "data/npy.h"
@@ -225,6 +228,12 @@ class ProgressLog {
 
   bool Due(int64_t step) const { return step % train_.log_every == 0 || step == train_.steps; }
 
+  // A resumed job runs from `step` on: rates and the ETA count only the steps run here.
+  void StartAt(int64_t step) {
+    first_step_ = step;
+    last_logged_step_ = step - 1;
+  }
+
   // Samples per second here since the last logged step.
   double Rate(int64_t step) const {
     const double interval = std::max(Seconds(last_log_, Clock::now()), 1e-9);
@@ -234,8 +243,8 @@ class ProgressLog {
   Status Log(int64_t step, double loss, double rate) {
     const Clock::time_point now = Clock::now();
     const double elapsed = Seconds(start_, now);
-    const double eta =
-        elapsed / static_cast<double>(step) * static_cast<double>(train_.steps - step);
+    const double eta = elapsed / static_cast<double>(step - first_step_ + 1) *
+                       static_cast<double>(train_.steps - step);
     out_ << "step " << step << "/" << train_.steps << " loss " << Fixed(loss, 6) << " samples/s "
          << Fixed(rate, 1) << (who_.empty() ? "" : " (" + who_ + ")") << " eta " << Fixed(eta, 1)
          << "s\n";
@@ -260,9 +269,12 @@ class ProgressLog {
     summary_.steps = train_.steps;
     summary_.final_loss = final_loss;
     summary_.elapsed_s = Seconds(start_, Clock::now());
-    out_ << "trained " << summary_.steps << " steps in " << Fixed(summary_.elapsed_s, 2)
-         << "s: final loss " << Fixed(final_loss, 6) << ", "
-         << Fixed(static_cast<double>(summary_.steps * job_samples_per_step) /
+    const int64_t ran = train_.steps - first_step_ + 1;
+    out_ << "trained " << ran << " steps"
+         << (first_step_ > 1 ? " (resumed at step " + std::to_string(first_step_) + ")" : "")
+         << " in " << Fixed(summary_.elapsed_s, 2) << "s: final loss " << Fixed(final_loss, 6)
+         << ", "
+         << Fixed(static_cast<double>(ran * job_samples_per_step) /
                       std::max(summary_.elapsed_s, 1e-9),
                   1)
          << " samples/s"
@@ -283,6 +295,143 @@ class ProgressLog {
   const Clock::time_point start_ = Clock::now();
   Clock::time_point last_log_ = start_;
   int64_t last_logged_step_ = 0;
+  int64_t first_step_ = 1;
+};
+
+// [checkpoint]: where this trainer stands in the job's checkpoints.
+class Checkpointing {
+ public:
+  // `saves`: this process writes checkpoints (rank 0 of a collective job, a lone trainer).
+  // `pservers` > 0: the state lives on that many servers, which save it; this trainer only
+  // learns where to resume.
+  Checkpointing(const Config& config, std::string program_hash, int64_t world_size, bool saves,
+                int64_t pservers, int64_t batch_per_next)
+      : config_(config),
+        hash_(std::move(program_hash)),
+        world_size_(world_size),
+        saves_(saves && pservers == 0 && !config.checkpoint.dir.empty()),
+        pservers_(pservers),
+        batch_per_next_(batch_per_next) {}
+
+  // Restores the newest intact checkpoint, if [checkpoint] resume and there is one, and
+  // returns the first step to run (1 without one). `world`: every trainer must resume the same
+  // step. The source is moved past what it had delivered, and the prepared programs' launch
+  // indices continue (local_sgd: `averages(s)` says which of the two ran at step s).
+  StatusOr<int64_t> Resume(TrainingSetup& setup, Communicator* world,
+                           const std::function<bool(int64_t)>& averages) {
+    const Config::Checkpoint& c = config_.checkpoint;
+    if (!c.resume || c.dir.empty()) return int64_t{1};
+    std::vector<std::string> warnings;
+    FLEET_ASSIGN_OR_RETURN(
+        std::optional<checkpoint::LoadedCheckpoint> found,
+        checkpoint::FindLatestCheckpoint(c.dir, hash_, pservers_ > 0 ? "pserver.0" : "",
+                                         std::max<int64_t>(pservers_, 1), warnings));
+    for (const std::string& w : warnings) Log().warn("checkpoint: {}", w);
+    const int64_t step = found ? found->info.step : 0;
+    if (world != nullptr) {
+      int64_t range[2] = {step, -step};  // MAX of both: the largest and the smallest step
+      FLEET_RETURN_IF_ERROR(
+          world->AllReduceHost(range, FLEET_DTYPE_INT64, 2, FLEET_REDUCE_MAX)
+              .WithContext("checkpoint resume"));
+      if (range[0] != -range[1]) {
+        return FailedPrecondition(
+            "checkpoint resume: the trainers found different checkpoints in '" +
+            c.dir.string() + "' (this one step " + std::to_string(step) + ", others up to step " +
+            std::to_string(range[0]) + " and down to " + std::to_string(-range[1]) +
+            "); every trainer must see the same checkpoint directory");
+      }
+    }
+    if (!found) {
+      Log().info("checkpoint: nothing to resume in {}; starting at step 1", c.dir.string());
+      return int64_t{1};
+    }
+    const checkpoint::CheckpointInfo& info = found->info;
+    if (pservers_ == 0) {
+      FLEET_RETURN_IF_ERROR(checkpoint::RestoreScope(found->state, setup.executor->scope(),
+                                                     "checkpoint '" + found->dir.string() + "'"));
+    }
+    if (info.world_size != world_size_) {
+      Log().warn("checkpoint: {} was written by a job of {} trainers, this one has {}: the state "
+                 "is resumed, but the batches will not be those of the original job",
+                 found->dir.string(), info.world_size, world_size_);
+    }
+    // The source delivers next what it would have after the interrupted job's batches. A
+    // server's shard records its rounds; the trainer knows its own batches.
+    const int64_t batches = pservers_ > 0 ? step : info.data_batches;
+    const int64_t batch_size = pservers_ > 0 ? batch_per_next_ : info.data_batch_size;
+    exec::FeedMap scratch;
+    for (int64_t b = 0; b < batches; ++b) {
+      if (Status s = setup.source->Next(batch_size, scratch); !s.ok()) {
+        return s.WithContext("checkpoint resume: moving the data source past " +
+                             std::to_string(batches) + " batches");
+      }
+    }
+    uint64_t main_runs = 0, local_runs = 0;
+    for (int64_t s = 1; s <= step; ++s) ++(averages(s) ? main_runs : local_runs);
+    setup.main->set_next_launch_index(main_runs);
+    if (setup.main_local != nullptr) setup.main_local->set_next_launch_index(local_runs);
+    Log().info("checkpoint: resumed from {} (step {})", found->dir.string(), step);
+    last_saved_ = step;
+    return step + 1;
+  }
+
+  // After step `step` ran: saves when one is due. `averaged`: the step left every trainer's
+  // state the same (local_sgd's in-between steps do not, so a due save waits for the next
+  // averaging step). `last`: the job's final step, always saved.
+  Status AfterStep(const exec::Executor& executor, int64_t step, bool averaged, bool last) {
+    if (!saves_) return OkStatus();
+    if (step % config_.checkpoint.every_steps == 0 || last) pending_ = true;
+    if (!pending_ || !averaged || step == last_saved_) return OkStatus();
+    const auto start = Clock::now();
+    FLEET_ASSIGN_OR_RETURN(checkpoint::SafeTensors state,
+                           checkpoint::SnapshotScope(executor.scope()));
+    checkpoint::CheckpointInfo info;
+    info.step = step;
+    info.program_hash = hash_;
+    info.world_size = world_size_;
+    info.data_batches = step;  // one batch per step
+    info.data_batch_size = batch_per_next_;
+    info.config = ConfigSummary();
+    FLEET_RETURN_IF_ERROR(
+        checkpoint::SaveCheckpoint(config_.checkpoint.dir, info, state, config_.checkpoint.keep));
+    size_t bytes = 0;
+    for (const auto& t : state.tensors) bytes += t.tensor.bytes.size();
+    Log().info("checkpoint: saved {} ({} vars, {:.1f} MB) in {:.3f} s",
+               (config_.checkpoint.dir / checkpoint::StepDirName(step)).string(),
+               state.tensors.size(), static_cast<double>(bytes) / 1e6,
+               Seconds(start, Clock::now()));
+    pending_ = false;
+    last_saved_ = step;
+    return OkStatus();
+  }
+
+ private:
+  std::string ConfigSummary() const {
+    const Config::Train& t = config_.train;
+    return "{\"source\": \"" + JsonEscape(config_.source) + "\", \"device\": \"" +
+           JsonEscape(config_.device.backend) + "\", \"strategy\": \"" +
+           JsonEscape(config_.strategy_mode) + "\", \"steps\": " + std::to_string(t.steps) +
+           ", \"batch_size\": " + std::to_string(t.batch_size) +
+           ", \"seed\": " + std::to_string(t.seed) + "}";
+  }
+  static std::string JsonEscape(const std::string& s) {
+    std::string out;
+    for (char c : s) {
+      if (c == '"' || c == '\\') out += '\\';
+      if (static_cast<unsigned char>(c) < 0x20) continue;
+      out += c;
+    }
+    return out;
+  }
+
+  const Config& config_;
+  std::string hash_;
+  int64_t world_size_;
+  bool saves_;
+  int64_t pservers_;
+  int64_t batch_per_next_;
+  bool pending_ = false;
+  int64_t last_saved_ = -1;
 };
 
 Status CheckLoss(double loss, int64_t step, const std::string& name) {
@@ -427,13 +576,33 @@ StatusOr<TrainSummary> Train(const Config& config, const frontend::ParsedProgram
                            : "trainer " + std::to_string(rank) + " of " +
                                  std::to_string(world_size);
   }
+  // local_sgd with k_steps > 1: the averaging program runs every k-th step and on the last, so
+  // every trainer ends with the same (averaged) parameters; the local one in between.
+  auto averages = [&](int64_t step) {
+    return setup.main_local == nullptr || step % dist.k_steps == 0 || step == train.steps;
+  };
+  const bool pserver_trainer = world == nullptr && dist.host_kernels != nullptr;
+  Checkpointing checkpoints(
+      config,
+      dist.program_hash.empty() ? checkpoint::ProgramHash({&programs.startup, &programs.main})
+                                : dist.program_hash,
+      world_size, rank == 0, pserver_trainer ? std::max<int64_t>(dist.pservers, 1) : 0,
+      world_size > 1 ? train.batch_size * world_size : train.batch_size);
+  FLEET_ASSIGN_OR_RETURN(const int64_t first_step, checkpoints.Resume(setup, world, averages));
+
   ProgressLog progress(train, train.batch_size, who, out);
   FLEET_RETURN_IF_ERROR(progress.Open(
       rank == 0 || world == nullptr,
       world == nullptr && rank > 0 ? ".trainer" + std::to_string(rank) : ""));
+  if (first_step > train.steps) {
+    out << "the checkpoint is at step " << first_step - 1 << ": all " << train.steps
+        << " steps of train.steps are done\n";
+    return TrainSummary{first_step - 1, 0.0, 0.0, {}};
+  }
+  progress.StartAt(first_step);
   exec::FeedMap batch;
   double loss = 0;
-  for (int64_t step = 1; step <= train.steps; ++step) {
+  for (int64_t step = first_step; step <= train.steps; ++step) {
     if (world_size > 1) {
       if (Status s = source->Next(train.batch_size * world_size, global_batch); !s.ok()) {
         return s.WithContext("data at step " + std::to_string(step));
@@ -442,11 +611,8 @@ StatusOr<TrainSummary> Train(const Config& config, const frontend::ParsedProgram
     } else if (Status s = source->Next(train.batch_size, batch); !s.ok()) {
       return s.WithContext("data at step " + std::to_string(step));
     }
-    // local_sgd with k_steps > 1: the local step in between, the averaging one every k-th step
-    // and on the last, so every trainer ends with the same (averaged) parameters.
-    const bool averages =
-        setup.main_local == nullptr || step % dist.k_steps == 0 || step == train.steps;
-    exec::PreparedProgram* prepared = averages ? setup.main.get() : setup.main_local.get();
+    const bool averaged = averages(step);
+    exec::PreparedProgram* prepared = averaged ? setup.main.get() : setup.main_local.get();
     if (Status s = executor->Run(*prepared, batch, fetched); !s.ok()) {
       return s.WithContext("step " + std::to_string(step));
     }
@@ -460,10 +626,12 @@ StatusOr<TrainSummary> Train(const Config& config, const frontend::ParsedProgram
       }
       FLEET_RETURN_IF_ERROR(progress.Log(step, loss, rate));
       // Between averagings local_sgd's replicas differ by design.
-      if (train.check_replicas && world != nullptr && averages) {
+      if (train.check_replicas && world != nullptr && averaged) {
         FLEET_RETURN_IF_ERROR(CheckReplicas(*world, *executor, params, step));
       }
     }
+    FLEET_RETURN_IF_ERROR(
+        checkpoints.AfterStep(*executor, step, averaged, step == train.steps));
   }
   if (!train.save_params_dir.empty() && rank == 0) {
     FLEET_RETURN_IF_ERROR(SaveParams(*executor, params, train.save_params_dir));
@@ -488,6 +656,11 @@ StatusOr<TrainSummary> TrainOnDevices(const Config& config,
     return InvalidArgument(
         "strategy.collective_mode single_process_multi_thread needs a program with "
         "minimize(..., optimizer=...)");
+  }
+  if (!config.checkpoint.dir.empty()) {
+    return Unimplemented("checkpoint.dir: checkpoints are not supported with strategy."
+                         "collective_mode \"single_process_multi_thread\" yet; run the devices "
+                         "as trainers of a collective job instead (fleet-host launch --nproc N)");
   }
   const ComponentRecord* comm = registry.Find(FLEET_COMPONENT_COMMUNICATOR, config.comm.backend);
   if (comm == nullptr) {

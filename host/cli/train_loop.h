@@ -63,6 +63,10 @@ struct TrainDist {
   const HostKernels* host_kernels = nullptr;  // used when there is no collective job
   int64_t trainer_id = 0;                  // used with host_kernels
   int64_t trainers = 1;
+  int64_t pservers = 0;                    // servers of a parameter-server job (with host_kernels)
+  // checkpoint::ProgramHash of the optimized programs (before transpiling, so every rank and
+  // every server of a job computes the same); "" = the hash of the programs Train is given.
+  std::string program_hash;
 };
 
 // `programs` must be optimized (backward + optimizer appended; transpiled for a distributed job)
@@ -74,7 +78,12 @@ StatusOr<TrainingSetup> PrepareTraining(const Config& config,
                                         const PluginRegistry& registry,
                                         const std::string& device, const TrainDist& dist = {});
 
-// PrepareTraining, then the loop.
+// PrepareTraining, then the loop. With [checkpoint] dir set, the state is saved every
+// every_steps steps and after the last (by rank 0 of a collective job; a parameter-server
+// trainer saves nothing, its servers save their shards); with [checkpoint] resume, the newest
+// intact checkpoint is restored first (every trainer of a collective job must find the same
+// one), the data source is moved past the batches it had delivered, and the loop continues
+// with the next step, so the job ends where an uninterrupted one would, bit for bit.
 StatusOr<TrainSummary> Train(const Config& config, const frontend::ParsedProgram& programs,
                              const PluginRegistry& registry, const std::string& device,
                              std::ostream& out, const TrainDist& dist = {});

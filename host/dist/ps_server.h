@@ -68,6 +68,16 @@ struct PsServerOptions {
   uint64_t seed = 1;                          // the startup program's random ops
   int32_t device_ordinal = 0;
   int32_t max_parallel_blocks = 0;            // optimize blocks run at once; 0 = cores
+  // Checkpoints (sync mode): with checkpoint_dir set, after every checkpoint_every-th round
+  // and after round last_round the server's whole scope is saved as shard "pserver.<id>" of
+  // that step's checkpoint (checkpoint/checkpoint.h), keeping checkpoint_keep steps.
+  std::filesystem::path checkpoint_dir;
+  int64_t checkpoint_every = 1;
+  int64_t checkpoint_keep = 0;
+  int64_t last_round = 0;
+  int64_t num_servers = 1;      // shards of a checkpoint
+  std::string program_hash;     // checkpoint::ProgramHash of the job's optimized programs
+  int64_t trainer_batch = 0;    // what a trainer's data source delivers per step (manifest)
 };
 
 class PsServer final : public TransportHandler {
@@ -114,6 +124,10 @@ class PsServer final : public TransportHandler {
   int64_t rounds() const;
   // A copy of a scope var (for tests and saving). Not while rounds run.
   StatusOr<exec::HostTensor> Read(const std::string& name) const;
+  // Before Serve: restores this server's shard of the newest checkpoint whose every shard is
+  // intact, and continues the round count from its step; returns that step (0: none found,
+  // nothing changed). Skipped checkpoints are logged as warnings.
+  StatusOr<int64_t> ResumeFromCheckpoint();
 
  // Defined in ps_server_internal.h (the server's own files only).
   struct Block;
@@ -139,6 +153,7 @@ class PsServer final : public TransportHandler {
   Status ServeSync();
   Status ServeAsync();
   Status SaveParams() const;
+  Status SaveCheckpoint(int64_t round) const;  // the scope as this server's shard
   Status Failure() const;  // under mu_: the failure, or OK
   void Touch(int32_t trainer_id);
 
@@ -180,10 +195,14 @@ class PsServer final : public TransportHandler {
 // startup; serves them over `transport` at the listen_and_serv endpoint (which must be
 // role.current_endpoint when that is known) with the [transport] options, printing one line
 // when listening and one when done. Blocks until every trainer has completed (OK) or the
-// server failed. `registry` (with `device` and `transport`) must outlive the call.
+// server failed. `registry` (with `device` and `transport`) must outlive the call. With
+// [checkpoint] dir, the server saves its shard every every_steps rounds and after round
+// train.steps, and with resume restores the newest complete checkpoint before listening;
+// `program_hash` is checkpoint::ProgramHash of the job's optimized programs.
 Status RunPserver(const Config& config, const Role& role,
                   const std::map<std::string, ir::Program>& programs,
                   const PluginRegistry& registry, const std::string& device,
-                  const ComponentRecord& transport, std::ostream& out);
+                  const ComponentRecord& transport, const std::string& program_hash,
+                  std::ostream& out);
 
 }  // namespace fleet

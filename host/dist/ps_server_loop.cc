@@ -98,8 +98,12 @@ Status PsServer::ServeSync() {
                                          PsSeconds(options_.timeout) + " later"));
     }
     FLEET_RETURN_IF_ERROR(Failure());
+    const int64_t round = round_;
     lock.unlock();
     Status s = RunRound(contributors);
+    // Between the update and the Get phase nothing touches the scope: the round's state is
+    // whole, and the trainers wait for their parameters.
+    if (s.ok()) s = SaveCheckpoint(round);
     lock.lock();
     if (!s.ok()) return FailLocked(s.WithContext("round " + std::to_string(round_)));
     std::fill(batch_.begin(), batch_.end(), false);

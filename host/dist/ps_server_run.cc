@@ -1,5 +1,6 @@
 // RunPserver: a PsServer behind the transport's server. Kept apart from the server's logic so
 // that the logic can be linked (and tested) without a transport.
+#include <algorithm>
 #include <thread>
 
 #include "dist/ps_server.h"
@@ -9,7 +10,8 @@ namespace fleet {
 Status RunPserver(const Config& config, const Role& role,
                   const std::map<std::string, ir::Program>& programs,
                   const PluginRegistry& registry, const std::string& device,
-                  const ComponentRecord& transport, std::ostream& out) {
+                  const ComponentRecord& transport, const std::string& program_hash,
+                  std::ostream& out) {
   const std::string name = "pserver." + std::to_string(role.rank);
   auto main = programs.find(name);
   auto startup = programs.find(name + ".startup");
@@ -31,6 +33,13 @@ Status RunPserver(const Config& config, const Role& role,
   }
   options.num_threads = static_cast<int32_t>(config.train.threads);
   options.seed = static_cast<uint64_t>(config.train.seed);
+  options.checkpoint_dir = config.checkpoint.dir;
+  options.checkpoint_every = config.checkpoint.every_steps;
+  options.checkpoint_keep = config.checkpoint.keep;
+  options.last_round = config.train.steps;
+  options.num_servers = static_cast<int64_t>(role.pserver_endpoints.size());
+  options.program_hash = program_hash;
+  options.trainer_batch = config.train.batch_size * std::max<int64_t>(role.world_size, 1);
   FLEET_ASSIGN_OR_RETURN(std::unique_ptr<PsServer> server,
                          PsServer::Create(registry, device, main->second, startup->second,
                                           options));
@@ -39,6 +48,17 @@ Status RunPserver(const Config& config, const Role& role,
                            " but this process's endpoint is " + role.current_endpoint +
                            " (current_endpoint from " + role.source.at("current_endpoint") +
                            ")");
+  }
+  if (!config.checkpoint.dir.empty() && !server->sync()) {
+    return FailedPrecondition(server->label() + ": [checkpoint] dir is set, but checkpoints need "
+                                                "a sync parameter-server job (strategy.sync_mode)");
+  }
+  if (config.checkpoint.resume && !config.checkpoint.dir.empty()) {
+    // Before listening: the trainers' startups fetch the restored parameters.
+    FLEET_ASSIGN_OR_RETURN(const int64_t step, server->ResumeFromCheckpoint());
+    if (step > 0) {
+      out << "pserver " << server->pserver_id() << " resumed at step " << step << "\n";
+    }
   }
   FLEET_ASSIGN_OR_RETURN(
       std::unique_ptr<TransportServer> transport_server,
