@@ -35,7 +35,9 @@ void SyncDirectory(const fs::path& dir) {
 
 StatusOr<uint32_t> WriteFileDurably(const fs::path& file,
                                     const std::vector<std::span<const uint8_t>>& pieces) {
-  const fs::path tmp = file.string() + ".tmp";
+  // The writer's pid in the temporary name: processes that replace one file (servers updating a
+  // checkpoint's `latest`) do not write into each other's temporary file.
+  const fs::path tmp = file.string() + ".tmp-" + std::to_string(::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
     return Unavailable("cannot create '" + tmp.string() + "': " + std::strerror(errno));

@@ -13,7 +13,7 @@
 
 namespace fleet::checkpoint {
 
-// Writes the concatenation of `pieces` to `file` through `file` + ".tmp": write, fsync, close,
+// Writes the concatenation of `pieces` to `file` through `file` + ".tmp-PID": write, fsync, close,
 // rename, then fsync the directory. Returns the CRC-32 (zlib's polynomial) of the bytes
 // written, computed as they are written. On failure nothing is left at `file`'s temporary name
 // and `file` is untouched; the message names the path and the system's reason (ENOSPC, EFBIG).

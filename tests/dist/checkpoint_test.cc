@@ -1,0 +1,263 @@
+// Kill and resume, with real processes: a job SIGKILLed in the middle of training and restarted
+// with --resume ends with exactly the state, bit for bit, of the same job run without a break,
+// and logs exactly the same losses for the steps it ran again. One process, two collective
+// ranks over Gloo, and a sync parameter-server job of two servers and two trainers over gRPC.
+// The model has dropout (a random stream per step), Adam (moment accumulators, beta powers)
+// and a decaying learning rate (a step counter), so every kind of state must survive.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <nlohmann/json.hpp>
+#include <sys/socket.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "rank_process.h"
+
+namespace fleet::dist_test {
+namespace {
+
+namespace fs = std::filesystem;
+using std::chrono::milliseconds;
+
+const std::string kHost = FLEET_HOST_EXE;
+
+constexpr const char* kProgram = R"(x = data("x", shape=[-1, 32], dtype="float32")
+y = data("y", shape=[-1, 1], dtype="int64")
+h = fc(x, size=256, act="relu")
+h = dropout(h, dropout_prob=0.2)
+h = fc(h, size=256, act="tanh")
+prediction = fc(h, size=2, act="softmax")
+avg_cost = mean(cross_entropy(prediction, y))
+lr = exponential_decay(learning_rate=0.002, gamma=0.5, decay_steps=200)
+minimize(avg_cost, optimizer=adam(learning_rate=lr))
+)";
+
+constexpr int kSteps = 600;
+constexpr int kEvery = 20;
+
+int FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+std::string ReadText(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// The step of the newest committed checkpoint under `root` (its `latest`), or 0.
+int LatestStep(const fs::path& root) {
+  const std::string text = ReadText(root / "latest");
+  if (text.rfind("step_", 0) != 0) return 0;
+  return std::atoi(text.c_str() + 5);
+}
+
+// step -> loss of a metrics file.
+std::map<int, double> Losses(const fs::path& metrics) {
+  std::map<int, double> out;
+  std::ifstream in(metrics);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto j = nlohmann::json::parse(line);
+    out[j["step"].get<int>()] = j["loss"].get<double>();
+  }
+  return out;
+}
+
+class CheckpointResumeTest : public ::testing::Test {
+ protected:
+  // One role's process of a job: its environment and extra --set values.
+  struct Proc {
+    std::string name;
+    std::map<std::string, std::string> env;
+    std::vector<std::string> sets;
+  };
+
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("fleet_ckpt_" + std::to_string(getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    std::ofstream(dir_ / "model.fleet") << kProgram;
+    std::ofstream(dir_ / "fleet.toml") << "[train]\nsteps = " << kSteps
+                                       << "\nbatch_size = 32\nlog_every = 1\nthreads = 1\n"
+                                       << "[checkpoint]\nevery_steps = " << kEvery
+                                       << "\nkeep = 2\n";
+  }
+  void TearDown() override {
+    procs_.clear();
+    fs::remove_all(dir_);
+  }
+
+  void Start(const std::vector<Proc>& job, const std::string& run, bool resume) {
+    procs_.clear();
+    for (const Proc& p : job) {
+      std::vector<std::string> args = {kHost, "run", (dir_ / "model.fleet").string()};
+      if (resume) args.push_back("--resume");
+      args.insert(args.end(), {"--config", (dir_ / "fleet.toml").string(), "--set",
+                               "checkpoint.dir=" + (dir_ / run / "ckpt").string(), "--set",
+                               "train.metrics_file=" + (dir_ / run / "metrics.jsonl").string()});
+      for (const std::string& s : p.sets) args.insert(args.end(), {"--set", s});
+      procs_.push_back(std::make_unique<RankProcess>(
+          args, p.env, dir_ / (run + "." + p.name + (resume ? ".resumed" : "") + ".log")));
+      ASSERT_TRUE(procs_.back()->started());
+    }
+  }
+
+  void ExpectAllSucceed() {
+    for (auto& p : procs_) EXPECT_EQ(p->Wait(milliseconds(180000)), 0) << p->Output();
+  }
+
+  // Runs `job` without a break into `run`/.
+  void RunThrough(const std::vector<Proc>& job, const std::string& run) {
+    fs::create_directories(dir_ / run);
+    Start(job, run, false);
+    ExpectAllSucceed();
+  }
+
+  // Runs `job` into `run`/, SIGKILLs every process once a checkpoint past `kill_after` steps
+  // is committed, then restarts it with --resume and lets it finish. Returns the step the
+  // resumed job started from.
+  int KillAndResume(const std::vector<Proc>& job, const std::string& run, int kill_after) {
+    fs::create_directories(dir_ / run);
+    Start(job, run, false);
+    const fs::path root = dir_ / run / "ckpt";
+    const auto deadline = Clock::now() + std::chrono::seconds(120);
+    while (LatestStep(root) < kill_after && Clock::now() < deadline) {
+      std::this_thread::sleep_for(milliseconds(2));
+    }
+    for (auto& p : procs_) ::kill(p->pid(), SIGKILL);
+    int killed = 0;
+    for (auto& p : procs_) killed += p->Wait(milliseconds(10000)) == 128 + SIGKILL;
+    EXPECT_EQ(killed, static_cast<int>(job.size())) << "a process finished before the kill";
+    const int at = LatestStep(root);
+    EXPECT_GE(at, kill_after);
+    EXPECT_LT(at, kSteps) << "the job ended before it was killed; make it longer";
+    Start(job, run, true);
+    ExpectAllSucceed();
+    return at;
+  }
+
+  // The final state of both runs is the same, byte for byte (every shard of it, for a pserver
+  // job), and the resumed run's losses from `from` on are those of the uninterrupted one.
+  void ExpectSameEnd(const std::string& a, const std::string& b, int from,
+                     const std::vector<std::string>& parts, const std::string& metrics) {
+    const std::string last = "step_" + std::string(7 - std::to_string(kSteps).size(), '0') +
+                             std::to_string(kSteps);
+    for (const std::string& part : parts) {
+      const fs::path pa = dir_ / a / "ckpt" / last / part / "persistables.safetensors";
+      const fs::path pb = dir_ / b / "ckpt" / last / part / "persistables.safetensors";
+      const std::string sa = ReadText(pa), sb = ReadText(pb);
+      ASSERT_GT(sa.size(), 1000u) << pa;
+      EXPECT_TRUE(sa == sb) << pa << " and " << pb << " differ";
+    }
+    const auto la = Losses(dir_ / a / metrics), lb = Losses(dir_ / b / metrics);
+    ASSERT_EQ(la.size(), static_cast<size_t>(kSteps));
+    ASSERT_EQ(lb.size(), static_cast<size_t>(kSteps - from)) << "the resumed run logs its steps";
+    for (const auto& [step, loss] : lb) {
+      ASSERT_EQ(la.count(step), 1u) << step;
+      EXPECT_EQ(loss, la.at(step)) << "step " << step;
+    }
+  }
+
+  using Clock = std::chrono::steady_clock;
+  fs::path dir_;
+  std::vector<std::unique_ptr<RankProcess>> procs_;
+};
+
+TEST_F(CheckpointResumeTest, OneProcessKilledAndResumedEndsBitForBitAsWithoutABreak) {
+  const std::vector<Proc> job = {{"trainer", {}, {}}};
+  RunThrough(job, "whole");
+  const int from = KillAndResume(job, "broken", 200);
+  ExpectSameEnd("whole", "broken", from, {""}, "metrics.jsonl");
+}
+
+TEST_F(CheckpointResumeTest, TwoRanksKilledAndResumedEndBitForBitAsWithoutABreak) {
+  // The store lives in a directory per start: a restarted job rendezvouses afresh.
+  auto job = [&](const std::string& store) {
+    std::vector<Proc> out;
+    for (int r = 0; r < 2; ++r) {
+      out.push_back({"rank" + std::to_string(r),
+                     {{"PADDLE_TRAINER_ID", std::to_string(r)},
+                      {"PADDLE_TRAINERS_NUM", "2"},
+                      {"LOCAL_WORLD_SIZE", "2"},
+                      {"FLEET_JOB_ID", "ckpt"}},
+                     {"comm.store=file", "comm.store_dir=" + (dir_ / store).string(),
+                      "comm.timeout_s=60"}});
+    }
+    return out;
+  };
+  RunThrough(job("store_whole"), "whole");
+  fs::create_directories(dir_ / "broken");
+  Start(job("store_a"), "broken", false);
+  const fs::path root = dir_ / "broken" / "ckpt";
+  const auto deadline = Clock::now() + std::chrono::seconds(120);
+  while (LatestStep(root) < 200 && Clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(2));
+  }
+  for (auto& p : procs_) ::kill(p->pid(), SIGKILL);
+  for (auto& p : procs_) EXPECT_EQ(p->Wait(milliseconds(10000)), 128 + SIGKILL);
+  const int from = LatestStep(root);
+  ASSERT_GE(from, 200);
+  ASSERT_LT(from, kSteps);
+  Start(job("store_b"), "broken", true);
+  ExpectAllSucceed();
+  // Only rank 0 saves and writes metrics; both ranks resumed from the same step.
+  for (auto& p : procs_) {
+    EXPECT_NE(p->Output().find("resumed from"), std::string::npos) << p->Output();
+  }
+  ExpectSameEnd("whole", "broken", from, {""}, "metrics.jsonl");
+}
+
+TEST_F(CheckpointResumeTest, PserverJobKilledAndResumedEndsBitForBitAsWithoutABreak) {
+  auto job = [&]() {
+    std::vector<std::string> endpoints = {"127.0.0.1:" + std::to_string(FreePort()),
+                                          "127.0.0.1:" + std::to_string(FreePort())};
+    const std::string list = endpoints[0] + "," + endpoints[1];
+    std::vector<Proc> out;
+    const std::vector<std::string> sets = {"transport.timeout_s=30", "strategy.min_block_size=1024"};
+    for (int i = 0; i < 2; ++i) {
+      out.push_back({"server" + std::to_string(i),
+                     {{"TRAINING_ROLE", "PSERVER"},
+                      {"PADDLE_PSERVERS_IP_PORT_LIST", list},
+                      {"PADDLE_PSERVER_ID", std::to_string(i)},
+                      {"POD_IP", "127.0.0.1"},
+                      {"PADDLE_PORT", endpoints[i].substr(endpoints[i].rfind(':') + 1)},
+                      {"PADDLE_TRAINERS_NUM", "2"},
+                      {"LOCAL_WORLD_SIZE", "4"}},
+                     sets});
+    }
+    for (int t = 0; t < 2; ++t) {
+      out.push_back({"trainer" + std::to_string(t),
+                     {{"TRAINING_ROLE", "TRAINER"},
+                      {"PADDLE_PSERVERS_IP_PORT_LIST", list},
+                      {"PADDLE_TRAINERS_NUM", "2"},
+                      {"PADDLE_TRAINER_ID", std::to_string(t)},
+                      {"LOCAL_WORLD_SIZE", "4"}},
+                     sets});
+    }
+    return out;
+  };
+  RunThrough(job(), "whole");
+  const int from = KillAndResume(job(), "broken", 200);
+  // Each server's shard is the same; trainer 0 logged the same losses.
+  ExpectSameEnd("whole", "broken", from, {"pserver.0", "pserver.1"}, "metrics.jsonl");
+}
+
+}  // namespace
+}  // namespace fleet::dist_test
