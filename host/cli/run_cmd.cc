@@ -79,6 +79,12 @@ int RunCommand(const GlobalOptions& global, const std::vector<std::string>& args
                                      config.strategy_mode +
                                      "\"; use \"pserver\" or \"auto\""));
   }
+  if (config.strategy_mode == "pserver" && !config.pserver.sync_mode &&
+      !config.checkpoint.dir.empty()) {
+    return Fail(err, FailedPrecondition("[checkpoint] dir is set, but checkpoints need a sync "
+                                        "parameter-server job (strategy.sync_mode): in async "
+                                        "mode no step is the same on every server"));
+  }
   if (config.strategy_mode == "none" && role->world_size > 1) {
     return Fail(err, InvalidArgument("the job has " + std::to_string(role->world_size) +
                                      " trainers (world_size from " +
@@ -163,11 +169,6 @@ int RunCommand(const GlobalOptions& global, const std::vector<std::string>& args
   }
   std::unique_ptr<PsTrainerRuntime> ps;
   if (config.strategy_mode == "pserver") {
-    if (!config.checkpoint.dir.empty() && !config.pserver.sync_mode) {
-      return Fail(err, FailedPrecondition("[checkpoint] dir is set, but checkpoints need a sync "
-                                          "parameter-server job (strategy.sync_mode): in async "
-                                          "mode no step is the same on every server"));
-    }
     if (selection->transport == nullptr) {
       return Fail(err, FailedPrecondition("a parameter-server trainer needs a transport, and "
                                           "none was selected (transport.backend)"));

@@ -49,10 +49,6 @@ Status RunPserver(const Config& config, const Role& role,
                            " (current_endpoint from " + role.source.at("current_endpoint") +
                            ")");
   }
-  if (!config.checkpoint.dir.empty() && !server->sync()) {
-    return FailedPrecondition(server->label() + ": [checkpoint] dir is set, but checkpoints need "
-                                                "a sync parameter-server job (strategy.sync_mode)");
-  }
   if (config.checkpoint.resume && !config.checkpoint.dir.empty()) {
     // Before listening: the trainers' startups fetch the restored parameters.
     FLEET_ASSIGN_OR_RETURN(const int64_t step, server->ResumeFromCheckpoint());

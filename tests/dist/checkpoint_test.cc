@@ -259,5 +259,43 @@ TEST_F(CheckpointResumeTest, PserverJobKilledAndResumedEndsBitForBitAsWithoutABr
   ExpectSameEnd("whole", "broken", from, {"pserver.0", "pserver.1"}, "metrics.jsonl");
 }
 
+TEST_F(CheckpointResumeTest, ResumeRefusesWhatCannotWork) {
+  // --resume without a place to resume from.
+  RankProcess none({kHost, "run", (dir_ / "model.fleet").string(), "--resume", "--config",
+                    (dir_ / "fleet.toml").string()},
+                   {}, dir_ / "none.log");
+  EXPECT_EQ(none.Wait(milliseconds(30000)), 1);
+  EXPECT_NE(none.Output().find("--resume needs checkpoint.dir"), std::string::npos)
+      << none.Output();
+  // A checkpoint of another model in checkpoint.dir.
+  const std::string root = (dir_ / "ckpt").string();
+  RankProcess first({kHost, "run", (dir_ / "model.fleet").string(), "--config",
+                     (dir_ / "fleet.toml").string(), "--set", "train.steps=20", "--set",
+                     "checkpoint.dir=" + root},
+                    {}, dir_ / "first.log");
+  ASSERT_EQ(first.Wait(milliseconds(60000)), 0) << first.Output();
+  std::ofstream(dir_ / "other.fleet") << std::string(kProgram).replace(
+      std::string(kProgram).find("size=256"), 8, "size=128");
+  RankProcess other({kHost, "run", (dir_ / "other.fleet").string(), "--resume", "--config",
+                     (dir_ / "fleet.toml").string(), "--set", "checkpoint.dir=" + root},
+                    {}, dir_ / "other.log");
+  EXPECT_EQ(other.Wait(milliseconds(60000)), 1);
+  EXPECT_NE(other.Output().find("was written by another program"), std::string::npos)
+      << other.Output();
+  // Asynchronous parameter-server jobs have no step every server agrees on.
+  RankProcess async({kHost, "run", (dir_ / "model.fleet").string(), "--config",
+                     (dir_ / "fleet.toml").string(), "--set", "checkpoint.dir=" + root, "--set",
+                     "strategy.sync_mode=false", "--set", "strategy.mode=pserver"},
+                    {{"TRAINING_ROLE", "TRAINER"},
+                     {"PADDLE_PSERVERS_IP_PORT_LIST", "127.0.0.1:1"},
+                     {"PADDLE_TRAINERS_NUM", "1"},
+                     {"PADDLE_TRAINER_ID", "0"}},
+                    dir_ / "async.log");
+  EXPECT_EQ(async.Wait(milliseconds(30000)), 1);
+  EXPECT_NE(async.Output().find("checkpoints need a sync parameter-server job"),
+            std::string::npos)
+      << async.Output();
+}
+
 }  // namespace
 }  // namespace fleet::dist_test

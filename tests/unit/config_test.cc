@@ -791,6 +791,31 @@ TEST(ConfigTrainDataTest, InitFromIsAPathLikeSaveParamsDir) {
       << config.status().message();
 }
 
+TEST(ConfigTrainDataTest, CheckpointKeysAndTheirErrors) {
+  StatusOr<Config> config = ParseConfig(
+      "[checkpoint]\ndir = \"ckpt\"\nevery_steps = 25\nkeep = 0\nresume = true\n",
+      "fleet.toml", "/etc/fleet", {});
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->checkpoint.dir, fs::path("/etc/fleet/ckpt"));
+  EXPECT_EQ(config->checkpoint.every_steps, 25);
+  EXPECT_EQ(config->checkpoint.keep, 0);
+  EXPECT_TRUE(config->checkpoint.resume);
+  config = ParseConfig(
+      "[checkpoint]\nevery_steps = 0\nkeep = -1\nresume = true\nevery_step = 2\n",
+      "fleet.toml", "/etc/fleet", {});
+  ASSERT_FALSE(config.ok());
+  const std::string m = config.status().message();
+  EXPECT_NE(m.find("fleet.toml:2:15: checkpoint.every_steps: expected an integer >= 1, got 0"),
+            std::string::npos) << m;
+  EXPECT_NE(m.find("fleet.toml:3:8: checkpoint.keep: expected an integer >= 0, got -1"),
+            std::string::npos) << m;
+  EXPECT_NE(m.find("fleet.toml:4:10: checkpoint.resume: needs checkpoint.dir"),
+            std::string::npos) << m;
+  EXPECT_NE(m.find("fleet.toml:5:1: checkpoint.every_step: unknown key (did you mean "
+                   "'checkpoint.every_steps'?)"),
+            std::string::npos) << m;
+}
+
 TEST(ConfigTrainDataTest, BadValuesHavePositions) {
   StatusOr<Config> config = ParseConfig(R"([train]
 steps = 0
