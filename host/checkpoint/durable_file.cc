@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <future>
 #include <limits>
 
 namespace fleet::checkpoint {
@@ -42,14 +43,26 @@ StatusOr<uint32_t> WriteFileDurably(const fs::path& file,
   if (fd < 0) {
     return Unavailable("cannot create '" + tmp.string() + "': " + std::strerror(errno));
   }
+  // The checksum runs on another core while this one writes: zlib's CRC-32 (about 4 GB/s) would
+  // otherwise add a quarter to the time of writing to the page cache. Small files are not worth
+  // a thread.
+  size_t total = 0;
+  for (std::span<const uint8_t> piece : pieces) total += piece.size();
+  auto checksum = [&pieces] {
+    uint32_t c = 0;
+    for (std::span<const uint8_t> piece : pieces) c = Crc32(piece, c);
+    return c;
+  };
+  std::future<uint32_t> crc_future;
+  if (total >= (size_t{4} << 20)) crc_future = std::async(std::launch::async, checksum);
+  const auto crc_value = [&] { return crc_future.valid() ? crc_future.get() : checksum(); };
   auto fail = [&](const std::string& what, int err) {
+    if (crc_future.valid()) crc_future.wait();  // it reads the caller's memory
     ::close(fd);
     ::unlink(tmp.c_str());
     return Unavailable("cannot " + what + " '" + tmp.string() + "': " + std::strerror(err));
   };
-  uint32_t crc = 0;
   for (std::span<const uint8_t> piece : pieces) {
-    crc = Crc32(piece, crc);
     size_t done = 0;
     while (done < piece.size()) {
       const ssize_t w = ::write(fd, piece.data() + done, piece.size() - done);
@@ -60,6 +73,7 @@ StatusOr<uint32_t> WriteFileDurably(const fs::path& file,
   }
   // The data must be on disk before the rename makes it visible under the final name.
   if (::fsync(fd) != 0) return fail("flush", errno);
+  const uint32_t crc = crc_value();
   if (::close(fd) != 0) {
     const int err = errno;
     ::unlink(tmp.c_str());
