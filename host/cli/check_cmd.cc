@@ -4,8 +4,10 @@
 // run its startup program and prepare its main program for [train].batch_size, so a missing
 // kernel or a shape that does not fit shows up before a job is launched. For a trainer or
 // server of a distributed job (from the role, as `run` resolves it) the communicator or
-// transport is loaded and the transpiled programs are built and verified too. No socket is
+// transport is loaded and the transpiled programs are built and verified too. With [checkpoint]
+// dir, the checkpoint a resumed run would start from is found and verified. No socket is
 // opened.
+#include "checkpoint/checkpoint.h"
 #include "cli/cli.h"
 #include "cli/pipeline.h"
 #include "cli/train_loop.h"
@@ -95,6 +97,24 @@ int CheckCommand(const GlobalOptions& global, const std::vector<std::string>& ar
     out << "program:   " << file << ": startup " << setup->startup_ops << " ops, main "
         << setup->main->num_ops() << " ops prepared for batch " << config->train.batch_size
         << " on " << device.name() << "\n";
+    if (!config->checkpoint.dir.empty()) {
+      // What a resume would start from, checked as run checks it (every file's checksum).
+      const bool ps = config->strategy_mode == "pserver";
+      std::vector<std::string> warnings;
+      auto found = checkpoint::FindLatestCheckpoint(
+          config->checkpoint.dir, checkpoint::ProgramHash({&programs->startup, &programs->main}),
+          ps ? "pserver.0" : "", ps ? static_cast<int64_t>(role->pserver_endpoints.size()) : 1,
+          warnings);
+      if (!found.ok()) return Fail(err, found.status());
+      for (const std::string& w : warnings) out << "warning:   checkpoint: " << w << "\n";
+      out << "checkpoint: " << config->checkpoint.dir.string() << ": ";
+      if (found->has_value()) {
+        out << (*found)->dir.filename().string() << " is the newest intact one; a resumed run "
+            << "starts at step " << (*found)->info.step + 1 << "\n";
+      } else {
+        out << "none to resume from yet\n";
+      }
+    }
   }
   out << "check passed\n";
   return kExitOk;

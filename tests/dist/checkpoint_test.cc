@@ -274,6 +274,15 @@ TEST_F(CheckpointResumeTest, ResumeRefusesWhatCannotWork) {
                      "checkpoint.dir=" + root},
                     {}, dir_ / "first.log");
   ASSERT_EQ(first.Wait(milliseconds(60000)), 0) << first.Output();
+  // check says where a resume would start, having verified it.
+  RankProcess check({kHost, "--config", (dir_ / "fleet.toml").string(), "--set",
+                     "checkpoint.dir=" + root, "check", (dir_ / "model.fleet").string()},
+                    {}, dir_ / "check.log");
+  EXPECT_EQ(check.Wait(milliseconds(30000)), 0) << check.Output();
+  EXPECT_NE(check.Output().find(
+                "step_0000020 is the newest intact one; a resumed run starts at step 21"),
+            std::string::npos)
+      << check.Output();
   std::ofstream(dir_ / "other.fleet") << std::string(kProgram).replace(
       std::string(kProgram).find("size=256"), 8, "size=128");
   RankProcess other({kHost, "run", (dir_ / "other.fleet").string(), "--resume", "--config",
