@@ -70,10 +70,10 @@ Status Add(std::string name, Loaded value, std::map<std::string, Loaded>& values
   return OkStatus();
 }
 
-}  // namespace
+using Weights = std::map<std::string, Loaded>;  // by var name
 
-StatusOr<std::vector<std::string>> LoadInitialWeights(
-    const fs::path& dir, exec::Scope& scope, const std::vector<const ir::Program*>& programs) {
+// Every tensor of the .npy and .safetensors files in `dir`.
+StatusOr<Weights> ReadWeightFiles(const fs::path& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
     return NotFound("init_from: '" + dir.string() + "' is not a directory");
@@ -93,7 +93,6 @@ StatusOr<std::vector<std::string>> LoadInitialWeights(
                     "' holds no .npy or .safetensors file to load weights from");
   }
 
-  const std::map<std::string, const ir::Var*> persistables = Persistables(programs);
   std::map<std::string, Loaded> values;
   for (const fs::path& file : files) {
     if (file.extension() == ".npy") {
@@ -113,6 +112,15 @@ StatusOr<std::vector<std::string>> LoadInitialWeights(
       FLEET_RETURN_IF_ERROR(Add(std::move(t.name), Loaded{file, std::move(t.tensor)}, values));
     }
   }
+  return values;
+}
+
+}  // namespace
+
+StatusOr<std::vector<std::string>> LoadInitialWeights(
+    const fs::path& dir, exec::Scope& scope, const std::vector<const ir::Program*>& programs) {
+  FLEET_ASSIGN_OR_RETURN(Weights values, ReadWeightFiles(dir));
+  const std::map<std::string, const ir::Var*> persistables = Persistables(programs);
   for (const auto& [name, value] : values) {
     FLEET_RETURN_IF_ERROR(Check(name, value, scope, persistables));
   }
@@ -122,6 +130,71 @@ StatusOr<std::vector<std::string>> LoadInitialWeights(
       return s.WithContext("init_from: var '" + name + "' from '" + value.file.string() + "'");
     }
     loaded.push_back(name);
+  }
+  return loaded;
+}
+
+StatusOr<std::vector<std::string>> LoadInitialWeightsForServer(
+    const fs::path& dir, exec::Scope& scope, const std::vector<const ir::Program*>& programs,
+    const RowBlocks& blocks) {
+  FLEET_ASSIGN_OR_RETURN(Weights values, ReadWeightFiles(dir));
+  // What the job's state is made of: its persistables, and the whole vars servers cut into
+  // blocks (their startups create them whole, then split them).
+  std::map<std::string, const ir::Var*> wholes = Persistables(programs);
+  for (const auto& [name, parts] : blocks) {
+    for (const ir::Program* p : programs) {
+      auto it = p->global().vars.find(name);
+      if (it != p->global().vars.end()) wholes.emplace(name, &it->second);
+    }
+  }
+  // Checked against the whole var as declared, not against this server's scope: every server
+  // checks every file alike, whatever share it holds.
+  for (const auto& [name, value] : values) {
+    auto it = wholes.find(name);
+    if (it == wholes.end()) {
+      return InvalidArgument("init_from: '" + value.file.string() + "' holds '" + name +
+                             "', which is not a persistable var of the program");
+    }
+    const ir::Var& var = *it->second;
+    if (value.tensor.dtype != var.dtype || value.tensor.dims != var.shape) {
+      return InvalidArgument("init_from: var '" + name + "' is " +
+                             ir::TypeShapeText(var.dtype, var.shape) + " but '" +
+                             value.file.string() + "' holds " +
+                             ir::TypeShapeText(value.tensor.dtype, value.tensor.dims));
+    }
+  }
+  std::vector<std::string> loaded;
+  for (const auto& [name, value] : values) {
+    const std::string where = "init_from: var '" + name + "' from '" + value.file.string() + "'";
+    auto it = blocks.find(name);
+    if (it == blocks.end()) {
+      if (scope.Find(name) == nullptr) continue;  // another server's
+      FLEET_RETURN_IF_ERROR(scope.Write(name, value.tensor).WithContext(where));
+      loaded.push_back(name);
+      continue;
+    }
+    const exec::HostTensor& whole = value.tensor;
+    const size_t row_bytes =
+        whole.dims.empty() || whole.dims[0] == 0 ? 0 : whole.bytes.size() / whole.dims[0];
+    bool wrote = false;
+    for (const RowBlock& b : it->second) {
+      if (scope.Find(b.block) == nullptr) continue;  // a block another server keeps
+      if (b.first_row < 0 || b.rows < 0 || whole.dims.empty() ||
+          b.first_row + b.rows > whole.dims[0]) {
+        return Internal(where + ": block '" + b.block + "' (rows " +
+                        std::to_string(b.first_row) + " + " + std::to_string(b.rows) +
+                        ") does not lie in " + ir::ShapeText(whole.dims));
+      }
+      exec::HostTensor part;
+      std::vector<int64_t> dims = whole.dims;
+      dims[0] = b.rows;
+      part.Reshape(whole.dtype, dims);
+      std::copy_n(whole.bytes.begin() + static_cast<std::ptrdiff_t>(b.first_row * row_bytes),
+                  part.bytes.size(), part.bytes.begin());
+      FLEET_RETURN_IF_ERROR(scope.Write(b.block, part).WithContext(where));
+      wrote = true;
+    }
+    if (wrote) loaded.push_back(name);
   }
   return loaded;
 }

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -32,5 +33,26 @@ namespace fleet::checkpoint {
 StatusOr<std::vector<std::string>> LoadInitialWeights(
     const std::filesystem::path& dir, exec::Scope& scope,
     const std::vector<const ir::Program*>& programs);
+
+// Where a parameter server keeps part of a var: rows [first_row, first_row + rows) of the whole
+// var are its scope var `block` ("fc_0.w_0.block1").
+struct RowBlock {
+  std::string block;
+  int64_t first_row = 0;
+  int64_t rows = 0;
+};
+using RowBlocks = std::map<std::string, std::vector<RowBlock>>;  // by the whole var's name
+
+// LoadInitialWeights for a parameter server, whose scope holds its share of the job's state:
+// some vars whole, some in row blocks (`blocks`, from the split_byref ops of its startup). The
+// files are those of LoadInitialWeights, and as strict: names, dtypes and shapes are checked
+// against the whole vars of `programs` (every program of the job, so that every server refuses
+// the same mistakes). A whole var that this server keeps in blocks writes the rows of those
+// blocks; a var it does not hold (another server's) is skipped. Returns the vars this server
+// wrote, a blocked one by its whole name, sorted. Every file is checked before the scope is
+// written.
+StatusOr<std::vector<std::string>> LoadInitialWeightsForServer(
+    const std::filesystem::path& dir, exec::Scope& scope,
+    const std::vector<const ir::Program*>& programs, const RowBlocks& blocks);
 
 }  // namespace fleet::checkpoint

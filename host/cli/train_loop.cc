@@ -480,14 +480,9 @@ StatusOr<TrainingSetup> PrepareTraining(const Config& config,
                                         const std::string& device, const TrainDist& dist) {
   const Config::Train& train = config.train;
   const bool collective = dist.job != nullptr && dist.job->collectives() != nullptr;
-  if (!train.init_from.empty() && !collective && dist.host_kernels != nullptr) {
-    // A parameter-server trainer's startup receives its parameters from the servers, and the
-    // servers initialise them from their own startup programs: weights loaded here would be
-    // overwritten by the first receive.
-    return FailedPrecondition(
-        "train.init_from is not supported in parameter-server training yet: the servers hold "
-        "the parameters, and they do not load initial weights");
-  }
+  // A parameter-server trainer's startup receives its parameters from the servers, which load
+  // init_from themselves (ps_server.h).
+  const bool pserver_trainer = !collective && dist.host_kernels != nullptr;
   if (programs.loss.empty()) {
     return InvalidArgument("the program has no minimize(...): run needs a loss to train");
   }
@@ -529,7 +524,7 @@ StatusOr<TrainingSetup> PrepareTraining(const Config& config,
       return s.WithContext("startup program");
     }
   }
-  if (!train.init_from.empty()) {
+  if (!train.init_from.empty() && !pserver_trainer) {
     FLEET_RETURN_IF_ERROR(InitFrom(train.init_from, *setup.executor, programs));
   }
   auto prepared = setup.executor->Prepare(programs.main, shapes, {programs.loss});

@@ -128,6 +128,13 @@ class PsServer final : public TransportHandler {
   // intact, and continues the round count from its step; returns that step (0: none found,
   // nothing changed). Skipped checkpoints are logged as warnings.
   StatusOr<int64_t> ResumeFromCheckpoint();
+  // Before Serve: [train] init_from for this server's share of the state (checkpoint/
+  // init_from.h, LoadInitialWeightsForServer). `job` holds every program of the job, for the
+  // checks; `startup` is this server's startup program, whose split_byref ops say which rows
+  // of a whole var each block holds. Returns the vars written.
+  StatusOr<std::vector<std::string>> LoadInitialWeights(const std::filesystem::path& dir,
+                                                        const std::vector<const ir::Program*>& job,
+                                                        const ir::Program& startup);
 
  // Defined in ps_server_internal.h (the server's own files only).
   struct Block;

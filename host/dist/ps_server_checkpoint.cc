@@ -2,6 +2,7 @@
 // learning-rate state) is one shard of a step's checkpoint, and a restarted job's servers
 // restore their shards before the trainers' startups fetch the parameters.
 #include "checkpoint/checkpoint.h"
+#include "checkpoint/init_from.h"
 #include "dist/ps_server.h"
 #include "support/logging.h"
 
@@ -50,6 +51,30 @@ StatusOr<int64_t> PsServer::ResumeFromCheckpoint() {
   round_ = found->info.step;
   Log().info("{}: resumed its shard from {} (step {})", label_, found->dir.string(), round_);
   return round_;
+}
+
+StatusOr<std::vector<std::string>> PsServer::LoadInitialWeights(
+    const std::filesystem::path& dir, const std::vector<const ir::Program*>& job,
+    const ir::Program& startup) {
+  checkpoint::RowBlocks blocks;
+  for (const ir::Op& op : startup.global().ops) {
+    if (op.type != "split_byref") continue;
+    const ir::Attribute* attr = op.FindAttr("sections");
+    const auto sections = attr != nullptr ? ir::AttrAsInts(*attr) : std::nullopt;
+    const std::vector<std::string>& outs = op.Output("Out");
+    if (op.Input("X").size() != 1 || !sections || sections->size() != outs.size()) {
+      return Internal(label_ + ": a split_byref of the startup program has no sections that "
+                               "match its outputs");
+    }
+    int64_t row = 0;
+    for (size_t k = 0; k < outs.size(); ++k) {
+      blocks[op.Input("X")[0]].push_back({outs[k], row, (*sections)[k]});
+      row += (*sections)[k];
+    }
+  }
+  auto loaded = checkpoint::LoadInitialWeightsForServer(dir, executor_->scope(), job, blocks);
+  if (!loaded.ok()) return loaded.status().WithContext(label_);
+  return loaded;
 }
 
 }  // namespace fleet

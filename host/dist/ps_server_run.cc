@@ -49,6 +49,22 @@ Status RunPserver(const Config& config, const Role& role,
                            " (current_endpoint from " + role.source.at("current_endpoint") +
                            ")");
   }
+  if (!config.train.init_from.empty()) {
+    // Only a server that initialised whole vars and then cut them (pserver_init = "full") says
+    // in its startup which rows each block holds.
+    if (config.pserver.init != "full") {
+      return FailedPrecondition(server->label() + ": train.init_from needs strategy.pserver_init "
+                                                  "= \"full\" (\"" + config.pserver.init +
+                                "\" initialises each block apart)");
+    }
+    std::vector<const ir::Program*> job;
+    for (const auto& [n, p] : programs) job.push_back(&p);
+    FLEET_ASSIGN_OR_RETURN(std::vector<std::string> loaded,
+                           server->LoadInitialWeights(config.train.init_from, job,
+                                                      startup->second));
+    out << "pserver " << server->pserver_id() << " init_from: loaded its share of "
+        << loaded.size() << " vars from " << config.train.init_from.string() << "\n";
+  }
   if (config.checkpoint.resume && !config.checkpoint.dir.empty()) {
     // Before listening: the trainers' startups fetch the restored parameters.
     FLEET_ASSIGN_OR_RETURN(const int64_t step, server->ResumeFromCheckpoint());

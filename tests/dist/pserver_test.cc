@@ -310,6 +310,34 @@ TEST_F(PserverTest, MomentumUnderAScheduleMatchesOneProcess) {
   ExpectMatchesOneProcess(*this, 2, 2, {}, momentum, dir_, 1e-5);
 }
 
+// [train] init_from in a pserver job: each server loads its share (whole vars it holds, the
+// rows of its blocks, velocities cut like their parameters, the schedule's state) of weights
+// made elsewhere (here a checkpoint of another run, with another seed), and the job matches
+// one process started from the same weights.
+TEST_F(PserverTest, InitFromMatchesOneProcess) {
+  const fs::path momentum = dir_ / "momentum.fleet";
+  std::ofstream(momentum)
+      << "x = data(\"x\", shape=[-1, 32], dtype=\"float32\")\n"
+         "y = data(\"y\", shape=[-1, 1], dtype=\"int64\")\n"
+         "h = fc(x, size=128, act=\"tanh\")\n"
+         "prediction = fc(h, size=2, act=\"softmax\")\n"
+         "avg_cost = mean(cross_entropy(prediction, y))\n"
+         "minimize(avg_cost, optimizer=momentum(learning_rate=exponential_decay("
+         "learning_rate=0.05, gamma=0.8, decay_steps=2), momentum=0.9))\n";
+  RankProcess made(RunArgs({"train.steps=3", "train.seed=7",
+                            "checkpoint.dir=" + (dir_ / "made").string()},
+                           momentum),
+                   {}, dir_ / "made.log");
+  ASSERT_EQ(made.Wait(milliseconds(60000)), 0) << made.Output();
+  const fs::path weights = dir_ / "made" / "step_0000003";
+  ExpectMatchesOneProcess(*this, 2, 2, {"train.init_from=" + weights.string()}, momentum, dir_,
+                          1e-5);
+  for (auto& s : servers_) {
+    EXPECT_NE(s->Output().find("init_from: loaded its share of"), std::string::npos)
+        << s->Output();
+  }
+}
+
 TEST_F(PserverTest, OneServerFourTrainersMatchOneProcess) {
   ExpectMatchesOneProcess(*this, 1, 4, {}, kMlp, dir_, 1e-5);
 }

@@ -258,25 +258,52 @@ TEST_F(InitFromTest, ACorruptFileOrAnEmptyDirectoryIsAnError) {
       << n;
 }
 
-// The kernels of a parameter-server trainer's RPC ops; none is needed, the run stops first.
-class NoKernels : public HostKernels {
- public:
-  const KernelCandidate* Find(std::string_view) const override { return nullptr; }
-};
-
-TEST_F(InitFromTest, ParameterServerTrainersRefuseIt) {
+// A parameter server holds a share of the state: `fc_0.b_0` whole, rows [2, 4) of fc_0.w_0 as
+// fc_0.w_0.block1, and nothing of learning_rate_0 (another server's). numpy's fc_0.w_0 [4, 1]
+// and the safetensors bias load into exactly that share.
+TEST_F(InitFromTest, AParameterServerLoadsItsShareOfEachVar) {
   const fs::path program = dir_.Write("model.fleet", Program(0.1));
   StatusOr<frontend::ParsedProgram> programs = BuildPrograms(program, Stage::kOptimized);
   ASSERT_TRUE(programs.ok()) << programs.status().ToString();
-  NoKernels kernels;
-  TrainDist dist;
-  dist.host_kernels = &kernels;
-  StatusOr<TrainingSetup> setup =
-      PrepareTraining(MakeConfig(1), *programs, *registry_, "cpu", dist);
-  ASSERT_FALSE(setup.ok());
-  EXPECT_EQ(setup.status().message(),
-            "train.init_from is not supported in parameter-server training yet: the servers "
-            "hold the parameters, and they do not load initial weights");
+  auto ex = exec::Executor::Create(*registry_, "cpu", {});
+  ASSERT_TRUE(ex.ok()) << ex.status().ToString();
+  exec::Scope& scope = (*ex)->scope();
+  ASSERT_TRUE(scope.GetOrCreate("fc_0.b_0", ir::DataType::kFloat32, {1}).ok());
+  ASSERT_TRUE(scope.GetOrCreate("fc_0.w_0.block1", ir::DataType::kFloat32, {2, 1}).ok());
+  const checkpoint::RowBlocks blocks = {
+      {"fc_0.w_0", {{"fc_0.w_0.block0", 0, 2}, {"fc_0.w_0.block1", 2, 2}}}};
+  const std::vector<const ir::Program*> job = {&programs->startup, &programs->main};
+  auto loaded = checkpoint::LoadInitialWeightsForServer(weights_, scope, job, blocks);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  EXPECT_EQ(*loaded, (std::vector<std::string>{"fc_0.b_0", "fc_0.w_0"}));
+  auto block = scope.Read("fc_0.w_0.block1");
+  ASSERT_TRUE(block.ok());
+  EXPECT_EQ(block->data<float>()[0], kW[2]);
+  EXPECT_EQ(block->data<float>()[1], kW[3]);
+  EXPECT_EQ(scope.Read("fc_0.b_0")->data<float>()[0], kB);
+  EXPECT_EQ(scope.Find("fc_0.w_0"), nullptr);         // not held whole here
+  EXPECT_EQ(scope.Find("fc_0.w_0.block0"), nullptr);  // another server's block
+
+  // Every server refuses the same mistakes, whatever share it holds.
+  auto save = [&](const std::string& name, const std::string& shape) {
+    const std::string cmd = std::string(kPython) + " -c 'import numpy; numpy.save(\"" +
+                            (weights_ / name).string() + "\", numpy.zeros(" + shape +
+                            ", dtype=numpy.float32))'";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  };
+  save("fc_0.w0.npy", "(4, 1)");
+  auto typo = checkpoint::LoadInitialWeightsForServer(weights_, scope, job, blocks);
+  ASSERT_FALSE(typo.ok());
+  EXPECT_TRUE(Has(typo.status().message(), "holds 'fc_0.w0', which is not a persistable var"))
+      << typo.status().message();
+  fs::remove(weights_ / "fc_0.w0.npy");
+  save("fc_0.w_0.npy", "(3, 1)");
+  auto shape = checkpoint::LoadInitialWeightsForServer(weights_, scope, job, blocks);
+  ASSERT_FALSE(shape.ok());
+  EXPECT_TRUE(Has(shape.status().message(), "init_from: var 'fc_0.w_0' is float32[4, 1] but '" +
+                                                (weights_ / "fc_0.w_0.npy").string() +
+                                                "' holds float32[3, 1]"))
+      << shape.status().message();
 }
 
 }  // namespace
