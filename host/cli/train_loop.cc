@@ -12,6 +12,7 @@
 #include <functional>
 #include <optional>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/init_from.h"
@@ -406,22 +407,16 @@ class Checkpointing {
   }
 
  private:
+  // What the manifest says of the run that wrote it, for people reading it.
   std::string ConfigSummary() const {
     const Config::Train& t = config_.train;
-    return "{\"source\": \"" + JsonEscape(config_.source) + "\", \"device\": \"" +
-           JsonEscape(config_.device.backend) + "\", \"strategy\": \"" +
-           JsonEscape(config_.strategy_mode) + "\", \"steps\": " + std::to_string(t.steps) +
-           ", \"batch_size\": " + std::to_string(t.batch_size) +
-           ", \"seed\": " + std::to_string(t.seed) + "}";
-  }
-  static std::string JsonEscape(const std::string& s) {
-    std::string out;
-    for (char c : s) {
-      if (c == '"' || c == '\\') out += '\\';
-      if (static_cast<unsigned char>(c) < 0x20) continue;
-      out += c;
-    }
-    return out;
+    return nlohmann::json{{"source", config_.source},
+                          {"device", config_.device.backend},
+                          {"strategy", config_.strategy_mode},
+                          {"steps", t.steps},
+                          {"batch_size", t.batch_size},
+                          {"seed", t.seed}}
+        .dump();
   }
 
   const Config& config_;
@@ -585,15 +580,15 @@ StatusOr<TrainSummary> Train(const Config& config, const frontend::ParsedProgram
       world_size > 1 ? train.batch_size * world_size : train.batch_size);
   FLEET_ASSIGN_OR_RETURN(const int64_t first_step, checkpoints.Resume(setup, world, averages));
 
-  ProgressLog progress(train, train.batch_size, who, out);
-  FLEET_RETURN_IF_ERROR(progress.Open(
-      rank == 0 || world == nullptr,
-      world == nullptr && rank > 0 ? ".trainer" + std::to_string(rank) : ""));
   if (first_step > train.steps) {
     out << "the checkpoint is at step " << first_step - 1 << ": all " << train.steps
         << " steps of train.steps are done\n";
     return TrainSummary{first_step - 1, 0.0, 0.0, {}};
   }
+  ProgressLog progress(train, train.batch_size, who, out);
+  FLEET_RETURN_IF_ERROR(progress.Open(
+      rank == 0 || world == nullptr,
+      world == nullptr && rank > 0 ? ".trainer" + std::to_string(rank) : ""));
   progress.StartAt(first_step);
   exec::FeedMap batch;
   double loss = 0;
