@@ -17,7 +17,10 @@
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/init_from.h"
 #include "cli/pipeline.h"
+#include "data/dataset.h"
+#include "data/file_list.h"
 #include "data/npy.h"
+#include "data/prefetch.h"
 #include "data/source.h"
 #include "executor/executor.h"
 #include "executor/parallel_runner.h"
@@ -48,16 +51,58 @@ StatusOr<double> LossValue(const exec::HostTensor& t, const std::string& name) {
                          ", not a float");
 }
 
+// A csv or multislot dataset over this trainer's files: the file list expanded, then split
+// across the `trainers` when data.shard says so.
+StatusOr<std::unique_ptr<data::DataSource>> MakeTextDataset(
+    const Config::Data& d, uint64_t seed, const std::vector<data::FeedSpec>& feeds, int64_t rank,
+    int64_t trainers) {
+  std::vector<std::string> patterns = d.filelist;
+  if (d.source == "csv" && !d.csv_path.empty()) patterns.insert(patterns.begin(), d.csv_path);
+  FLEET_ASSIGN_OR_RETURN(std::vector<std::filesystem::path> files,
+                         data::ExpandFileList(patterns));
+  const auto count = static_cast<int64_t>(files.size());
+  const bool shard =
+      d.shard == "true" || (d.shard == "auto" && trainers > 1 && count >= trainers);
+  if (shard && trainers > 1) {
+    FLEET_ASSIGN_OR_RETURN(files, data::ShardFiles(files, rank, trainers));
+    Log().info("data: trainer {} of {} reads {} of {} files", rank, trainers, files.size(), count);
+  }
+  data::DatasetOptions options;
+  options.format = d.source;
+  options.files = std::move(files);
+  options.sharded = shard;
+  options.slots = d.slots;
+  options.csv_header = d.csv_header;
+  options.csv_columns = d.csv_columns;
+  options.in_memory = d.dataset == "memory";
+  options.shuffle = d.shuffle;
+  options.seed = seed;
+  options.last_batch = d.last_batch == "drop"  ? data::LastBatch::kDrop
+                       : d.last_batch == "pad" ? data::LastBatch::kPad
+                                               : data::LastBatch::kWrap;
+  options.skip_bad_lines = d.bad_lines == "skip";
+  FLEET_ASSIGN_OR_RETURN(std::unique_ptr<data::DataSource> source,
+                         data::MakeDataset(feeds, options));
+  if (d.queue_batches > 0) {
+    data::PrefetchOptions prefetch;
+    prefetch.depth = d.queue_batches;
+    source = data::MakePrefetchSource(std::move(source), prefetch);
+  }
+  return source;
+}
+
+// The [data] source of trainer `rank` of `trainers` (a collective rank, a parameter-server
+// trainer's id, or 0 of 1).
 StatusOr<std::unique_ptr<data::DataSource>> MakeSource(const Config& config,
                                                        const frontend::ParsedProgram& programs,
-                                                       const std::vector<data::FeedSpec>& feeds) {
+                                                       const std::vector<data::FeedSpec>& feeds,
+                                                       int64_t rank, int64_t trainers) {
   const Config::Data& d = config.data;
   const std::string where =
       "data source '" + d.source + "' (" + (d.where.empty() ? "the default" : d.where) + ")";
   StatusOr<std::unique_ptr<data::DataSource>> source = NotFound("");
-  if (d.source == "csv") {
-    data::CsvOptions csv{d.csv_path, d.csv_header, d.csv_columns};
-    source = data::MakeCsvSource(feeds, csv);
+  if (d.source == "csv" || d.source == "multislot") {
+    source = MakeTextDataset(d, static_cast<uint64_t>(config.train.seed), feeds, rank, trainers);
   } else if (d.source == "npy") {
     source = data::MakeNpySource(feeds, d.files);
   } else {
@@ -360,12 +405,9 @@ class Checkpointing {
     // server's shard records its rounds; the trainer knows its own batches.
     const int64_t batches = pservers_ > 0 ? step : info.data_batches;
     const int64_t batch_size = pservers_ > 0 ? batch_per_next_ : info.data_batch_size;
-    exec::FeedMap scratch;
-    for (int64_t b = 0; b < batches; ++b) {
-      if (Status s = setup.source->Next(batch_size, scratch); !s.ok()) {
-        return s.WithContext("checkpoint resume: moving the data source past " +
-                             std::to_string(batches) + " batches");
-      }
+    if (Status s = setup.source->Skip(batches, batch_size); !s.ok()) {
+      return s.WithContext("checkpoint resume: moving the data source past " +
+                           std::to_string(batches) + " batches");
     }
     uint64_t main_runs = 0, local_runs = 0;
     for (int64_t s = 1; s <= step; ++s) ++(averages(s) ? main_runs : local_runs);
@@ -428,6 +470,12 @@ class Checkpointing {
   bool pending_ = false;
   int64_t last_saved_ = -1;
 };
+
+// data.bad_lines = "skip": how many lines the run did without (this trainer's files only).
+void ReportSkippedLines(const data::DataSource& source, std::ostream& out) {
+  const int64_t n = source.skipped_lines();
+  if (n > 0) out << "skipped " << n << " malformed line" << (n == 1 ? "" : "s") << " of data\n";
+}
 
 Status CheckLoss(double loss, int64_t step, const std::string& name) {
   if (std::isfinite(loss)) return OkStatus();
@@ -495,7 +543,15 @@ StatusOr<TrainingSetup> PrepareTraining(const Config& config,
     shapes[f.name] = dims;
   }
   TrainingSetup setup;
-  FLEET_ASSIGN_OR_RETURN(setup.source, MakeSource(config, programs, feeds));
+  int64_t rank = 0, trainers = 1;
+  if (collective) {
+    rank = dist.job->role().rank;
+    trainers = dist.job->role().world_size;
+  } else if (dist.host_kernels != nullptr) {
+    rank = dist.trainer_id;
+    trainers = dist.trainers;
+  }
+  FLEET_ASSIGN_OR_RETURN(setup.source, MakeSource(config, programs, feeds, rank, trainers));
 
   exec::ExecutorOptions options;
   options.num_threads = static_cast<int32_t>(train.threads);
@@ -577,7 +633,7 @@ StatusOr<TrainSummary> Train(const Config& config, const frontend::ParsedProgram
       dist.program_hash.empty() ? checkpoint::ProgramHash({&programs.startup, &programs.main})
                                 : dist.program_hash,
       world_size, rank == 0, pserver_trainer ? std::max<int64_t>(dist.pservers, 1) : 0,
-      world_size > 1 ? train.batch_size * world_size : train.batch_size);
+      world_size > 1 && !source->sharded() ? train.batch_size * world_size : train.batch_size);
   FLEET_ASSIGN_OR_RETURN(const int64_t first_step, checkpoints.Resume(setup, world, averages));
 
   if (first_step > train.steps) {
@@ -593,7 +649,7 @@ StatusOr<TrainSummary> Train(const Config& config, const frontend::ParsedProgram
   exec::FeedMap batch;
   double loss = 0;
   for (int64_t step = first_step; step <= train.steps; ++step) {
-    if (world_size > 1) {
+    if (world_size > 1 && !source->sharded()) {
       if (Status s = source->Next(train.batch_size * world_size, global_batch); !s.ok()) {
         return s.WithContext("data at step " + std::to_string(step));
       }
@@ -633,6 +689,7 @@ StatusOr<TrainSummary> Train(const Config& config, const frontend::ParsedProgram
   // without a communicator, and so is the rate).
   TrainSummary summary =
       progress.Finish(loss, train.batch_size * (world != nullptr ? world_size : 1));
+  ReportSkippedLines(*source, out);
   if (train.profile) PrintProfile(*setup.main, out);
   return summary;
 }
@@ -660,7 +717,7 @@ StatusOr<TrainSummary> TrainOnDevices(const Config& config,
   FLEET_ASSIGN_OR_RETURN(std::vector<data::FeedSpec> feeds,
                          data::FeedSpecs(programs.main, programs.feeds));
   FLEET_ASSIGN_OR_RETURN(std::unique_ptr<data::DataSource> source,
-                         MakeSource(config, programs, feeds));
+                         MakeSource(config, programs, feeds, 0, 1));
 
   exec::ParallelOptions options;
   options.num_devices = num_devices;
@@ -724,6 +781,7 @@ StatusOr<TrainSummary> TrainOnDevices(const Config& config,
         SaveParams(runner->executor(0), ParamNames(programs.main), train.save_params_dir));
   }
   TrainSummary summary = progress.Finish(loss, rows);
+  ReportSkippedLines(*source, out);
   return summary;
 }
 

@@ -6,7 +6,9 @@
 // In a job of several trainers (a Job with collectives), [train] batch_size is per trainer, as
 // in Paddle: every trainer draws the same global batch of batch_size * world_size samples and
 // keeps rows [rank * batch_size, (rank + 1) * batch_size), so N trainers on their shares see
-// exactly what one trainer sees on the global batch. Logged lines carry the loss averaged over
+// exactly what one trainer sees on the global batch. A source whose files are split across
+// trainers (data.shard, DataSource::sharded) has no global batch: each trainer then takes
+// batch_size samples of its own share. Logged lines carry the loss averaged over
 // trainers and the job's total samples/s (one small all-reduce per logged step); only rank 0
 // writes the metrics file. The last step ends with a barrier so no trainer leaves (and takes
 // the store it serves with it) while others still need it.

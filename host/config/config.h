@@ -129,13 +129,26 @@ struct Config {
 
   // Where batches come from.
   struct Data {
-    std::string source = "synthetic";  // synthetic, csv, npy
+    std::string source = "synthetic";  // synthetic, csv, multislot, npy
     std::string label;                 // synthetic: the feed the teacher computes ("" = last)
     int64_t classes = 0;               // synthetic int64 label: classes (0 = from the model)
     std::map<std::string, std::filesystem::path> files;  // npy: file per feed (absolute)
     std::filesystem::path csv_path;    // csv: the file (absolute); empty = not set
     bool csv_header = false;           // csv: skip the first line
     std::map<std::string, std::vector<int64_t>> csv_columns;  // csv: 0-based columns per feed
+    // csv, multislot: files or glob patterns (absolute), expanded and sorted at run time; for
+    // csv, csv_path (when set) is one more.
+    std::vector<std::string> filelist;
+    std::vector<std::string> slots;    // multislot: the files' slots, in order
+    std::string dataset = "memory";    // memory (load the share once) or queue (stream it)
+    bool shuffle = false;              // memory: a new order every epoch from train.seed
+    std::string last_batch = "wrap";   // wrap, drop or pad: an epoch's partial last batch
+    std::string bad_lines = "error";   // error or skip (counted, reported at the end)
+    int64_t queue_batches = 4;         // >= 0: batches a reader thread prepares ahead; 0 = none
+    // auto: split the files across trainers when there are several trainers and at least as
+    // many files; "true": always split (fewer files than trainers is an error); "false": every
+    // trainer reads every file and keeps its rows of the global batch.
+    std::string shard = "auto";
     std::string where;                 // where data.source was set, for messages
   } data;
 

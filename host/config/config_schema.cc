@@ -119,7 +119,10 @@ const std::vector<std::string> kCollectiveModes = {"grad_allreduce", "local_sgd"
 const std::vector<std::string> kStores = {"tcp", "file"};
 const std::vector<std::string> kSplitMethods = {"round_robin", "hash_name"};
 const std::vector<std::string> kPserverInits = {"full", "shard"};
-const std::vector<std::string> kDataSources = {"synthetic", "csv", "npy"};
+const std::vector<std::string> kDataSources = {"synthetic", "csv", "multislot", "npy"};
+const std::vector<std::string> kDatasets = {"memory", "queue"};
+const std::vector<std::string> kLastBatch = {"wrap", "drop", "pad"};
+const std::vector<std::string> kBadLines = {"error", "skip"};
 
 // A value as the user wrote it, for "got ..." when the type was right but the value was not.
 std::string ValueText(const toml::node& node) {
@@ -662,13 +665,60 @@ class Checker {
   }
 
   void ReadData(const toml::table& t, Config::Data& out) {
-    CheckKeys(t, "data", {"source", "label", "classes", "files", "csv"});
+    CheckKeys(t, "data",
+              {"source", "label", "classes", "filelist", "slots", "dataset", "shuffle",
+               "last_batch", "bad_lines", "queue_batches", "shard", "files", "csv"});
     ReadEnum(t, "data", "source", kDataSources, out.source);
     if (const toml::node* n = t.get("source")) out.where = diag_.Where(*n, "data.source");
     if (const toml::node* n = t.get("label")) {
       if (std::optional<std::string> s = String(*n, "data.label")) out.label = *s;
     }
     ReadInt(t, "data", "classes", 0, out.classes);
+    if (const toml::node* n = t.get("filelist")) {
+      ReadStrings(*n, "data.filelist",
+                  [&](const toml::node& item, const std::string& path, const std::string& value) {
+                    if (value.empty()) {
+                      diag_.AtValue(item, path, "expected a file path or pattern, got ''");
+                      return;
+                    }
+                    out.filelist.push_back(
+                        Absolute(diag_.IsOverride(item) ? cwd_ : base_dir_, value).string());
+                  });
+    }
+    if (const toml::node* n = t.get("slots")) {
+      ReadStrings(*n, "data.slots",
+                  [&](const toml::node& item, const std::string& path, const std::string& value) {
+                    if (value.empty()) {
+                      diag_.AtValue(item, path, "expected a slot name, got ''");
+                    } else if (std::find(out.slots.begin(), out.slots.end(), value) !=
+                               out.slots.end()) {
+                      diag_.AtValue(item, path, "slot '" + value + "' is named twice");
+                    } else {
+                      out.slots.push_back(value);
+                    }
+                  });
+    }
+    ReadEnum(t, "data", "dataset", kDatasets, out.dataset);
+    ReadBool(t, "data", "shuffle", out.shuffle);
+    ReadEnum(t, "data", "last_batch", kLastBatch, out.last_batch);
+    ReadEnum(t, "data", "bad_lines", kBadLines, out.bad_lines);
+    ReadInt(t, "data", "queue_batches", 0, out.queue_batches);
+    if (const toml::node* n = t.get("shard")) {
+      if (const auto* b = n->as_boolean()) {
+        out.shard = b->get() ? "true" : "false";
+      } else if (const auto* s = n->as_string(); s != nullptr && s->get() == "auto") {
+        out.shard = "auto";
+      } else {
+        diag_.AtValue(*n, "data.shard",
+                      "expected true, false or 'auto', got " +
+                          (n->is_string() ? ValueText(*n) : TypeName(*n)));
+      }
+    }
+    if (const toml::node* n = t.get("shuffle"); n != nullptr && out.shuffle &&
+                                                 out.dataset == "queue") {
+      diag_.AtValue(*n, "data.shuffle",
+                    "needs data.dataset = 'memory' (a queue dataset streams its files in order)");
+    }
     if (const toml::table* files = Table(t, "data", "files")) {
       for (const auto& [key, node] : *files) {
         std::string path = Join("data.files", key.str());
@@ -700,8 +750,14 @@ class Checker {
     }
     // What each source needs, reported where the source was chosen.
     if (const toml::node* n = t.get("source")) {
-      if (out.source == "csv" && out.csv_path.empty()) {
-        diag_.AtValue(*n, "data.source", "'csv' needs data.csv.path");
+      if (out.source == "csv" && out.csv_path.empty() && out.filelist.empty()) {
+        diag_.AtValue(*n, "data.source", "'csv' needs data.csv.path or data.filelist");
+      }
+      if (out.source == "multislot" && out.filelist.empty()) {
+        diag_.AtValue(*n, "data.source", "'multislot' needs data.filelist");
+      }
+      if (out.source == "multislot" && out.slots.empty()) {
+        diag_.AtValue(*n, "data.source", "'multislot' needs data.slots (the files' slots in order)");
       }
       if (out.source == "npy" && out.files.empty()) {
         diag_.AtValue(*n, "data.source", "'npy' needs a file per feed in [data.files]");

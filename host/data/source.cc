@@ -38,6 +38,16 @@ int64_t SampleNumel(const FeedSpec& spec) {
   return n;
 }
 
+Status DataSource::Skip(int64_t batches, int64_t batch_size) {
+  if (batches < 0) return InvalidArgument("cannot skip a negative number of batches");
+  exec::FeedMap scratch;
+  for (int64_t i = 0; i < batches; ++i) {
+    FLEET_RETURN_IF_ERROR(
+        Next(batch_size, scratch).WithContext("skipping batch " + std::to_string(i + 1)));
+  }
+  return OkStatus();
+}
+
 namespace {
 
 class TableSource : public DataSource {
@@ -71,6 +81,17 @@ class TableSource : public DataSource {
   }
 
   int64_t num_samples() const override { return samples_; }
+
+  // The cursor after `batches` batches: no need to copy them.
+  Status Skip(int64_t batches, int64_t batch_size) override {
+    if (batches < 0 || batch_size <= 0) {
+      return InvalidArgument("cannot skip " + std::to_string(batches) + " batches of " +
+                             std::to_string(batch_size));
+    }
+    // Reduced first, so the product stays far from overflow for any table that fits in memory.
+    cursor_ = (cursor_ + (batches % samples_) * (batch_size % samples_)) % samples_;
+    return OkStatus();
+  }
 
  private:
   std::vector<FeedSpec> feeds_;

@@ -4,9 +4,15 @@
 //
 //   synthetic  an endless, seeded, learnable stream: inputs drawn from N(0, 1), the label feed
 //              computed by a fixed random teacher network from the inputs (see SyntheticOptions)
-//   csv        rows of one CSV file, columns mapped to feeds
+//   csv        rows of CSV files, columns mapped to feeds (data/dataset.h)
+//   multislot  Paddle's MultiSlot text files, slots mapped to feeds by name (data/dataset.h)
 //   npy        one .npy file per feed, first dimension = samples
-// File sources go round their samples in order and start over at the end.
+// File sources go round their samples in order and start over at the end; data/dataset.h adds
+// shuffling, sharding across trainers, streaming and end-of-epoch policies, data/prefetch.h a
+// reader thread.
+//
+// Threading: a source is used by one thread at a time (a prefetching source owns a reader thread
+// of its own, but its methods are still called from one thread).
 #pragma once
 
 #include <cstdint>
@@ -33,8 +39,25 @@ class DataSource {
   virtual ~DataSource() = default;
   // Fills `feeds[spec.name]` for every feed with the next `batch_size` samples.
   virtual Status Next(int64_t batch_size, exec::FeedMap& feeds) = 0;
-  // Samples in one pass over the data; 0 for an endless source.
+  // Samples in one pass over the data; 0 for an endless source or one that does not know yet
+  // (a streaming dataset).
   virtual int64_t num_samples() const = 0;
+
+  // Leaves the source exactly as if Next(batch_size) had been called `batches` times, so a
+  // resumed run sees the batches an uninterrupted one would. Called at most once, before the
+  // first Next. The default draws the batches into a scratch FeedMap; sources that can, do it
+  // arithmetically.
+  virtual Status Skip(int64_t batches, int64_t batch_size);
+
+  // True when the source already yields only this trainer's share of the data (its files were
+  // split across trainers): the training loop then calls Next(batch_size) on every trainer. False
+  // when every trainer sees all the data: the loop draws the global batch of
+  // batch_size * trainers on every trainer and keeps its rows.
+  virtual bool sharded() const { return false; }
+
+  // Malformed lines skipped so far (data.bad_lines = "skip"); each line counts once however
+  // many epochs pass over it. Safe to call from any thread.
+  virtual int64_t skipped_lines() const { return 0; }
 };
 
 // The feed specs of a program's data vars, checked: a feed has a batch dimension (the first) and

@@ -287,6 +287,57 @@ TEST(CliRunTest, SameSeedSameLosses) {
   EXPECT_NE(Losses(a.out), Losses(c.out));
 }
 
+TEST(CliRunTest, TrainsOnAMultiSlotFileList) {
+  // Four MultiSlot files of a separable problem (y = 1 when x0 + x1 > 0), with an id slot the
+  // model does not read and one malformed line; the config names them by a relative pattern.
+  TempDir dir;
+  uint64_t state = 12345;
+  auto uniform = [&]() {  // in [-1, 1)
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<double>(state >> 11) / static_cast<double>(1ull << 53) * 2 - 1;
+  };
+  for (int file = 0; file < 4; ++file) {
+    std::string text;
+    for (int i = 0; i < 256; ++i) {
+      std::string x;
+      double x0 = 0, x1 = 0;
+      for (int k = 0; k < 32; ++k) {
+        double v = uniform();
+        if (k == 0) x0 = v;
+        if (k == 1) x1 = v;
+        x += " " + std::to_string(v);
+      }
+      text += "1 " + std::to_string(file * 256 + i) + " 32" + x + " 1 " +
+              (x0 + x1 > 0 ? "1" : "0") + "\n";
+      if (file == 2 && i == 100) text += "1 0 32 1 2 3\n";  // truncated
+    }
+    dir.Write("part-" + std::to_string(file) + ".txt", text);
+  }
+  fs::path config = dir.Write("fleet.toml", R"([data]
+source = "multislot"
+filelist = ["part-*.txt"]
+slots = ["id", "x", "y"]
+dataset = "queue"
+bad_lines = "skip"
+)");
+  Result r = RunHost(MlpRun("--config '" + config.string() +
+                            "' --set train.steps=120 --set train.log_every=10"));
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  std::vector<double> losses = Losses(r.out);
+  ASSERT_EQ(losses.size(), 12u) << r.out;
+  EXPECT_LT(losses.back(), 0.7 * losses.front()) << r.out;
+  EXPECT_TRUE(Contains(r.out, "skipped 1 malformed line of data")) << r.out;
+  EXPECT_TRUE(Contains(r.err, "part-2.txt:102: the line ends inside slot 'x'")) << r.err;
+
+  // Without bad_lines = "skip" the same line stops the run, named.
+  Result strict = RunHost(MlpRun("--config '" + config.string() +
+                                 "' --set train.steps=120 --set data.bad_lines=error"));
+  EXPECT_NE(strict.exit_code, 0);
+  EXPECT_TRUE(Contains(strict.err, "part-2.txt:102: the line ends inside slot 'x': 3 of its 32 "
+                                   "values"))
+      << strict.err;
+}
+
 TEST(CliRunTest, FitALineFromCsv) {
   // y = 2 x0 - x1 + 0.5 exactly; a linear model fits it.
   TempDir dir;

@@ -92,6 +92,14 @@ void ExpectDefaults(const Config& config) {
   EXPECT_TRUE(config.data.csv_path.empty());
   EXPECT_FALSE(config.data.csv_header);
   EXPECT_TRUE(config.data.csv_columns.empty());
+  EXPECT_TRUE(config.data.filelist.empty());
+  EXPECT_TRUE(config.data.slots.empty());
+  EXPECT_EQ(config.data.dataset, "memory");
+  EXPECT_FALSE(config.data.shuffle);
+  EXPECT_EQ(config.data.last_batch, "wrap");
+  EXPECT_EQ(config.data.bad_lines, "error");
+  EXPECT_EQ(config.data.queue_batches, 4);
+  EXPECT_EQ(config.data.shard, "auto");
   EXPECT_EQ(config.role.role, "");
   EXPECT_EQ(config.role.rank, -1);
   EXPECT_EQ(config.role.world_size, 0);
@@ -146,6 +154,8 @@ TEST(ConfigTest, ExampleFileShowsEveryKey) {
                            "steps = ", "batch_size = ", "seed = ", "threads = ", "log_every = ",
                            "metrics_file = ", "profile = ", "save_params_dir = ",
                            "init_from = ", "check_replicas = ", "[data]", "source = ", "label = ", "classes = ",
+                           "filelist = ", "slots = ", "dataset = ", "shuffle = ", "last_batch = ",
+                           "bad_lines = ", "queue_batches = ", "shard = ",
                            "[data.files]", "[data.csv]", "path = ", "header = ",
                            "[data.csv.columns]", "[role]", "role = ", "rank = ",
                            "world_size = ", "trainer_endpoints = ", "current_endpoint = ",
@@ -834,7 +844,8 @@ y = [1, "a"]
             "fleet.toml:2:9: train.steps: expected an integer >= 1, got 0\n"
             "fleet.toml:3:14: train.batch_size: expected an integer >= 1, got a string\n"
             "fleet.toml:4:1: train.stepz: unknown key (did you mean 'train.steps'?)\n"
-            "fleet.toml:6:10: data.source: expected one of synthetic, csv or npy, got 'hdf5'\n"
+            "fleet.toml:6:10: data.source: expected one of synthetic, csv, multislot or npy, got "
+            "'hdf5'\n"
             "fleet.toml:7:11: data.classes: expected an integer >= 0, got -1\n"
             "fleet.toml:9:5: data.csv.columns.x: expected a column index >= 0, an array of them "
             "or a \"start:end\" range, got '3:1'\n"
@@ -846,11 +857,88 @@ y = [1, "a"]
 TEST(ConfigTrainDataTest, FileSourcesNeedTheirFiles) {
   StatusOr<Config> csv = ParseConfig("[data]\nsource = \"csv\"\n", "fleet.toml", "/", {});
   ASSERT_FALSE(csv.ok());
-  EXPECT_EQ(csv.status().message(), "fleet.toml:2:10: data.source: 'csv' needs data.csv.path");
+  EXPECT_EQ(csv.status().message(),
+            "fleet.toml:2:10: data.source: 'csv' needs data.csv.path or data.filelist");
   StatusOr<Config> npy = ParseConfig("", "fleet.toml", "/", {"data.source=npy"});
   ASSERT_FALSE(npy.ok());
   EXPECT_EQ(npy.status().message(),
             "--set data.source: 'npy' needs a file per feed in [data.files]");
+}
+
+TEST(ConfigTrainDataTest, ReadsTheDatasetKeys) {
+  StatusOr<Config> config = ParseConfig(R"([data]
+source = "multislot"
+filelist = ["part-*", "/abs/extra.txt"]
+slots = ["x", "click", "y"]
+dataset = "queue"
+last_batch = "pad"
+bad_lines = "skip"
+queue_batches = 0
+shard = false
+)",
+                                        "fleet.toml", "/etc/fleet", {"data.filelist=[\"more\"]"});
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  // An override replaces the list; relative entries resolve against the current directory.
+  EXPECT_EQ(config->data.filelist, std::vector<std::string>{(fs::current_path() / "more").string()});
+  EXPECT_EQ(config->data.slots, (std::vector<std::string>{"x", "click", "y"}));
+  EXPECT_EQ(config->data.dataset, "queue");
+  EXPECT_FALSE(config->data.shuffle);
+  EXPECT_EQ(config->data.last_batch, "pad");
+  EXPECT_EQ(config->data.bad_lines, "skip");
+  EXPECT_EQ(config->data.queue_batches, 0);
+  EXPECT_EQ(config->data.shard, "false");
+
+  config = ParseConfig("[data]\nsource = \"csv\"\nfilelist = [\"d/*.csv\"]\nshuffle = true\n"
+                       "shard = true\n",
+                       "fleet.toml", "/etc/fleet", {});
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->data.filelist, std::vector<std::string>{"/etc/fleet/d/*.csv"});
+  EXPECT_TRUE(config->data.shuffle);
+  EXPECT_EQ(config->data.shard, "true");
+  config = ParseConfig("", "fleet.toml", "/", {"data.shard=auto"});
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->data.shard, "auto");
+}
+
+TEST(ConfigTrainDataTest, BadDatasetValuesHavePositions) {
+  StatusOr<Config> config = ParseConfig(R"([data]
+source = "multislot"
+filelist = "a.txt"
+slots = ["x", "x", ""]
+dataset = "disk"
+shuffle = 1
+last_batch = "keep"
+bad_lines = "warn"
+queue_batches = -1
+shard = "yes"
+filelists = []
+)",
+                                        "fleet.toml", "/etc/fleet", {});
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.status().message(),
+            "fleet.toml:2:10: data.source: 'multislot' needs data.filelist\n"
+            "fleet.toml:3:12: data.filelist: expected an array of strings, got a string\n"
+            "fleet.toml:4:15: data.slots[1]: slot 'x' is named twice\n"
+            "fleet.toml:4:20: data.slots[2]: expected a slot name, got ''\n"
+            "fleet.toml:5:11: data.dataset: expected one of memory or queue, got 'disk'\n"
+            "fleet.toml:6:11: data.shuffle: expected a boolean, got an integer\n"
+            "fleet.toml:7:14: data.last_batch: expected one of wrap, drop or pad, got 'keep'\n"
+            "fleet.toml:8:13: data.bad_lines: expected one of error or skip, got 'warn'\n"
+            "fleet.toml:9:17: data.queue_batches: expected an integer >= 0, got -1\n"
+            "fleet.toml:10:9: data.shard: expected true, false or 'auto', got 'yes'\n"
+            "fleet.toml:11:1: data.filelists: unknown key (did you mean 'data.filelist'?)");
+
+  config = ParseConfig("[data]\nsource = \"multislot\"\nfilelist = [\"a\"]\n", "fleet.toml",
+                       "/", {});
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.status().message(),
+            "fleet.toml:2:10: data.source: 'multislot' needs data.slots (the files' slots in "
+            "order)");
+  config = ParseConfig("[data]\ndataset = \"queue\"\nshuffle = true\n", "fleet.toml", "/", {});
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.status().message(),
+            "fleet.toml:3:11: data.shuffle: needs data.dataset = 'memory' (a queue dataset "
+            "streams its files in order)");
 }
 
 }  // namespace

@@ -160,12 +160,12 @@ TEST(CsvTest, MalformedInputNamesFileLineAndColumn) {
   };
   const std::string f = (dir.path() / "bad.csv").string();
   EXPECT_EQ(error("1,2,0\n1,abc,1\n"), f + ":2:3: expected a number, got 'abc'");
-  EXPECT_EQ(error("1,2,0\n1,2\n"), f + ":2: expected 3 columns (as on line 1), got 2");
+  EXPECT_EQ(error("1,2,0\n1,2\n"), f + ":2: expected 3 columns (as in the first row), got 2");
   EXPECT_EQ(error("1,2,0.5\n"),
-            f + ": row 1, column 2: feed 'y' is int64 but the cell is not an integer");
+            f + ":1:5: feed 'y' is int64 but the cell is not an integer ('0.5')");
   EXPECT_EQ(error("1,2\n"),
-            f + ": feed 'y' needs column 2 but the rows have 2 columns (0 to 1)");
-  EXPECT_EQ(error("\n"), f + ": the file has no data rows");
+            f + ":1: feed 'y' needs column 2 but the row has 2 columns (0 to 1)");
+  EXPECT_EQ(error("\n"), "no samples in " + f + ": the file is empty");
   EXPECT_EQ(error("1,2,3\n", {{}, false, {{"x", {0}}}}),
             f + ": feed 'x' has 2 values per sample but 1 columns are mapped to it");
   EXPECT_EQ(error("1,2,3\n", {{}, false, {{"q", {0}}}}),
