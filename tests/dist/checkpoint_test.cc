@@ -259,6 +259,82 @@ TEST_F(CheckpointResumeTest, PserverJobKilledAndResumedEndsBitForBitAsWithoutABr
   ExpectSameEnd("whole", "broken", from, {"pserver.0", "pserver.1"}, "metrics.jsonl");
 }
 
+// MultiSlot files written here: `files` files of `lines` samples, x of 32 values and a label
+// y = [x0 + x1 > 0]. Returns the --set values that read them as `dataset`.
+std::vector<std::string> MultiSlotData(const fs::path& dir, int files, int lines,
+                                       const std::string& dataset) {
+  uint64_t state = 99;
+  auto uniform = [&]() {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<double>(state >> 11) / static_cast<double>(1ull << 53) * 2 - 1;
+  };
+  fs::create_directories(dir);
+  for (int f = 0; f < files; ++f) {
+    std::ofstream out(dir / ("part-" + std::to_string(f) + ".txt"));
+    for (int i = 0; i < lines; ++i) {
+      double x0 = 0, x1 = 0;
+      out << "32";
+      for (int k = 0; k < 32; ++k) {
+        const double v = uniform();
+        if (k == 0) x0 = v;
+        if (k == 1) x1 = v;
+        out << " " << v;
+      }
+      out << " 1 " << (x0 + x1 > 0 ? 1 : 0) << "\n";
+    }
+  }
+  return {"data.source=multislot", "data.filelist=[\"" + (dir / "part-*.txt").string() + "\"]",
+          "data.slots=[\"x\", \"y\"]", "data.dataset=" + dataset};
+}
+
+// Data read from files resumes where it was too: two ranks on their own shards of a shuffled
+// in-memory dataset whose epochs drop their last partial batch (the reader's position is in
+// epochs, shuffles and rows), and one process streaming files through the reader thread.
+TEST_F(CheckpointResumeTest, ShardedShuffledFilesResumeBitForBit) {
+  std::vector<std::string> data = MultiSlotData(dir_ / "data", 4, 150, "memory");
+  data.insert(data.end(), {"data.shuffle=true", "data.last_batch=drop", "data.shard=true"});
+  auto job = [&](const std::string& store) {
+    std::vector<Proc> out;
+    for (int r = 0; r < 2; ++r) {
+      std::vector<std::string> sets = data;
+      sets.insert(sets.end(), {"comm.store=file", "comm.store_dir=" + (dir_ / store).string(),
+                               "comm.timeout_s=60"});
+      out.push_back({"rank" + std::to_string(r),
+                     {{"PADDLE_TRAINER_ID", std::to_string(r)},
+                      {"PADDLE_TRAINERS_NUM", "2"},
+                      {"LOCAL_WORLD_SIZE", "2"},
+                      {"FLEET_JOB_ID", "ckpt"}},
+                     sets});
+    }
+    return out;
+  };
+  RunThrough(job("store_whole"), "whole");
+  fs::create_directories(dir_ / "broken");
+  Start(job("store_a"), "broken", false);
+  const fs::path root = dir_ / "broken" / "ckpt";
+  const auto deadline = Clock::now() + std::chrono::seconds(120);
+  while (LatestStep(root) < 200 && Clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(2));
+  }
+  for (auto& p : procs_) ::kill(p->pid(), SIGKILL);
+  for (auto& p : procs_) EXPECT_EQ(p->Wait(milliseconds(10000)), 128 + SIGKILL);
+  const int from = LatestStep(root);
+  ASSERT_GE(from, 200);
+  ASSERT_LT(from, kSteps);
+  Start(job("store_b"), "broken", true);
+  ExpectAllSucceed();
+  ExpectSameEnd("whole", "broken", from, {""}, "metrics.jsonl");
+}
+
+TEST_F(CheckpointResumeTest, StreamedFilesThroughTheReaderThreadResumeBitForBit) {
+  std::vector<std::string> data = MultiSlotData(dir_ / "data", 3, 170, "queue");
+  data.push_back("data.queue_batches=3");
+  const std::vector<Proc> job = {{"trainer", {}, data}};
+  RunThrough(job, "whole");
+  const int from = KillAndResume(job, "broken", 200);
+  ExpectSameEnd("whole", "broken", from, {""}, "metrics.jsonl");
+}
+
 TEST_F(CheckpointResumeTest, ResumeRefusesWhatCannotWork) {
   // --resume without a place to resume from.
   RankProcess none({kHost, "run", (dir_ / "model.fleet").string(), "--resume", "--config",
