@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "checkpoint/durable_file.h"
+#include "support/durable_file.h"
 #include "ir/text.h"
 
 namespace fleet::checkpoint {

@@ -1,6 +1,6 @@
 #include "checkpoint/safetensors.h"
 
-#include "checkpoint/durable_file.h"
+#include "support/durable_file.h"
 
 #include <fcntl.h>
 #include <unistd.h>

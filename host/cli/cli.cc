@@ -15,8 +15,9 @@ Commands:
                      was rejected; with NAME or PATH, show that plugin in detail
   check [PROGRAM]    validate the config and load the plugins it selects; with PROGRAM, also
                      build, verify and prepare it (no network)
-  run PROGRAM [--config FILE] [--set KEY=VALUE ...]
-                     train PROGRAM on this process as [train] and [data] of the config say
+  run PROGRAM [--resume] [--config FILE] [--set KEY=VALUE ...]
+                     train PROGRAM on this process as [train] and [data] of the config say;
+                     --resume starts from the newest intact checkpoint of [checkpoint] dir
   show PROGRAM [--stage parsed|backward|optimized|transpiled] [--program NAME|all]
        [--rank R --world-size N] [--role trainer|pserver --index I --pservers EP,...]
        [--config FILE] [--set KEY=VALUE ...]
@@ -30,6 +31,16 @@ Commands:
                      start N ranks of a job on this machine (see fleet-host launch --help)
   launch --servers S --workers W [OPTIONS] -- COMMAND...
                      start a parameter-server job: S servers and W workers on this machine
+  export PROGRAM --fetch VAR [--feed VAR ...] --out DIR [--params DIR | --checkpoint ROOT]
+       [--force]     write the inference program (pruned to what the fetches need) and its
+                     parameters to DIR; the weights come from --params (.npy or safetensors)
+                     or the newest intact checkpoint under ROOT
+  infer DIR --input [FEED=]FILE.npy [...] [--out DIR]
+                     run an exported model on .npy inputs; print (and with --out, write) the
+                     fetches
+  convert SRC --out DST [--force]
+                     a safetensors file, checkpoint step or export to one NAME.npy per tensor
+                     in directory DST, or a directory of .npy to DST.safetensors
   version            print the host and plugin ABI versions
 
 Options:
@@ -43,8 +54,9 @@ Plugins are searched in [plugins] dirs of the config, then FLEET_PLUGIN_PATH (co
 then this installation's plugin directory.
 )";
 
-const std::vector<std::string> kCommands = {"plugins", "check", "run", "show", "env",
-                                           "launch", "version", "help"};
+const std::vector<std::string> kCommands = {"plugins", "check",  "run",     "show",
+                                           "env",     "launch", "export",  "infer",
+                                           "convert", "version", "help"};
 
 void PrintVersion(std::ostream& out) {
   out << "fleet-host " << FLEET_VERSION << " (plugin ABI " << FLEET_ABI_MAJOR << "."
@@ -121,6 +133,9 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
   if (command == "show") return ShowCommand(global, rest, out, err);
   if (command == "env") return EnvCommand(global, rest, out, err);
   if (command == "launch") return LaunchCommand(global, rest, out, err);
+  if (command == "export") return ExportCommand(global, rest, out, err);
+  if (command == "infer") return InferCommand(global, rest, out, err);
+  if (command == "convert") return ConvertCommand(global, rest, out, err);
   if (command == "version") {
     PrintVersion(out);
     return kExitOk;

@@ -46,5 +46,11 @@ int ShowCommand(const GlobalOptions& global, const std::vector<std::string>& arg
                 std::ostream& out, std::ostream& err);
 int LaunchCommand(const GlobalOptions& global, const std::vector<std::string>& args,
                   std::ostream& out, std::ostream& err);
+int ExportCommand(const GlobalOptions& global, const std::vector<std::string>& args,
+                  std::ostream& out, std::ostream& err);
+int InferCommand(const GlobalOptions& global, const std::vector<std::string>& args,
+                 std::ostream& out, std::ostream& err);
+int ConvertCommand(const GlobalOptions& global, const std::vector<std::string>& args,
+                   std::ostream& out, std::ostream& err);
 
 }  // namespace fleet

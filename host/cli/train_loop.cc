@@ -230,12 +230,8 @@ Status SaveParams(const exec::Executor& executor, const std::vector<std::string>
     a.dtype = v->dtype;
     a.dims = v->dims;
     FLEET_ASSIGN_OR_RETURN(a.bytes, ParamBytes(executor, name));
-    const std::filesystem::path file = dir / (name + ".npy");
-    const std::filesystem::path tmp = dir / (name + ".npy.tmp");
-    FLEET_RETURN_IF_ERROR(data::WriteNpy(tmp, a).WithContext("train.save_params_dir"));
-    std::filesystem::rename(tmp, file, ec);
-    if (ec) return Unavailable("train.save_params_dir: cannot rename '" + tmp.string() + "': " +
-                               ec.message());
+    FLEET_RETURN_IF_ERROR(
+        data::WriteNpy(dir / (name + ".npy"), a).WithContext("train.save_params_dir"));
   }
   return OkStatus();
 }

@@ -4,6 +4,8 @@
 #include <fstream>
 #include <string>
 
+#include "support/durable_file.h"
+
 namespace fleet::data {
 namespace {
 
@@ -141,23 +143,17 @@ Status WriteNpy(const std::filesystem::path& file, const NpyArray& array) {
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';
 
-  std::filesystem::path tmp = file;
-  tmp += ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return PermissionDenied(tmp.string() + ": cannot open for writing");
-    out.write("\x93NUMPY\x01\x00", 8);
-    const char len[2] = {static_cast<char>(header.size() & 0xff),
-                         static_cast<char>((header.size() >> 8) & 0xff)};
-    out.write(len, 2);
-    out.write(header.data(), static_cast<std::streamsize>(header.size()));
-    out.write(reinterpret_cast<const char*>(array.bytes.data()),
-              static_cast<std::streamsize>(array.bytes.size()));
-    if (!out) return DataLoss(tmp.string() + ": write failed");
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, file, ec);
-  if (ec) return DataLoss(file.string() + ": rename failed: " + ec.message());
+  const char len[2] = {static_cast<char>(header.size() & 0xff),
+                       static_cast<char>((header.size() >> 8) & 0xff)};
+  static constexpr uint8_t kMagic[8] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0};
+  // Straight from the array's memory, fsynced and renamed into place.
+  auto written = WriteFileDurably(
+      file, {std::span<const uint8_t>(kMagic, 8),
+             std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(len), 2),
+             std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(header.data()),
+                                      header.size()),
+             std::span<const uint8_t>(array.bytes)});
+  if (!written.ok()) return written.status();
   return OkStatus();
 }
 

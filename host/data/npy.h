@@ -26,8 +26,8 @@ struct NpyArray {
 // Errors name the file and what is wrong with it (bad magic, Fortran order, big-endian or an
 // unsupported dtype, a size that disagrees with the shape).
 StatusOr<NpyArray> ReadNpy(const std::filesystem::path& file);
-// Writes to a temporary file beside `file` and renames it into place, so a reader never sees a
-// half-written array.
+// Writes to a temporary file beside `file`, fsyncs it and renames it into place
+// (support/durable_file.h), so a reader never sees a half-written array.
 Status WriteNpy(const std::filesystem::path& file, const NpyArray& array);
 
 }  // namespace fleet::data

@@ -143,6 +143,9 @@ class Interpreter {
     p.loss = std::move(state_.loss);
     p.optimizer = std::move(state_.optimizer);
     p.no_grad = std::move(state_.no_grad);
+    for (const auto& [name, value] : env_) {
+      if (value.kind == Value::Kind::kVar) p.names[name] = value.text;
+    }
     return p;
   }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,6 +23,9 @@ struct ParsedProgram {
   std::string loss;                  // minimize's loss var; "" when the file has no minimize
   std::optional<optim::OptimizerSpec> optimizer;
   std::vector<std::string> no_grad;  // vars the file marks stop_gradient beyond data()
+  // The file's variables that hold a program var, by the name the file gives them
+  // ("prediction" -> "fc_2.tmp_2"), as they stand after the last statement.
+  std::map<std::string, std::string> names;
 };
 
 // Errors are INVALID_ARGUMENT "FILE:LINE:COL: message" saying what was expected.

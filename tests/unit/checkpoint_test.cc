@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "checkpoint/durable_file.h"
+#include "support/durable_file.h"
 #include "executor/executor.h"
 #include "plugin/registry.h"
 

@@ -11,7 +11,7 @@
 
 #include "support/status.h"
 
-namespace fleet::checkpoint {
+namespace fleet {
 
 // Writes the concatenation of `pieces` to `file` through `file` + ".tmp-PID": write, fsync, close,
 // rename, then fsync the directory. Returns the CRC-32 (zlib's polynomial) of the bytes
@@ -27,7 +27,16 @@ void SyncDirectory(const std::filesystem::path& dir);
 // The CRC-32 of `bytes` continuing from `crc` (0 to start).
 uint32_t Crc32(std::span<const uint8_t> bytes, uint32_t crc = 0);
 
+// Directories written whole or not at all: fill the directory TempDirBeside(out) makes, then
+// CommitDirectory puts it at `out`. An `out` that exists and is not empty is refused unless
+// `replace`; it is then moved aside, and removed only once the new one is in place.
+StatusOr<std::filesystem::path> TempDirBeside(const std::filesystem::path& out);
+Status CommitDirectory(const std::filesystem::path& tmp, const std::filesystem::path& out,
+                       bool replace);
+// The refusal CommitDirectory would give for `out`, checked before any work is done.
+Status CheckDirectoryTarget(const std::filesystem::path& out, bool replace);
+
 // The whole file, or an error naming it.
 StatusOr<std::vector<uint8_t>> ReadWholeFile(const std::filesystem::path& file);
 
-}  // namespace fleet::checkpoint
+}  // namespace fleet

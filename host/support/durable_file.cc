@@ -1,4 +1,4 @@
-#include "checkpoint/durable_file.h"
+#include "support/durable_file.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -9,7 +9,7 @@
 #include <future>
 #include <limits>
 
-namespace fleet::checkpoint {
+namespace fleet {
 
 namespace fs = std::filesystem;
 
@@ -90,6 +90,59 @@ StatusOr<uint32_t> WriteFileDurably(const fs::path& file,
   return crc;
 }
 
+Status CheckDirectoryTarget(const fs::path& out, bool replace) {
+  std::error_code ec;
+  if (!fs::exists(out, ec)) return OkStatus();
+  if (!fs::is_directory(out, ec)) {
+    return AlreadyExists("'" + out.string() + "' exists and is not a directory");
+  }
+  if (!fs::is_empty(out, ec) && !replace) {
+    return AlreadyExists("'" + out.string() + "' exists and is not empty (--force replaces it)");
+  }
+  return OkStatus();
+}
+
+StatusOr<fs::path> TempDirBeside(const fs::path& out) {
+  const fs::path abs = fs::absolute(out);
+  const fs::path tmp = abs.parent_path() / ("." + abs.filename().string() + ".tmp-" +
+                                            std::to_string(::getpid()));
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  fs::create_directories(tmp, ec);
+  if (ec) return Unavailable("cannot create '" + tmp.string() + "': " + ec.message());
+  return tmp;
+}
+
+Status CommitDirectory(const fs::path& tmp, const fs::path& out, bool replace) {
+  std::error_code ec;
+  if (Status s = CheckDirectoryTarget(out, replace); !s.ok()) {
+    fs::remove_all(tmp, ec);
+    return s;
+  }
+  SyncDirectory(tmp);
+  const fs::path abs = fs::absolute(out);
+  const fs::path old = abs.parent_path() / ("." + abs.filename().string() + ".old-" +
+                                            std::to_string(::getpid()));
+  const bool existed = fs::exists(abs, ec);
+  if (existed) {
+    fs::rename(abs, old, ec);
+    if (ec) {
+      fs::remove_all(tmp, ec);
+      return Unavailable("cannot move '" + out.string() + "' aside: " + ec.message());
+    }
+  }
+  fs::rename(tmp, abs, ec);
+  if (ec) {
+    const std::string why = ec.message();
+    if (existed) fs::rename(old, abs, ec);  // put the old one back
+    fs::remove_all(tmp, ec);
+    return Unavailable("cannot rename '" + tmp.string() + "' to '" + out.string() + "': " + why);
+  }
+  SyncDirectory(abs.parent_path());
+  if (existed) fs::remove_all(old, ec);
+  return OkStatus();
+}
+
 StatusOr<std::vector<uint8_t>> ReadWholeFile(const fs::path& file) {
   const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return NotFound("cannot open '" + file.string() + "': " + std::strerror(errno));
@@ -118,4 +171,4 @@ StatusOr<std::vector<uint8_t>> ReadWholeFile(const fs::path& file) {
   return bytes;
 }
 
-}  // namespace fleet::checkpoint
+}  // namespace fleet
