@@ -993,4 +993,100 @@ TEST(CliShowPserverTest, PserverRoleOutsideAPserverJobIsRefused) {
   EXPECT_TRUE(Contains(r.err, "\"collective\"")) << r.err;
 }
 
+// ---- export, infer, convert ------------------------------------------------------------------
+
+// Train the quick-start MLP with checkpoints, export its prediction from the newest one, infer
+// on inputs numpy wrote, and move the checkpoint to .npy files and back: the user's path from
+// training to serving, each step as its own process.
+TEST(CliExportTest, TrainExportInferConvert) {
+  TempDir dir;
+  const std::string mlp = (kExamples / "mlp/mlp.fleet").string();
+  const std::string config = "--config " + (kExamples / "mlp/fleet.toml").string();
+  const std::string ckpt = (dir.path() / "ckpt").string();
+  Result run = RunHost(config + " run " + mlp + " --set train.steps=30 --set checkpoint.dir=" +
+                       ckpt);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+
+  const std::string model = (dir.path() / "model").string();
+  Result ex = RunHost(config + " export " + mlp + " --feed x --fetch prediction --out " + model +
+                      " --checkpoint " + ckpt);
+  ASSERT_EQ(ex.exit_code, 0) << ex.err;
+  EXPECT_TRUE(Contains(ex.out, "exported 9 ops and 6 parameters (from " + ckpt +
+                                   "/step_0000030) to " + model + ": feeds x; fetches prediction"))
+      << ex.out;
+  for (const char* f : {"model.ir", "params.safetensors", "model.json"}) {
+    EXPECT_TRUE(fs::exists(dir.path() / "model" / f)) << f;
+  }
+  EXPECT_FALSE(Contains(ReadFile(dir.path() / "model/model.ir"), "cross_entropy"));
+
+  const std::string input = (dir.path() / "x.npy").string();
+  const std::string script = "import numpy; numpy.save('" + input +
+                             "', numpy.linspace(-1, 1, 5 * 32, dtype=numpy.float32)"
+                             ".reshape(5, 32))";
+  ASSERT_EQ(std::system(("/usr/bin/python3 -c \"" + script + "\"").c_str()), 0);
+  const std::string out = (dir.path() / "out").string();
+  Result inf = RunHost("infer " + model + " --input x=" + input + " --out " + out);
+  ASSERT_EQ(inf.exit_code, 0) << inf.err;
+  EXPECT_TRUE(Contains(inf.out, "prediction: float32[5, 2] [")) << inf.out;
+  // The predictions are a softmax's: rows of two probabilities that sum to one.
+  const std::string check = "import numpy; p = numpy.load('" + out + "/prediction.npy'); "
+                            "assert p.shape == (5, 2) and p.dtype == numpy.float32, p; "
+                            "assert abs(p.sum(axis=1) - 1).max() < 1e-5, p";
+  EXPECT_EQ(std::system(("/usr/bin/python3 -c \"" + check + "\"").c_str()), 0);
+
+  // Exported from the same weights as .npy files, the model predicts the same.
+  const std::string npy = (dir.path() / "npy").string();
+  Result cv = RunHost("convert " + ckpt + "/step_0000030 --out " + npy);
+  ASSERT_EQ(cv.exit_code, 0) << cv.err;
+  EXPECT_TRUE(Contains(cv.out, "tensors to " + npy)) << cv.out;
+  EXPECT_TRUE(fs::exists(dir.path() / "npy/fc_0.w_0.npy"));
+  Result ex2 = RunHost(config + " export " + mlp + " --fetch prediction --out " + model +
+                       "2 --params " + npy);
+  ASSERT_EQ(ex2.exit_code, 0) << ex2.err;
+  Result inf2 = RunHost("infer " + model + "2 --input " + input + " --out " + out + "2");
+  ASSERT_EQ(inf2.exit_code, 0) << inf2.err;
+  EXPECT_EQ(ReadFile(out + "/prediction.npy"), ReadFile(out + "2/prediction.npy"));
+  Result back = RunHost("convert " + npy + " --out " + (dir.path() / "w.safetensors").string());
+  ASSERT_EQ(back.exit_code, 0) << back.err;
+}
+
+TEST(CliExportTest, BadArgumentsAndInputsAreRefused) {
+  TempDir dir;
+  const std::string mlp = (kExamples / "mlp/mlp.fleet").string();
+  Result none = RunHost("export " + mlp + " --out " + (dir.path() / "m").string());
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_TRUE(Contains(none.err, "--fetch and --out are needed")) << none.err;
+  Result bad = RunHost("export " + mlp + " --fetch prediction --out x --bogus");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_TRUE(Contains(bad.err, "unknown option '--bogus'")) << bad.err;
+  Result typo = RunHost("export " + mlp + " --fetch predictoin --out " +
+                        (dir.path() / "m").string());
+  EXPECT_EQ(typo.exit_code, 1);
+  EXPECT_TRUE(Contains(typo.err, "fetch 'predictoin' is not a var of the program")) << typo.err;
+  Result label = RunHost("export " + mlp + " --feed x --feed y --fetch prediction --out " +
+                         (dir.path() / "m").string());
+  EXPECT_EQ(label.exit_code, 1);
+  EXPECT_TRUE(Contains(label.err, "feed 'y' is not needed to compute the fetches")) << label.err;
+
+  const std::string model = (dir.path() / "m").string();
+  ASSERT_EQ(RunHost("export " + mlp + " --fetch prediction --out " + model).exit_code, 0);
+  const std::string wrong = (dir.path() / "wrong.npy").string();
+  ASSERT_EQ(std::system(("/usr/bin/python3 -c \"import numpy; numpy.save('" + wrong +
+                         "', numpy.zeros((3, 31), dtype=numpy.float32))\"")
+                            .c_str()),
+            0);
+  Result shape = RunHost("infer " + model + " --input " + wrong);
+  EXPECT_EQ(shape.exit_code, 1);
+  EXPECT_TRUE(Contains(shape.err, "feed 'x' is float32[-1, 32] but '" + wrong +
+                                      "' holds float32[3, 31]"))
+      << shape.err;
+  Result missing = RunHost("infer " + (dir.path() / "nowhere").string() + " --input " + wrong);
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_TRUE(Contains(missing.err, "model.json")) << missing.err;
+  Result cv = RunHost("convert " + (dir.path() / "nowhere").string() + " --out " +
+                      (dir.path() / "o").string());
+  EXPECT_EQ(cv.exit_code, 1);
+  EXPECT_TRUE(Contains(cv.err, "does not exist")) << cv.err;
+}
+
 }  // namespace
