@@ -52,6 +52,7 @@ def main():
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--steps", type=int, default=400)
     args = ap.parse_args()
+    args.build_dir = os.path.abspath(args.build_dir)  # the runs happen in a scratch directory
     bench = os.path.join(args.build_dir, "bin", "fleet_reader_bench")
     host = os.path.join(args.build_dir, "bin", "fleet-host")
     rates = {}
