@@ -132,8 +132,10 @@ class CheckpointResumeTest : public ::testing::Test {
 
   // Runs `job` into `run`/, SIGKILLs every process once a checkpoint past `kill_after` steps
   // is committed, then restarts it with --resume and lets it finish. Returns the step the
-  // resumed job started from.
-  int KillAndResume(const std::vector<Proc>& job, const std::string& run, int kill_after) {
+  // resumed job started from. `restarted` is the job to restart, when it differs (a
+  // collective job's fresh rendezvous store).
+  int KillAndResume(const std::vector<Proc>& job, const std::string& run, int kill_after,
+                    const std::vector<Proc>* restarted = nullptr) {
     fs::create_directories(dir_ / run);
     Start(job, run, false);
     const fs::path root = dir_ / run / "ckpt";
@@ -148,7 +150,7 @@ class CheckpointResumeTest : public ::testing::Test {
     const int at = LatestStep(root);
     EXPECT_GE(at, kill_after);
     EXPECT_LT(at, kSteps) << "the job ended before it was killed; make it longer";
-    Start(job, run, true);
+    Start(restarted != nullptr ? *restarted : job, run, true);
     ExpectAllSucceed();
     return at;
   }
@@ -203,20 +205,8 @@ TEST_F(CheckpointResumeTest, TwoRanksKilledAndResumedEndBitForBitAsWithoutABreak
     return out;
   };
   RunThrough(job("store_whole"), "whole");
-  fs::create_directories(dir_ / "broken");
-  Start(job("store_a"), "broken", false);
-  const fs::path root = dir_ / "broken" / "ckpt";
-  const auto deadline = Clock::now() + std::chrono::seconds(120);
-  while (LatestStep(root) < 200 && Clock::now() < deadline) {
-    std::this_thread::sleep_for(milliseconds(2));
-  }
-  for (auto& p : procs_) ::kill(p->pid(), SIGKILL);
-  for (auto& p : procs_) EXPECT_EQ(p->Wait(milliseconds(10000)), 128 + SIGKILL);
-  const int from = LatestStep(root);
-  ASSERT_GE(from, 200);
-  ASSERT_LT(from, kSteps);
-  Start(job("store_b"), "broken", true);
-  ExpectAllSucceed();
+  const std::vector<Proc> restarted = job("store_b");
+  const int from = KillAndResume(job("store_a"), "broken", 200, &restarted);
   // Only rank 0 saves and writes metrics; both ranks resumed from the same step.
   for (auto& p : procs_) {
     EXPECT_NE(p->Output().find("resumed from"), std::string::npos) << p->Output();
@@ -309,20 +299,8 @@ TEST_F(CheckpointResumeTest, ShardedShuffledFilesResumeBitForBit) {
     return out;
   };
   RunThrough(job("store_whole"), "whole");
-  fs::create_directories(dir_ / "broken");
-  Start(job("store_a"), "broken", false);
-  const fs::path root = dir_ / "broken" / "ckpt";
-  const auto deadline = Clock::now() + std::chrono::seconds(120);
-  while (LatestStep(root) < 200 && Clock::now() < deadline) {
-    std::this_thread::sleep_for(milliseconds(2));
-  }
-  for (auto& p : procs_) ::kill(p->pid(), SIGKILL);
-  for (auto& p : procs_) EXPECT_EQ(p->Wait(milliseconds(10000)), 128 + SIGKILL);
-  const int from = LatestStep(root);
-  ASSERT_GE(from, 200);
-  ASSERT_LT(from, kSteps);
-  Start(job("store_b"), "broken", true);
-  ExpectAllSucceed();
+  const std::vector<Proc> restarted = job("store_b");
+  const int from = KillAndResume(job("store_a"), "broken", 200, &restarted);
   ExpectSameEnd("whole", "broken", from, {""}, "metrics.jsonl");
 }
 
