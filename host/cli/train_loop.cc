@@ -254,14 +254,29 @@ class ProgressLog {
 
   // Opens the metrics file when there is one and this process writes it.
   // `suffix` goes before the file's extension ("m.jsonl" -> "m.trainer1.jsonl"), so processes
-  // that share a config but report for themselves do not write one file together.
+  // that share a config but report for themselves do not write one file together. A resumed
+  // job (StartAt first) keeps the records of the steps before the one it resumes at, and drops
+  // those the killed job logged after its checkpoint, which it runs again.
   Status Open(bool write_metrics, const std::string& suffix = "") {
     if (train_.metrics_file.empty() || !write_metrics) return OkStatus();
     std::filesystem::path path = train_.metrics_file;
     if (!suffix.empty()) {
       path.replace_filename(path.stem().string() + suffix + path.extension().string());
     }
+    std::string kept;
+    if (first_step_ > 1) {
+      std::ifstream in(path);
+      std::string line;
+      while (std::getline(in, line)) {
+        const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+        if (j.is_object() && j.contains("step") && j["step"].is_number_integer() &&
+            j["step"].get<int64_t>() < first_step_) {
+          kept += line + "\n";
+        }
+      }
+    }
     metrics_.open(path, std::ios::out | std::ios::trunc);
+    metrics_ << kept;
     if (!metrics_) {
       return Unavailable("train.metrics_file: cannot open '" + path.string() + "' for writing");
     }
@@ -638,10 +653,10 @@ StatusOr<TrainSummary> Train(const Config& config, const frontend::ParsedProgram
     return TrainSummary{first_step - 1, 0.0, 0.0, {}};
   }
   ProgressLog progress(train, train.batch_size, who, out);
+  progress.StartAt(first_step);
   FLEET_RETURN_IF_ERROR(progress.Open(
       rank == 0 || world == nullptr,
       world == nullptr && rank > 0 ? ".trainer" + std::to_string(rank) : ""));
-  progress.StartAt(first_step);
   exec::FeedMap batch;
   double loss = 0;
   for (int64_t step = first_step; step <= train.steps; ++step) {
