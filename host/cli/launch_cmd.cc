@@ -43,6 +43,10 @@ Options:
   --log-dir DIR      where logs go (default: log); each rank writes DIR/JOB/trainer.RANK.log
   --job-id JOB       the job's name (default: fleet)
   --grace-s S        seconds the ranks get to stop after SIGTERM before SIGKILL (default: 3)
+  --max-restarts K   after a failure, start the whole job again, up to K times (default 0;
+                     one node only). FLEET_RESTART_COUNT tells the processes which start
+                     they are; with `run --resume` they continue from the newest checkpoint.
+                     Start k > 0 logs into DIR/JOB/restart.k/
   -h, --help         show this help
 
 When a rank fails the others are stopped and a summary (also DIR/JOB/failure.json) names it;
@@ -176,6 +180,8 @@ int LaunchCommand(const GlobalOptions& global, const std::vector<std::string>& a
       if (!v) problem = "--grace-s needs a number of seconds";
       else if (!s) problem = "--grace-s '" + *v + "': expected a number of seconds";
       else o.grace_s = *s;
+    } else if (flag == "--max-restarts") {
+      problem = int_flag(o.max_restarts);
     } else if (flag.starts_with("-")) {
       problem = "unknown option '" + args[i] + "'";
     } else {

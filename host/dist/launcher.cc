@@ -52,7 +52,7 @@ constexpr auto kDrainAfterExit = std::chrono::milliseconds(1000);
 //   PADDLE_PSERVER_ID POD_IP PADDLE_PORT PADDLE_RANK_IN_NODE
 //   RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE MASTER_ADDR MASTER_PORT
 //   PMI_RANK PMI_SIZE SLURM_PROCID SLURM_NTASKS SLURM_LOCALID OMPI_COMM_WORLD_* (all)
-//   FLEET_MASTER_SERVED FLEET_JOB_ID FLEET_MPI_SYMMETRIC
+//   FLEET_MASTER_SERVED FLEET_JOB_ID FLEET_MPI_SYMMETRIC FLEET_RESTART_COUNT
 // plus http_proxy/https_proxy (and their upper-case spellings), which Paddle's launchers drop
 // so that ranks talking to each other are never sent through a proxy.
 const std::set<std::string>& StrippedVariables() {
@@ -62,7 +62,8 @@ const std::set<std::string>& StrippedVariables() {
       "PADDLE_PSERVER_ID", "POD_IP", "PADDLE_PORT", "PADDLE_RANK_IN_NODE", "RANK", "WORLD_SIZE",
       "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "PMI_RANK", "PMI_SIZE",
       "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "FLEET_MASTER_SERVED", "FLEET_JOB_ID",
-      "FLEET_MPI_SYMMETRIC", "http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY"};
+      "FLEET_MPI_SYMMETRIC", "FLEET_RESTART_COUNT", "http_proxy", "https_proxy", "HTTP_PROXY",
+      "HTTPS_PROXY"};
   return names;
 }
 
@@ -198,6 +199,8 @@ class Launch {
   ~Launch() { Cleanup(); }
 
   StatusOr<int> Run();
+  // Whether SIGINT/SIGTERM stopped the job (after Run).
+  bool interrupted() const { return interrupt_signal_ != 0; }
 
  private:
   Status Prepare();
@@ -290,6 +293,8 @@ Status Launch::Prepare() {
   fs::path base = fs::absolute(o_.log_dir, ec);
   if (ec) return InvalidArgument("--log-dir '" + o_.log_dir + "': " + ec.message());
   job_dir_ = (base / o_.job_id).lexically_normal();
+  // A restarted job keeps the logs of the start that failed.
+  if (o_.restart > 0) job_dir_ /= "restart." + std::to_string(o_.restart);
   fs::create_directories(job_dir_, ec);
   if (ec) {
     return FailedPrecondition("cannot create the log directory " + job_dir_.string() + ": " +
@@ -321,7 +326,8 @@ void Launch::PlanCollective() {
              {"MASTER_ADDR", master_addr_},
              {"MASTER_PORT", std::to_string(master_port_)},
              {"FLEET_MASTER_SERVED", "1"},
-             {"FLEET_JOB_ID", o_.job_id}};
+             {"FLEET_JOB_ID", o_.job_id},
+             {"FLEET_RESTART_COUNT", std::to_string(o_.restart)}};
   }
 }
 
@@ -348,7 +354,8 @@ void Launch::PlanParameterServer() {
              {"PADDLE_PORT", endpoint.substr(colon + 1)},
              {"PADDLE_TRAINERS_NUM", trainers},
              {"LOCAL_WORLD_SIZE", local_world},
-             {"FLEET_JOB_ID", o_.job_id}};
+             {"FLEET_JOB_ID", o_.job_id},
+             {"FLEET_RESTART_COUNT", std::to_string(o_.restart)}};
   }
   for (int i = 0; i < o_.workers; ++i) {
     Child& c = children_[static_cast<size_t>(servers + i)];
@@ -363,7 +370,8 @@ void Launch::PlanParameterServer() {
              {"PADDLE_TRAINER_ID", std::to_string(i)},
              {"PADDLE_TRAINERS_NUM", trainers},
              {"LOCAL_WORLD_SIZE", local_world},
-             {"FLEET_JOB_ID", o_.job_id}};
+             {"FLEET_JOB_ID", o_.job_id},
+             {"FLEET_RESTART_COUNT", std::to_string(o_.restart)}};
   }
 }
 
@@ -928,6 +936,14 @@ Status ValidateLaunchOptions(const LaunchOptions& o) {
   if (static_cast<int64_t>(o.nproc) * o.nnodes > (int64_t{1} << 20)) {
     return InvalidArgument("--nproc * --nnodes is too large");
   }
+  if (o.max_restarts < 0) {
+    return InvalidArgument("--max-restarts " + std::to_string(o.max_restarts) +
+                           ": expected a count >= 0");
+  }
+  if (o.max_restarts > 0 && o.nnodes > 1) {
+    return InvalidArgument("--max-restarts needs a job of one node: the launchers of " +
+                           std::to_string(o.nnodes) + " nodes cannot agree on restarting");
+  }
   if (!(o.grace_s >= 0) || !std::isfinite(o.grace_s)) {
     return InvalidArgument("--grace-s: expected a number of seconds >= 0");
   }
@@ -940,8 +956,20 @@ Status ValidateLaunchOptions(const LaunchOptions& o) {
 }
 
 StatusOr<int> RunLaunch(const LaunchOptions& options, std::ostream& out, std::ostream& err) {
-  Launch launch(options, out, err);
-  return launch.Run();
+  LaunchOptions o = options;
+  for (o.restart = 0;; ++o.restart) {
+    int code = 0;
+    bool interrupted = false;
+    {
+      Launch launch(o, out, err);
+      FLEET_ASSIGN_OR_RETURN(code, launch.Run());
+      interrupted = launch.interrupted();
+    }
+    if (code == 0 || interrupted || o.restart >= o.max_restarts) return code;
+    err << "fleet-host launch: restarting the whole job (restart " << o.restart + 1 << " of "
+        << o.max_restarts << ")\n";
+    err.flush();
+  }
 }
 
 }  // namespace fleet

@@ -37,6 +37,14 @@
 //     worker may take a while to tear down). Once every worker has exited 0 the servers are expected to exit on their own
 //     within server_exit_s; those still running then are stopped and reported as the failure
 //     ("server 0 did not exit after every worker finished"), exit code 1.
+//
+// Restarts (--max-restarts K, torchrun's model): when the job fails, every process of it is
+// stopped as above and the whole job is started again, up to K times, with FLEET_RESTART_COUNT
+// set to the number of the start (0 for the first). A fresh store is served (a fresh set of
+// server ports picked) for each start, and start k > 0 logs into <log_dir>/<job_id>/restart.<k>/.
+// Ranks that run `run --resume` (or [checkpoint] resume = true) continue from the newest
+// checkpoint. A job stopped by SIGINT/SIGTERM is not restarted; the exit code is the last
+// start's. Single-node jobs only: launchers of several nodes would have to agree on restarting.
 #pragma once
 
 #include <ostream>
@@ -67,6 +75,9 @@ struct LaunchOptions {
   std::vector<std::string> server_endpoints;  // ... or their "host:port"s (then servers = size)
   int workers = 0;                            // >= 1
   double server_exit_s = 10.0;  // how long servers may outlive the last worker; >= 0
+
+  int max_restarts = 0;  // >= 0: starts of the whole job after a failure (nnodes == 1 only)
+  int restart = 0;       // which start this is (FLEET_RESTART_COUNT); set by RunLaunch
 };
 
 // Checks the options without touching anything; INVALID_ARGUMENT names the offending flag.
@@ -75,8 +86,8 @@ Status ValidateLaunchOptions(const LaunchOptions& options);
 // Checks a --job-id value: non-empty, no '/', no "..", no control characters.
 Status CheckJobId(const std::string& job_id);
 
-// Runs the job to its end and returns the launcher's exit code (0 when every rank finished
-// with 0). Returns an error Status, with nothing started, when the options are invalid, the log
+// Runs the job to its end, restarting it up to max_restarts times after a failure, and returns
+// the launcher's exit code (0 when every rank finished with 0). Returns an error Status, with nothing started, when the options are invalid, the log
 // directory cannot be created or the store cannot be served (e.g. the master's port is in use).
 // Launcher messages and the summary go to `err`, the echoed rank's lines to `out`.
 // Installs its own SIGINT/SIGTERM/SIGCHLD/SIGPIPE handling for the duration and restores the

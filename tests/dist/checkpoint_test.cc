@@ -79,6 +79,14 @@ std::map<int, double> Losses(const fs::path& metrics) {
   return out;
 }
 
+// The step a log says its run resumed from ("... resumed from DIR (step N)"), or 0.
+int LatestResumedStep(const std::string& log) {
+  const size_t at = log.rfind("resumed from");
+  if (at == std::string::npos) return 0;
+  const size_t step = log.find("(step ", at);
+  return step == std::string::npos ? 0 : std::atoi(log.c_str() + step + 6);
+}
+
 class CheckpointResumeTest : public ::testing::Test {
  protected:
   // One role's process of a job: its environment and extra --set values.
@@ -319,6 +327,47 @@ TEST_F(CheckpointResumeTest, StreamedFilesThroughTheReaderThreadResumeBitForBit)
   RunThrough(job, "whole");
   const int from = KillAndResume(job, "broken", 200);
   ExpectSameEnd("whole", "broken", from, {""}, "metrics.jsonl");
+}
+
+// The launcher puts it together: `launch --max-restarts 1 -- run --resume`, one rank killed
+// mid-run, the job restarted whole from its newest checkpoint, ending as one never broken.
+TEST_F(CheckpointResumeTest, TheLauncherRestartsAKilledJobFromItsCheckpoint) {
+  auto launch = [&](const std::string& run, int restarts) {
+    fs::create_directories(dir_ / run);
+    return std::vector<std::string>{
+        kHost, "launch", "--nproc", "2", "--log-dir", (dir_ / run / "log").string(),
+        "--max-restarts", std::to_string(restarts), "--", "run",
+        (dir_ / "model.fleet").string(), "--resume", "--config", (dir_ / "fleet.toml").string(),
+        "--set", "checkpoint.dir=" + (dir_ / run / "ckpt").string(), "--set",
+        "train.metrics_file=" + (dir_ / run / "metrics.jsonl").string()};
+  };
+  RankProcess whole(launch("whole", 0), {}, dir_ / "whole.log");
+  ASSERT_EQ(whole.Wait(milliseconds(180000)), 0) << whole.Output();
+
+  RankProcess broken(launch("broken", 1), {}, dir_ / "broken.log");
+  const fs::path root = dir_ / "broken" / "ckpt";
+  const auto deadline = Clock::now() + std::chrono::seconds(120);
+  while (LatestStep(root) < 200 && Clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(2));
+  }
+  // The launcher's children are the ranks; kill one.
+  const std::string children = ReadText("/proc/" + std::to_string(broken.pid()) + "/task/" +
+                                        std::to_string(broken.pid()) + "/children");
+  const pid_t rank = static_cast<pid_t>(std::atol(children.c_str()));
+  ASSERT_GT(rank, 0) << "no rank running: '" << children << "'";
+  const int from = LatestStep(root);
+  ::kill(rank, SIGKILL);
+  ASSERT_EQ(broken.Wait(milliseconds(180000)), 0) << broken.Output();
+  const std::string out = broken.Output();
+  EXPECT_NE(out.find("restarting the whole job (restart 1 of 1)"), std::string::npos) << out;
+  EXPECT_NE(out.find("killed by SIGKILL"), std::string::npos) << out;
+  ASSERT_GE(from, 200);
+  ASSERT_LT(from, kSteps) << "the job ended before the kill; make it longer";
+  // It resumed at least where the kill found the checkpoints.
+  const std::string rank0 = ReadText(dir_ / "broken" / "log" / "fleet" / "restart.1" /
+                                     "trainer.0.log");
+  EXPECT_NE(rank0.find("resumed from"), std::string::npos) << rank0;
+  ExpectSameEnd("whole", "broken", LatestResumedStep(rank0), {""}, "metrics.jsonl");
 }
 
 TEST_F(CheckpointResumeTest, ResumeRefusesWhatCannotWork) {

@@ -417,6 +417,52 @@ TEST_F(LaunchTest, CtrlCStopsEveryRankWithExit130) {
   for (pid_t pid : pids) EXPECT_FALSE(Alive(pid)) << pid;
 }
 
+// --max-restarts: a failed job starts again whole, each start told which it is and logging
+// apart; a job that keeps failing ends with its last start's failure.
+TEST_F(LaunchTest, AFailedJobIsRestartedWholeUpToMaxRestarts) {
+  Launcher l = Run({"launch", "--nproc", "2", "--max-restarts", "2", "--", FLEET_FAKE_RANK_EXE,
+                    "--dump-env", Envs(), "--fail-rank", "1", "--first-start-only",
+                    "--exit-code", "5", "--sleep-ms", "300"});
+  EXPECT_EQ(l.exit_code, 0) << Output(l);
+  EXPECT_TRUE(Contains(l.stderr_text, "first failure: rank 1")) << Output(l);
+  EXPECT_TRUE(Contains(l.stderr_text, "restarting the whole job (restart 1 of 2)")) << Output(l);
+  EXPECT_FALSE(Contains(l.stderr_text, "restart 2 of 2")) << Output(l);
+  // The first start's failure report stays; the second start logs into restart.1/.
+  EXPECT_TRUE(fs::exists(JobDir() / "failure.json"));
+  EXPECT_TRUE(Contains(ReadFile(JobDir() / "trainer.1.log"), "failing with exit code 5"));
+  EXPECT_TRUE(fs::exists(JobDir() / "restart.1" / "trainer.1.log"));
+  EXPECT_FALSE(fs::exists(JobDir() / "restart.1" / "failure.json"));
+  for (int r = 0; r < 2; ++r) {  // the last dump is the second start's
+    EXPECT_TRUE(Contains(ReadFile(dir_ / "env" / ("env." + std::to_string(r))),
+                         "FLEET_RESTART_COUNT=1\n"))
+        << r;
+  }
+
+  Launcher always = Run({"launch", "--nproc", "2", "--max-restarts", "1", "--job-id", "again",
+                         "--", FLEET_FAKE_RANK_EXE, "--fail-rank", "0", "--exit-code", "6"});
+  EXPECT_EQ(always.exit_code, 6) << Output(always);
+  EXPECT_TRUE(Contains(always.stderr_text, "restart 1 of 1")) << Output(always);
+  EXPECT_TRUE(fs::exists(JobDir("again") / "restart.1" / "failure.json"));
+
+  Launcher multi = Run({"launch", "--nproc", "1", "--nnodes", "2", "--node-rank", "0",
+                        "--master", "127.0.0.1:1", "--max-restarts", "1", "--",
+                        FLEET_FAKE_RANK_EXE});
+  EXPECT_EQ(multi.exit_code, 2) << Output(multi);
+  EXPECT_TRUE(Contains(multi.stderr_text, "--max-restarts needs a job of one node"))
+      << Output(multi);
+}
+
+TEST_F(LaunchTest, CtrlCIsNotRestarted) {
+  Launcher l;
+  Start(l, {"launch", "--nproc", "2", "--max-restarts", "3", "--", FLEET_FAKE_RANK_EXE,
+            "--pid-dir", Pids(), "--sleep-ms", "60000"});
+  ASSERT_TRUE(WaitForPids(2));
+  ::kill(l.pid, SIGINT);
+  Wait(l, milliseconds(15000));
+  EXPECT_EQ(l.exit_code, 130) << Output(l);
+  EXPECT_FALSE(Contains(l.stderr_text, "restarting")) << Output(l);
+}
+
 TEST_F(LaunchTest, SecondCtrlCKillsRanksThatIgnoreSigterm) {
   Launcher l;
   Start(l, {"launch", "--nproc", "2", "--grace-s", "60", "--", FLEET_FAKE_RANK_EXE, "--pid-dir",
