@@ -10,27 +10,14 @@
 
 #include "data/npy.h"
 
+#include "temp_dir.h"
+
 namespace fleet::data {
 namespace {
 
 namespace fs = std::filesystem;
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/fleet_data_XXXXXX";
-    path_ = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  fs::path Write(const std::string& name, const std::string& text) const {
-    std::ofstream(path_ / name) << text;
-    return path_ / name;
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using fleet::test_util::TempDir;
 
 const std::vector<FeedSpec> kClassifier = {{"x", ir::DataType::kFloat32, {-1, 6}},
                                            {"y", ir::DataType::kInt64, {-1, 1}}};

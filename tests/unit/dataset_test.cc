@@ -18,27 +18,14 @@
 #include "data/npy.h"
 #include "data/prefetch.h"
 
+#include "temp_dir.h"
+
 namespace fleet::data {
 namespace {
 
 namespace fs = std::filesystem;
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/fleet_dataset_XXXXXX";
-    path_ = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  fs::path Write(const std::string& name, const std::string& text) const {
-    std::ofstream(path_ / name) << text;
-    return path_ / name;
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using fleet::test_util::TempDir;
 
 // x: 2 floats, y: one int64; the files also carry a slot "d" that no feed takes.
 const std::vector<FeedSpec> kFeeds = {{"x", ir::DataType::kFloat32, {-1, 2}},

@@ -22,6 +22,8 @@
 #include "plugin/kernel.h"
 #include "plugin/registry.h"
 
+#include "temp_dir.h"
+
 namespace fleet {
 namespace {
 
@@ -29,22 +31,7 @@ namespace fs = std::filesystem;
 
 constexpr const char* kPython = "/usr/bin/python3";
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/fleet_init_from_XXXXXX";
-    path_ = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  const fs::path& path() const { return path_; }
-  fs::path Write(const std::string& name, const std::string& text) const {
-    std::ofstream(path_ / name) << text;
-    return path_ / name;
-  }
-
- private:
-  fs::path path_;
-};
+using fleet::test_util::TempDir;
 
 // The model: y ~ x w + b with x of 4 features; fc names its weights fc_0.w_0 [4, 1] and
 // fc_0.b_0 [1].

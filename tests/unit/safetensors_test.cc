@@ -10,23 +10,14 @@
 #include <string>
 #include <vector>
 
+#include "temp_dir.h"
+
 namespace fleet::checkpoint {
 namespace {
 
 namespace fs = std::filesystem;
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/fleet_safetensors_XXXXXX";
-    path_ = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using fleet::test_util::TempDir;
 
 // A file: the header length as 8 little-endian bytes, `header`, then `data`.
 std::vector<uint8_t> File(const std::string& header, const std::vector<uint8_t>& data) {
