@@ -15,6 +15,7 @@
 #include <dnnl.hpp>
 
 #include "fleet/fleet_plugin.h"
+#include "kernel_context.h"
 
 namespace fleet_cpu {
 
@@ -38,24 +39,21 @@ void AddOptimizerKernels(KernelList& list);  // optimizer_kernels.cc
 // The whole list, built once.
 const KernelList& AllKernels();
 
-// ---- reading the context ----------------------------------------------------------------
-// Tensor `i` of a slot, or nullptr when the slot is absent, shorter, or the entry is NULL.
-const FleetTensor* Input(const FleetKernelContext* kc, std::string_view slot, size_t i = 0);
-const FleetTensor* Output(const FleetKernelContext* kc, std::string_view slot, size_t i = 0);
-size_t InputCount(const FleetKernelContext* kc, std::string_view slot);
-size_t OutputCount(const FleetKernelContext* kc, std::string_view slot);
-const FleetAttr* FindAttr(const FleetKernelContext* kc, std::string_view name);
-// Typed reads with a fallback for an absent attribute (the host fills in schema defaults, so
-// fallbacks only matter for hand-built contexts).
-int64_t IntAttr(const FleetKernelContext* kc, std::string_view name, int64_t fallback = 0);
-double FloatAttr(const FleetKernelContext* kc, std::string_view name, double fallback = 0.0);
-bool BoolAttr(const FleetKernelContext* kc, std::string_view name, bool fallback = false);
-std::string_view StringAttr(const FleetKernelContext* kc, std::string_view name);
-std::vector<int64_t> IntsAttr(const FleetKernelContext* kc, std::string_view name);
-std::vector<double> FloatsAttr(const FleetKernelContext* kc, std::string_view name);
+// ---- reading the context (plugins/common/kernel_context.h) ------------------------------
+using fleet::kernel::BoolAttr;
+using fleet::kernel::Dims;
+using fleet::kernel::FindAttr;
+using fleet::kernel::FloatAttr;
+using fleet::kernel::FloatsAttr;
+using fleet::kernel::Input;
+using fleet::kernel::InputCount;
+using fleet::kernel::IntAttr;
+using fleet::kernel::IntsAttr;
+using fleet::kernel::Numel;
+using fleet::kernel::Output;
+using fleet::kernel::OutputCount;
+using fleet::kernel::StringAttr;
 
-int64_t Numel(const FleetTensor* t);
-std::vector<int64_t> Dims(const FleetTensor* t);
 template <typename T>
 T* Data(const FleetTensor* t) {
   return static_cast<T*>(t->data);
