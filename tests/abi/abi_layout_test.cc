@@ -555,13 +555,22 @@ FLEET_FROZEN_SIZE(FleetKernelContext, launch_index, 104);
 // =================================================================================================
 // end of ABI 1.1
 // =================================================================================================
+
+// ABI 1.2: FleetCommConfig gains the device component's table and ctx.
+FLEET_FROZEN_MEMBER(FleetCommConfig, device_table, 64, const FleetDeviceVTable*);
+FLEET_FROZEN_MEMBER(FleetCommConfig, device_ctx, 72, void*);
+FLEET_FROZEN_SIZE(FleetCommConfig, device_ctx, 80);
+
+// =================================================================================================
+// end of ABI 1.2
+// =================================================================================================
 #endif  // LP64
 
 // ---- not frozen: checks that move with the current version --------------------------------------
 
 // Bumping the minor needs a new frozen block above (and a CHANGELOG line); this assert is the
 // reminder. Update it together with the new block.
-static_assert(FLEET_ABI_MINOR == 1, "new ABI minor: add its frozen block to abi_layout_test.cc");
+static_assert(FLEET_ABI_MINOR == 2, "new ABI minor: add its frozen block to abi_layout_test.cc");
 
 // The host's Status codes are the ABI's codes, so a plugin's status converts without a table.
 static_assert(static_cast<int>(fleet::Code::kOk) == FLEET_CODE_OK);

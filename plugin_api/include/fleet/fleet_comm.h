@@ -15,7 +15,9 @@
  *
  * Streams: collectives are enqueued on `stream` (from the device component named in the config)
  * and may complete asynchronously; a NULL stream means the call returns when the result is in
- * place. Buffers must stay valid until the work completes.
+ * place. Buffers must stay valid until the work completes. Work enqueued on `stream` after the
+ * call sees the result: a communicator that runs on a stream of its own orders it against
+ * `stream` with events both ways.
  */
 #ifndef FLEET_COMM_H_
 #define FLEET_COMM_H_
@@ -49,6 +51,13 @@ typedef struct FleetCommConfig {
   int32_t reserved;
   size_t num_options;           /* options from fleet.toml [comm] for this backend */
   const FleetAttr* const* options;
+  /* 1.2: the device component named by `device` (its table and the ctx its slots take), so a
+   * communicator in another plugin can turn the FleetStream* it is handed into a native stream
+   * (stream_native) and order its work against it with that device's events. Both NULL when the
+   * host has no such component. Valid until destroy. Read only when
+   * FLEET_HAS_FIELD(config, FleetCommConfig, device_ctx). */
+  const FleetDeviceVTable* device_table;
+  void* device_ctx;
 } FleetCommConfig;
 
 typedef struct FleetCommVTable {
