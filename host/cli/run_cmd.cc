@@ -157,7 +157,7 @@ int RunCommand(const GlobalOptions& global, const std::vector<std::string>& args
   }
   std::unique_ptr<Job> job;
   if (config.strategy_mode == "collective") {
-    auto opened = Job::Open(config, *role, selection->comm, env);
+    auto opened = Job::Open(config, *role, selection->comm, selection->device, env);
     if (!opened.ok()) return Fail(err, opened.status());
     job = std::move(*opened);
     dist.job = job.get();

@@ -178,14 +178,11 @@ std::vector<std::string> ParamNames(const ir::Program& main) {
 // A parameter's bytes on the host.
 StatusOr<std::vector<uint8_t>> ParamBytes(const exec::Executor& executor,
                                           const std::string& name) {
-  const exec::ScopeVar* v = executor.scope().Find(name);
-  if (v == nullptr) return NotFound("parameter '" + name + "' is not in the scope");
-  std::vector<uint8_t> bytes(v->bytes);
-  if (!bytes.empty()) {
-    FLEET_RETURN_IF_ERROR(executor.device().CopyToHost(executor.options().device_ordinal,
-                                                       bytes.data(), v->data, bytes.size()));
+  if (executor.scope().Find(name) == nullptr) {
+    return NotFound("parameter '" + name + "' is not in the scope");
   }
-  return bytes;
+  FLEET_ASSIGN_OR_RETURN(exec::HostTensor t, executor.scope().Read(name));
+  return std::move(t.bytes);
 }
 
 // [train] check_replicas: every trainer hashes each parameter; the all-reduced MAX and MIN of

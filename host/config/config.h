@@ -57,6 +57,10 @@ struct Config {
   // at the master address) or "file" (a directory every rank can reach, comm_store_dir).
   std::string comm_store = "tcp";
   std::filesystem::path comm_store_dir;  // absolute; empty = not set
+  // Collectives on a device the communicator cannot reduce (Gloo with CUDA tensors) go through
+  // host memory: copied out, reduced there, copied back. Off by default, so that a pairing that
+  // silently costs two copies per collective is a choice, not an accident.
+  bool comm_staging = false;
   BackendChoice transport{"rpc", "transport_rpc"};     // plugin default: "transport_" + backend
   // [transport] besides backend/plugin: how trainers and parameter servers talk.
   struct Rpc {

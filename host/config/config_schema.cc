@@ -188,8 +188,10 @@ class Checker {
       ReadBackend(*t, "device", "", config.device);
     }
     if (const toml::table* t = Table(root, "", "comm")) {
-      CheckKeys(*t, "comm", {"backend", "plugin", "timeout_s", "hostname", "store", "store_dir"});
+      CheckKeys(*t, "comm",
+                {"backend", "plugin", "timeout_s", "hostname", "store", "store_dir", "staging"});
       ReadBackend(*t, "comm", "comm_", config.comm);
+      ReadBool(*t, "comm", "staging", config.comm_staging);
       if (const toml::node* n = t->get("timeout_s")) {
         ReadTimeout(*n, "comm.timeout_s", config.comm_timeout_s);
       }

@@ -114,7 +114,7 @@ FleetStatus* BroadcastLaunch(void* ctx, const FleetKernelContext* kc, void* stat
   const FleetTensor& out = *kc->outputs[0]->tensors[0];
   Status s = RingOf(ctx, st);
   if (s.ok()) s = CopyIfApart(ctx, x, out);
-  if (s.ok()) s = st.ring->Broadcast(out, st.root);
+  if (s.ok()) s = st.ring->Broadcast(out, st.root, kc->stream);
   return Done(st, s);
 }
 
@@ -125,7 +125,7 @@ FleetStatus* AllReduceLaunch(void* ctx, const FleetKernelContext* kc, void* stat
   const FleetTensorSlot* out = kc->outputs[0];
   if (!st.packed) {
     for (size_t i = 0; i < x->count; ++i) {
-      Status s = st.ring->AllReduce(*x->tensors[i], *out->tensors[i], st.reduce);
+      Status s = st.ring->AllReduce(*x->tensors[i], *out->tensors[i], st.reduce, kc->stream);
       if (!s.ok()) return Done(st, s);
     }
     return nullptr;
@@ -157,7 +157,9 @@ FleetStatus* AllReduceLaunch(void* ctx, const FleetKernelContext* kc, void* stat
 FleetStatus* AllGatherLaunch(void* ctx, const FleetKernelContext* kc, void* state) {
   OpState& st = State(state);
   Status s = RingOf(ctx, st);
-  if (s.ok()) s = st.ring->AllGather(*kc->inputs[0]->tensors[0], *kc->outputs[0]->tensors[0]);
+  if (s.ok()) {
+    s = st.ring->AllGather(*kc->inputs[0]->tensors[0], *kc->outputs[0]->tensors[0], kc->stream);
+  }
   return Done(st, s);
 }
 
@@ -166,13 +168,14 @@ FleetStatus* ReduceScatterLaunch(void* ctx, const FleetKernelContext* kc, void* 
   Status s = RingOf(ctx, st);
   if (s.ok()) {
     s = st.ring->ReduceScatter(*kc->inputs[0]->tensors[0], *kc->outputs[0]->tensors[0],
-                               FLEET_REDUCE_SUM);
+                               FLEET_REDUCE_SUM, kc->stream);
   }
   return Done(st, s);
 }
 
-// The communicators here complete every call before returning (NULL stream), so a sync only
-// has to honour Out = X.
+// A communicator either completes a call before returning or, handed the compute stream, orders
+// its own stream against it with events both ways (fleet_comm.h), so by the time later work on
+// the compute stream runs the result is in place: a sync only has to honour Out = X.
 FleetStatus* SyncLaunch(void* ctx, const FleetKernelContext* kc, void* state) {
   const FleetTensorSlot* x = kc->inputs[0];
   const FleetTensorSlot* out = kc->outputs[0];

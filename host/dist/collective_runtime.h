@@ -11,9 +11,11 @@
 // the group through the job's store under "ring<id>" and blocks until every rank joined or the
 // timeout passed. A ring used before its c_comm_init is FAILED_PRECONDITION naming the op.
 //
-// Synchronisation: communicators here are called with a NULL stream, so every collective
-// returns with its result in place and c_sync_calc_stream/c_sync_comm_stream have nothing to
-// wait for (they remain in programs for devices with streams).
+// Synchronisation: a collective is handed the kernel's stream (the executor's; NULL on the CPU).
+// A communicator for that device (NCCL) runs on a stream of its own ordered against it by
+// events both ways; a staged one (Gloo with CUDA tensors) waits for the stream, reduces in host
+// memory and copies back before returning. Either way work enqueued after the op sees its
+// result, so c_sync_calc_stream / c_sync_comm_stream have nothing left to wait for.
 //
 // Threading: launches come from one executor thread; AbortAll may be called from any thread.
 #pragma once

@@ -1,11 +1,76 @@
 #include "dist/communicator.h"
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include "plugin/host_api.h"
 
 namespace fleet {
+namespace {
+
+bool Lists(const FleetCommVTable* vt, std::string_view device) {
+  for (size_t i = 0; i < vt->num_devices; ++i) {
+    if (vt->devices != nullptr && vt->devices[i] != nullptr && device == vt->devices[i]) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string DeviceList(const FleetCommVTable* vt) {
+  std::string out;
+  for (size_t i = 0; i < vt->num_devices; ++i) {
+    if (vt->devices == nullptr || vt->devices[i] == nullptr) continue;
+    out += (out.empty() ? "" : ", ") + std::string(vt->devices[i]);
+  }
+  return out.empty() ? "none" : out;
+}
+
+size_t DtypeBytes(int32_t dtype) {
+  switch (dtype) {
+    case FLEET_DTYPE_FLOAT64:
+    case FLEET_DTYPE_INT64:
+      return 8;
+    case FLEET_DTYPE_FLOAT32:
+    case FLEET_DTYPE_INT32:
+      return 4;
+    case FLEET_DTYPE_FLOAT16:
+    case FLEET_DTYPE_BFLOAT16:
+    case FLEET_DTYPE_INT16:
+      return 2;
+    default:
+      return 1;
+  }
+}
+
+size_t TensorBytes(const FleetTensor& t) {
+  size_t n = 1;
+  for (int32_t i = 0; i < t.ndim; ++i) n *= static_cast<size_t>(t.dims[i]);
+  return n * DtypeBytes(t.dtype);
+}
+
+}  // namespace
+
+StatusOr<CommPlacement> PlaceCommunicator(const ComponentRecord& comm, std::string_view device,
+                                          bool staging, std::string_view where) {
+  const auto* vt = comm.table<FleetCommVTable>();
+  if (Lists(vt, device)) return CommPlacement::kDirect;
+  const std::string head = std::string(where) + (where.empty() ? "" : ": ") +
+                           "communicator '" + comm.name + "' (plugin '" + comm.plugin +
+                           "') reduces memory of " + DeviceList(vt) + ", not of device '" +
+                           std::string(device) + "'";
+  if (Lists(vt, "cpu")) {
+    if (staging) return CommPlacement::kStaged;
+    return FailedPrecondition(head + "; choose a communicator for '" + std::string(device) +
+                              "' in [comm] backend, or set [comm] staging = true to copy every "
+                              "collective through host memory");
+  }
+  return FailedPrecondition(head + ", and it cannot stage through host memory since it does "
+                                   "not reduce host memory; choose [device] backend = one of " +
+                            DeviceList(vt) + ", or a communicator for '" + std::string(device) +
+                            "' in [comm] backend");
+}
 
 Communicator::Communicator(const ComponentRecord& component, Store* store,
                            const std::string& scope, CommunicatorOptions options)
@@ -27,6 +92,15 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::Create(const ComponentReco
   }
   std::unique_ptr<Communicator> c(new Communicator(component, store, scope, options));
   const FleetCommVTable* vt = c->vtable_;
+  FLEET_ASSIGN_OR_RETURN(c->placement_,
+                         PlaceCommunicator(component, options.device, options.staging, ""));
+  c->reduces_host_ = Lists(vt, "cpu");
+  if (options.device_component != nullptr) c->device_.emplace(options.device_component);
+  if (c->device_ == std::nullopt &&
+      (c->placement_ == CommPlacement::kStaged || !c->reduces_host_)) {
+    return Internal(options.label + ": communicator '" + component.name +
+                    "' needs the device component of '" + options.device + "'");
+  }
   if (vt->create == nullptr || vt->destroy == nullptr) {
     return FailedPrecondition("communicator '" + component.name + "' (plugin '" +
                               component.plugin + "') lacks create or destroy");
@@ -54,6 +128,14 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::Create(const ComponentReco
   config.device_ordinal = options.device_ordinal;
   config.num_options = attr_ptrs.size();
   config.options = attr_ptrs.empty() ? nullptr : attr_ptrs.data();
+  if (c->placement_ == CommPlacement::kStaged) {
+    // The plugin sees host tensors only.
+    config.device = "cpu";
+    config.device_ordinal = 0;
+  } else if (c->device_.has_value()) {
+    config.device_table = c->device_->table();
+    config.device_ctx = c->device_->ctx();
+  }
   FLEET_RETURN_IF_ERROR(c->Check(vt->create(component.ctx, &config, &c->comm_), "create"));
   if (c->comm_ == nullptr) {
     return Internal(options.label + ": communicator '" + component.name +
@@ -95,6 +177,76 @@ Communicator::~Communicator() {
     Status s = TakeStatus(vtable_->destroy(component_.ctx, comm_), "destroy");
     (void)s;  // nothing useful to do with a failing destroy at teardown
   }
+  if (device_.has_value()) {
+    for (Buffer& b : host_) (void)device_->HostFree(b.data);
+    if (device_buffer_.data != nullptr) {
+      (void)device_->Free(options_.device_ordinal, device_buffer_.data);
+    }
+  }
+}
+
+StatusOr<void*> Communicator::HostBuffer(size_t index, size_t bytes) {
+  Buffer& b = host_[index];
+  if (b.bytes < bytes || b.data == nullptr) {
+    FLEET_RETURN_IF_ERROR(device_->HostFree(b.data));
+    b = Buffer{};
+    FLEET_ASSIGN_OR_RETURN(b.data, device_->HostAlloc(bytes));
+    b.bytes = bytes;
+  }
+  return b.data;
+}
+
+StatusOr<void*> Communicator::DeviceBuffer(size_t bytes) {
+  Buffer& b = device_buffer_;
+  if (b.bytes < bytes || b.data == nullptr) {
+    if (b.data != nullptr) FLEET_RETURN_IF_ERROR(device_->Free(options_.device_ordinal, b.data));
+    b = Buffer{};
+    FLEET_ASSIGN_OR_RETURN(b.data, device_->Alloc(options_.device_ordinal, bytes));
+    b.bytes = bytes;
+  }
+  return b.data;
+}
+
+StatusOr<FleetTensor> Communicator::StageOut(const FleetTensor& t, size_t index, bool copy) {
+  const size_t bytes = TensorBytes(t);
+  FLEET_ASSIGN_OR_RETURN(void* host, HostBuffer(index, bytes));
+  if (copy && bytes > 0) {
+    FLEET_RETURN_IF_ERROR(device_->CopyToHost(options_.device_ordinal, host, t.data, bytes));
+  }
+  FleetTensor h = t;
+  h.data = host;
+  h.device_type = FLEET_DEVICE_TYPE_HOST;
+  h.device_ordinal = 0;
+  h.strides = nullptr;
+  return h;
+}
+
+Status Communicator::StageBack(const FleetTensor& host, const FleetTensor& device_tensor) {
+  const size_t bytes = TensorBytes(device_tensor);
+  if (bytes == 0) return OkStatus();
+  return device_->CopyToDevice(options_.device_ordinal, device_tensor.data, host.data, bytes);
+}
+
+template <typename Call>
+Status Communicator::Staged(const FleetTensor* in, const FleetTensor* out, FleetStream* stream,
+                            Call&& call) {
+  if (placement_ == CommPlacement::kDirect) return call(in, out, stream);
+  // The kernels producing `in` may still be queued on the stream; the copies below are
+  // synchronous, so work enqueued on the stream after this call sees the result.
+  if (stream != nullptr) FLEET_RETURN_IF_ERROR(device_->StreamSynchronize(stream));
+  FleetTensor h_in{}, h_out{};
+  if (in != nullptr) {
+    FLEET_ASSIGN_OR_RETURN(h_in, StageOut(*in, 0, true));
+  }
+  const bool same = in != nullptr && out != nullptr && in->data == out->data;
+  if (out != nullptr && !same) {
+    FLEET_ASSIGN_OR_RETURN(h_out, StageOut(*out, 1, in == nullptr));
+  }
+  if (same) h_out = h_in;
+  FLEET_RETURN_IF_ERROR(call(in != nullptr ? &h_in : nullptr, out != nullptr ? &h_out : nullptr,
+                             nullptr));
+  if (out != nullptr) FLEET_RETURN_IF_ERROR(StageBack(h_out, *out));
+  return OkStatus();
 }
 
 Status Communicator::Check(FleetStatus* status, const char* op) const {
@@ -155,8 +307,12 @@ std::string Communicator::SurveyPeers() const {
   return out;
 }
 
-Status Communicator::AllReduce(const FleetTensor& in, const FleetTensor& out, int32_t op) {
-  return Check(vtable_->all_reduce(component_.ctx, comm_, &in, &out, op, nullptr), "all_reduce");
+Status Communicator::AllReduce(const FleetTensor& in, const FleetTensor& out, int32_t op,
+                               FleetStream* stream) {
+  return Staged(&in, &out, stream, [&](const FleetTensor* i, const FleetTensor* o,
+                                       FleetStream* s) {
+    return Check(vtable_->all_reduce(component_.ctx, comm_, i, o, op, s), "all_reduce");
+  });
 }
 
 Status Communicator::AllReduceHost(void* data, int32_t dtype, int64_t count, int32_t op) {
@@ -167,20 +323,47 @@ Status Communicator::AllReduceHost(void* data, int32_t dtype, int64_t count, int
   t.ndim = 1;
   t.dims = &count;
   t.device_type = FLEET_DEVICE_TYPE_HOST;
-  return AllReduce(t, t, op);
+  if (reduces_host_) {
+    return Check(vtable_->all_reduce(component_.ctx, comm_, &t, &t, op, nullptr), "all_reduce");
+  }
+  // A communicator of device memory only: the figures go through a device buffer.
+  const size_t bytes = TensorBytes(t);
+  FLEET_ASSIGN_OR_RETURN(void* dev, DeviceBuffer(bytes));
+  FleetTensor d = t;
+  d.data = dev;
+  d.device_type = device_->type_id();
+  d.device_ordinal = options_.device_ordinal;
+  if (bytes > 0) {
+    FLEET_RETURN_IF_ERROR(device_->CopyToDevice(options_.device_ordinal, dev, data, bytes));
+  }
+  FLEET_RETURN_IF_ERROR(
+      Check(vtable_->all_reduce(component_.ctx, comm_, &d, &d, op, nullptr), "all_reduce"));
+  if (bytes == 0) return OkStatus();
+  return device_->CopyToHost(options_.device_ordinal, data, dev, bytes);
 }
 
-Status Communicator::Broadcast(const FleetTensor& buf, int32_t root) {
-  return Check(vtable_->broadcast(component_.ctx, comm_, &buf, root, nullptr), "broadcast");
+Status Communicator::Broadcast(const FleetTensor& buf, int32_t root, FleetStream* stream) {
+  // In place: staged, the buffer goes out (the root's data) and comes back (everyone's result).
+  return Staged(&buf, &buf, stream, [&](const FleetTensor* b, const FleetTensor*,
+                                        FleetStream* s) {
+    return Check(vtable_->broadcast(component_.ctx, comm_, b, root, s), "broadcast");
+  });
 }
 
-Status Communicator::AllGather(const FleetTensor& in, const FleetTensor& out) {
-  return Check(vtable_->all_gather(component_.ctx, comm_, &in, &out, nullptr), "all_gather");
+Status Communicator::AllGather(const FleetTensor& in, const FleetTensor& out,
+                               FleetStream* stream) {
+  return Staged(&in, &out, stream, [&](const FleetTensor* i, const FleetTensor* o,
+                                       FleetStream* s) {
+    return Check(vtable_->all_gather(component_.ctx, comm_, i, o, s), "all_gather");
+  });
 }
 
-Status Communicator::ReduceScatter(const FleetTensor& in, const FleetTensor& out, int32_t op) {
-  return Check(vtable_->reduce_scatter(component_.ctx, comm_, &in, &out, op, nullptr),
-               "reduce_scatter");
+Status Communicator::ReduceScatter(const FleetTensor& in, const FleetTensor& out, int32_t op,
+                                   FleetStream* stream) {
+  return Staged(&in, &out, stream, [&](const FleetTensor* i, const FleetTensor* o,
+                                       FleetStream* s) {
+    return Check(vtable_->reduce_scatter(component_.ctx, comm_, i, o, op, s), "reduce_scatter");
+  });
 }
 
 Status Communicator::Barrier() {

@@ -5,6 +5,14 @@
 // view it was created with; the component and the base store must outlive it.
 // Threading: one call at a time (the ABI's rule), except Abort, which any thread may call at any
 // time, e.g. a signal watcher, to make the call in flight and every later one fail promptly.
+//
+// Placement (PlaceCommunicator): a communicator names the devices whose memory it reduces. On
+// one of those, tensors and the caller's stream go to it unchanged. With [comm] staging, a
+// communicator of host memory (Gloo) also serves another device (CUDA): each call waits for the
+// stream, copies its tensors into page-locked host buffers kept by the Communicator, runs there
+// and copies the result back before returning. Host tensors handed to a communicator that
+// reduces only device memory (AllReduceHost on NCCL) travel the other way, through a device
+// buffer it keeps.
 #pragma once
 
 #include <atomic>
@@ -14,16 +22,30 @@
 #include <thread>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string_view>
 #include <string>
 #include <vector>
 
 #include "dist/store.h"
 #include "dist/store_abi.h"
 #include "fleet/fleet_comm.h"
+#include "plugin/device.h"
 #include "plugin/registry.h"
 #include "support/status.h"
 
 namespace fleet {
+
+// How a communicator meets the device the tensors live on.
+enum class CommPlacement {
+  kDirect,  // the communicator reduces that device's memory itself
+  kStaged,  // through host memory: the communicator reduces "cpu" memory and staging is on
+};
+
+// The placement of communicator `comm` with `device`, or FAILED_PRECONDITION naming both, what
+// each can do and what to change in fleet.toml. `where` prefixes the message (the config file).
+StatusOr<CommPlacement> PlaceCommunicator(const ComponentRecord& comm, std::string_view device,
+                                          bool staging, std::string_view where);
 
 struct CommunicatorOptions {
   int32_t rank = 0;
@@ -31,6 +53,11 @@ struct CommunicatorOptions {
   std::chrono::milliseconds timeout{300000};
   std::string device = "cpu";  // device component the tensors live on
   int32_t device_ordinal = 0;
+  // That device's component (must outlive the communicator); needed for staging, for host
+  // tensors on a device-only communicator, and handed to the plugin (FleetCommConfig 1.2).
+  // nullptr: the tensors are host memory and the communicator must reduce "cpu" memory.
+  const ComponentRecord* device_component = nullptr;
+  bool staging = false;  // [comm] staging
   // Backend options handed to create (FleetCommConfig.options), e.g. hostname for Gloo.
   std::vector<std::pair<std::string, std::string>> options;
   // Prefixed to every error, e.g. "ring 0".
@@ -53,19 +80,24 @@ class Communicator {
   int32_t world_size() const { return options_.world_size; }
   const std::string& backend() const { return component_.name; }
 
-  Status AllReduce(const FleetTensor& in, const FleetTensor& out, int32_t op);
+  // Tensors live on options.device; `stream` is that device's stream the call is ordered on
+  // (fleet_comm.h), NULL for "return when the result is in place".
+  Status AllReduce(const FleetTensor& in, const FleetTensor& out, int32_t op,
+                   FleetStream* stream = nullptr);
   // In place over `count` elements of `dtype` (FLEET_DTYPE_*) in host memory: the figures and
   // checks the host itself exchanges (job metrics, replica checks, benchmarks).
   Status AllReduceHost(void* data, int32_t dtype, int64_t count, int32_t op);
-  Status Broadcast(const FleetTensor& buf, int32_t root);
+  Status Broadcast(const FleetTensor& buf, int32_t root, FleetStream* stream = nullptr);
   // Collectives below (and AllReduce, Broadcast) that fail for another reason than Abort name
   // the peers that did not answer a survey after the failure (see SurveyPeers).
-  Status AllGather(const FleetTensor& in, const FleetTensor& out);
-  Status ReduceScatter(const FleetTensor& in, const FleetTensor& out, int32_t op);
+  Status AllGather(const FleetTensor& in, const FleetTensor& out, FleetStream* stream = nullptr);
+  Status ReduceScatter(const FleetTensor& in, const FleetTensor& out, int32_t op,
+                       FleetStream* stream = nullptr);
   Status Barrier();
   // Any thread; never blocks for long. Later calls fail with ABORTED.
   void Abort();
   bool aborted() const { return aborted_.load(); }
+  CommPlacement placement() const { return placement_; }
 
  private:
   Communicator(const ComponentRecord& component, Store* store, const std::string& scope,
@@ -77,6 +109,28 @@ class Communicator {
   // is named by every survivor, whether or not the survivors noticed the failure themselves.
   std::string SurveyPeers() const;
   void Heartbeat();
+
+  // Buffers of the staging paths, grown on demand and kept, so a step allocates nothing once
+  // the largest collective has run. `host_` is page-locked where the device offers it.
+  struct Buffer {
+    void* data = nullptr;
+    size_t bytes = 0;
+  };
+  StatusOr<void*> HostBuffer(size_t index, size_t bytes);
+  StatusOr<void*> DeviceBuffer(size_t bytes);
+  // A host copy of device tensor `t` in staging buffer `index` (its data copied when `copy`).
+  StatusOr<FleetTensor> StageOut(const FleetTensor& t, size_t index, bool copy);
+  Status StageBack(const FleetTensor& host, const FleetTensor& device_tensor);
+  // Runs `call(in, out, stream)` on the communicator's terms: unchanged when direct, through
+  // host buffers when staged. `out` may be null (reduce on a non-root rank).
+  template <typename Call>
+  Status Staged(const FleetTensor* in, const FleetTensor* out, FleetStream* stream, Call&& call);
+
+  std::optional<Device> device_;  // from options.device_component
+  CommPlacement placement_ = CommPlacement::kDirect;
+  bool reduces_host_ = false;      // "cpu" is among the communicator's devices
+  Buffer host_[2];
+  Buffer device_buffer_;
 
   const ComponentRecord& component_;
   const FleetCommVTable* vtable_;

@@ -76,6 +76,7 @@ StatusOr<std::string> LocalAddressToward(const std::string& host, int port) {
 
 StatusOr<std::unique_ptr<Job>> Job::Open(const Config& config, const Role& role,
                                          const ComponentRecord* comm,
+                                         const ComponentRecord* device,
                                          const std::map<std::string, std::string>& env) {
   std::unique_ptr<Job> job(new Job());
   job->role_ = role;
@@ -142,6 +143,8 @@ StatusOr<std::unique_ptr<Job>> Job::Open(const Config& config, const Role& role,
     options.device = config.device.backend;
     options.device_ordinal =
         config.device.backend == "cpu" ? 0 : static_cast<int32_t>(role.local_rank);
+    options.device_component = device;
+    options.staging = config.comm_staging;
     std::string hostname = config.comm_hostname;
     if (hostname.empty() && !role.current_endpoint.empty()) {
       hostname = SplitEndpoint(role.current_endpoint).first;

@@ -35,8 +35,11 @@ class Job {
   // for a job without collectives; then collectives() is null too. Errors name the master
   // address and the rule that chose it. Nothing here waits for other ranks except TcpStore's
   // connect, which is bounded by [comm] timeout_s.
+  // `device` is the device component the job's tensors live on (for the communicator's
+  // placement; must outlive the job).
   static StatusOr<std::unique_ptr<Job>> Open(const Config& config, const Role& role,
                                              const ComponentRecord* comm,
+                                             const ComponentRecord* device,
                                              const std::map<std::string, std::string>& env);
   ~Job();
 

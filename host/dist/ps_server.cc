@@ -372,6 +372,8 @@ Status PsServer::OnSend(int32_t trainer_id, std::string_view name, const FleetTe
       std::memcpy(var.data, tensor.data, var.bytes);
       return OkStatus();
     }
+    // The server's optimize blocks run on the executor's stream: let them finish first.
+    FLEET_RETURN_IF_ERROR(executor_->Synchronize());
     return executor_->device().CopyToDevice(options_.device_ordinal, var.data, tensor.data,
                                             var.bytes);
   };
@@ -410,6 +412,7 @@ Status PsServer::OnGet(int32_t trainer_id, std::string_view name, FleetTensor& o
     if (host_memory_) {
       std::memcpy(token->copy.data(), var.data, var.bytes);
     } else {
+      FLEET_RETURN_IF_ERROR(executor_->Synchronize());
       FLEET_RETURN_IF_ERROR(executor_->device().CopyToHost(
           options_.device_ordinal, token->copy.data(), var.data, var.bytes));
     }

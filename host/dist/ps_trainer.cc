@@ -225,6 +225,12 @@ FleetStatus* LaunchOp(void* ctx, const FleetKernelContext* kc, void* state) {
     s = Barriers(rt, st);
   } else {
     const bool send = st.kind == Kind::kSend;
+    // On a device with streams, the kernels that produce the sent vars (or still read the vars a
+    // recv overwrites) may be queued: the copies through host memory wait for them.
+    if (rt.device() != nullptr && kc->stream != nullptr) {
+      s = rt.device()->StreamSynchronize(kc->stream);
+      if (!s.ok()) return MakeFleetStatus(s.WithContext(st.op_type));
+    }
     const FleetTensorSlot* slot = send ? Slot(kc->inputs, kc->num_inputs, "X")
                                        : Slot(kc->outputs, kc->num_outputs, "Out");
     s = RunConcurrently(st.groups.size(), [&](size_t g) -> Status {

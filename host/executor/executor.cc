@@ -50,6 +50,21 @@ uint64_t OpSeed(uint64_t base, size_t index, const ir::Op& op) {
 // ---- PreparedProgram --------------------------------------------------------------------------
 
 PreparedProgram::~PreparedProgram() {
+  // Kernels still queued may read the arena and the staging buffers.
+  if (stream_ != nullptr) {
+    if (Status s = device_->StreamSynchronize(stream_); !s.ok()) {
+      Log().warn("executor: waiting for the stream before freeing: {}", s.message());
+    }
+  }
+  for (auto* bindings : {&feeds_, &fetches_}) {
+    for (Binding& b : *bindings) {
+      if (b.staging == nullptr) continue;
+      if (Status s = device_->HostFree(b.staging); !s.ok()) {
+        Log().warn("executor: freeing the staging buffer of '{}': {}", b.name, s.message());
+      }
+    }
+  }
+  if (feeds_copied_ != nullptr) (void)device_->EventDestroy(feeds_copied_);
   calls_.clear();  // kernel state may point into the arena
   if (arena_ != nullptr) {
     if (Status s = device_->Free(ordinal_, arena_); !s.ok()) {
@@ -90,7 +105,24 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(const PluginRegistry& regis
   while (align < props.alignment) align *= 2;
   exec->alignment_ = align;
   exec->host_memory_ = (props.caps & FLEET_DEVICE_CAP_HOST_MEMORY) != 0;
+  if (!exec->host_memory_) {
+    FLEET_ASSIGN_OR_RETURN(exec->stream_, exec->device_.StreamCreate(options.device_ordinal));
+    exec->scope_.SetStream(exec->stream_);
+  }
   return exec;
+}
+
+Executor::~Executor() {
+  if (stream_ == nullptr) return;
+  if (Status s = Synchronize(); !s.ok()) Log().warn("executor: {}", s.message());
+  cache_.clear();
+  scope_.SetStream(nullptr);
+  if (Status s = device_.StreamDestroy(stream_); !s.ok()) Log().warn("executor: {}", s.message());
+}
+
+Status Executor::Synchronize() const {
+  if (stream_ == nullptr) return OkStatus();
+  return device_.StreamSynchronize(stream_);
 }
 
 StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
@@ -102,6 +134,7 @@ StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
   PreparedProgram& p = *prepared;
   p.device_ = &device_;
   p.ordinal_ = options_.device_ordinal;
+  p.stream_ = stream_;
   p.program_ = &program;
   p.feed_shapes_ = feed_shapes;
   p.fetch_names_ = fetch;
@@ -362,6 +395,7 @@ StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
       }
     }
     call.SetScratch(p.scratch_bytes_ > 0 ? base + scratch_offset : nullptr);
+    call.SetStream(stream_);
   }
 
   for (const auto& [name, dims] : feed_shapes) {
@@ -371,6 +405,14 @@ StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
   for (const std::string& name : fetch) {
     const ops::TensorInfo& info = infos[name];
     p.fetches_.push_back({name, info.dtype, info.dims, p.data_[name], Bytes(info)});
+  }
+  if (stream_ != nullptr) {
+    for (auto* bindings : {&p.feeds_, &p.fetches_}) {
+      for (PreparedProgram::Binding& b : *bindings) {
+        FLEET_ASSIGN_OR_RETURN(b.staging, device_.HostAlloc(b.bytes));
+      }
+    }
+    FLEET_ASSIGN_OR_RETURN(p.feeds_copied_, device_.EventCreate(options_.device_ordinal));
   }
   prepared->op_seconds_.assign(prepared->calls_.size(), 0.0);
   return prepared;
@@ -395,12 +437,25 @@ Status Executor::Run(PreparedProgram& p, const FeedMap& feeds, std::vector<HostT
                              " bytes, not the " + std::to_string(f.bytes) + " of " +
                              ir::TypeShapeText(f.dtype, f.dims));
     }
+  }
+  if (stream_ != nullptr && p.feeds_pending_) {
+    // The previous run's copies may still be reading the staging buffers about to be rewritten.
+    FLEET_RETURN_IF_ERROR(device_.EventSynchronize(p.feeds_copied_));
+    p.feeds_pending_ = false;
+  }
+  for (const PreparedProgram::Binding& f : p.feeds_) {
     if (f.bytes == 0) continue;
+    const HostTensor& t = feeds.find(f.name)->second;
     if (host_memory_) {
       std::memcpy(f.data, t.bytes.data(), f.bytes);
     } else {
-      FLEET_RETURN_IF_ERROR(device_.CopyToDevice(ordinal, f.data, t.bytes.data(), f.bytes));
+      std::memcpy(f.staging, t.bytes.data(), f.bytes);
+      FLEET_RETURN_IF_ERROR(device_.CopyToDevice(ordinal, f.data, f.staging, f.bytes, stream_));
     }
+  }
+  if (stream_ != nullptr && !p.feeds_.empty()) {
+    FLEET_RETURN_IF_ERROR(device_.EventRecord(p.feeds_copied_, stream_));
+    p.feeds_pending_ = true;
   }
   if (feeds.size() != p.feeds_.size()) {
     for (const auto& [name, t] : feeds) {
@@ -422,15 +477,20 @@ Status Executor::Run(PreparedProgram& p, const FeedMap& feeds, std::vector<HostT
   ++p.runs_;
   ++p.next_launch_index_;
   if (fetched.size() != p.fetches_.size()) fetched.resize(p.fetches_.size());
+  if (stream_ != nullptr && !p.fetches_.empty()) {
+    // The only wait of a step: every fetch is queued behind the kernels, then one sync.
+    for (const PreparedProgram::Binding& f : p.fetches_) {
+      if (f.bytes == 0) continue;
+      FLEET_RETURN_IF_ERROR(device_.CopyToHost(ordinal, f.staging, f.data, f.bytes, stream_));
+    }
+    FLEET_RETURN_IF_ERROR(device_.StreamSynchronize(stream_));
+    p.feeds_pending_ = false;  // the stream passed the feeds' copies too
+  }
   for (size_t i = 0; i < p.fetches_.size(); ++i) {
     const PreparedProgram::Binding& f = p.fetches_[i];
     fetched[i].Reshape(f.dtype, f.dims);
     if (f.bytes == 0) continue;
-    if (host_memory_) {
-      std::memcpy(fetched[i].bytes.data(), f.data, f.bytes);
-    } else {
-      FLEET_RETURN_IF_ERROR(device_.CopyToHost(ordinal, fetched[i].bytes.data(), f.data, f.bytes));
-    }
+    std::memcpy(fetched[i].bytes.data(), host_memory_ ? f.data : f.staging, f.bytes);
   }
   return OkStatus();
 }

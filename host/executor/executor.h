@@ -15,6 +15,14 @@
 // On a device whose memory is host memory (FLEET_DEVICE_CAP_HOST_MEMORY) the copies are plain
 // memcpy, with no call into the plugin.
 //
+// Any other device (a GPU) gets one stream per executor: every kernel, host kernel and copy of a
+// run is enqueued on it, and the host waits for it only to fetch. Feeds go through page-locked
+// buffers owned by the preparation (so the caller's tensors are free again when Run returns, and
+// a feed buffer is rewritten only after the previous step's copy out of it completed); fetches
+// come back through page-locked buffers and one stream synchronisation. Everything else that
+// touches device memory from the host (the scope's Read and Write, dropping a preparation or
+// the executor) first waits for the stream, so it never races the kernels.
+//
 // Random ops get KernelCallArgs.seed derived from ExecutorOptions::seed, the op's index and its
 // output names, so a run is reproducible and two initialisers never share a stream.
 #pragma once
@@ -88,10 +96,14 @@ class PreparedProgram {
     std::vector<int64_t> dims;
     void* data = nullptr;
     size_t bytes = 0;
+    void* staging = nullptr;  // page-locked copy on the host (devices without host memory)
   };
 
   const Device* device_ = nullptr;
   int32_t ordinal_ = 0;
+  FleetStream* stream_ = nullptr;      // the executor's stream; NULL on host-memory devices
+  FleetEvent* feeds_copied_ = nullptr;  // recorded after the feeds' copies of the last run
+  bool feeds_pending_ = false;          // feeds_copied_ was recorded and not waited for yet
   const ir::Program* program_ = nullptr;  // identity only, for Executor's cache
   FeedShapes feed_shapes_;
   std::vector<std::string> fetch_names_;
@@ -116,6 +128,8 @@ class Executor {
                                                     ExecutorOptions options = {});
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
+
+  ~Executor();  // waits for the stream, drops every preparation, then the stream
 
   Scope& scope() { return scope_; }
   const Scope& scope() const { return scope_; }
@@ -143,6 +157,12 @@ class Executor {
   // Drops every cached preparation (e.g. after changing a program).
   void ClearCache() { cache_.clear(); }
 
+  // Waits until every run so far has finished on the device (no-op on host-memory devices).
+  // Host code that reads device memory other than through fetches or the scope calls it first.
+  Status Synchronize() const;
+  // The stream runs are enqueued on; NULL on host-memory devices.
+  FleetStream* stream() const { return stream_; }
+
  private:
   Executor(const PluginRegistry& registry, const ComponentRecord* device, ExecutorOptions options)
       : registry_(registry), device_(device), options_(options),
@@ -154,6 +174,7 @@ class Executor {
   Scope scope_;
   size_t alignment_ = 64;
   bool host_memory_ = false;  // device pointers are host pointers: feeds and fetches memcpy
+  FleetStream* stream_ = nullptr;  // made at Create for devices without host memory
   std::vector<std::unique_ptr<PreparedProgram>> cache_;
 };
 

@@ -95,6 +95,7 @@ StatusOr<std::unique_ptr<ParallelRunner>> ParallelRunner::Create(
     comm.timeout = options.timeout;
     comm.device = std::string(device);
     comm.device_ordinal = ordinals[static_cast<size_t>(d)];
+    comm.device_component = registry.Find(FLEET_COMPONENT_DEVICE, device);
     comm.options = options.comm_options;
     comm.label = DeviceLabel(d);
     state->runtime = std::make_unique<CollectiveRuntime>(communicator, &runner->store_, comm);

@@ -15,11 +15,16 @@ int64_t Numel(const std::vector<int64_t>& dims) {
 }  // namespace
 
 Scope::~Scope() {
+  if (Status s = WaitForStream(); !s.ok()) Log().warn("scope: {}", s.message());
   for (auto& [name, var] : vars_) {
     if (Status s = device_.Free(ordinal_, var.data); !s.ok()) {
       Log().warn("scope: freeing '{}': {}", name, s.message());
     }
   }
+}
+
+Status Scope::WaitForStream() const {
+  return stream_ == nullptr ? OkStatus() : device_.StreamSynchronize(stream_);
 }
 
 const ScopeVar* Scope::Find(std::string_view name) const {
@@ -47,10 +52,10 @@ StatusOr<const ScopeVar*> Scope::GetOrCreate(const std::string& name, ir::DataTy
   var.dims = dims;
   var.bytes = static_cast<size_t>(Numel(dims)) * ir::DataTypeSize(dtype);
   FLEET_ASSIGN_OR_RETURN(var.data, device_.Alloc(ordinal_, var.bytes));
-  // A var nobody initialised reads as zeros rather than as whatever the allocator left.
-  std::vector<uint8_t> zeros(var.bytes, 0);
+  // A var nobody initialised reads as zeros rather than as whatever the allocator left. On the
+  // stream, so that it is ordered before the kernels that will write it.
   if (var.bytes > 0) {
-    Status s = device_.CopyToDevice(ordinal_, var.data, zeros.data(), var.bytes);
+    Status s = device_.Memset(ordinal_, var.data, 0, var.bytes, stream_);
     if (!s.ok()) {
       (void)device_.Free(ordinal_, var.data);
       return s;
@@ -63,6 +68,7 @@ StatusOr<const ScopeVar*> Scope::GetOrCreate(const std::string& name, ir::DataTy
 StatusOr<HostTensor> Scope::Read(std::string_view name) const {
   const ScopeVar* v = Find(name);
   if (v == nullptr) return NotFound("the scope has no var '" + std::string(name) + "'");
+  FLEET_RETURN_IF_ERROR(WaitForStream());
   HostTensor out;
   out.Reshape(v->dtype, v->dims);
   if (v->bytes > 0) {
@@ -78,6 +84,7 @@ Status Scope::Write(const std::string& name, const HostTensor& value) {
   }
   FLEET_ASSIGN_OR_RETURN(const ScopeVar* v, GetOrCreate(name, value.dtype, value.dims));
   if (v->bytes == 0) return OkStatus();
+  FLEET_RETURN_IF_ERROR(WaitForStream());
   return device_.CopyToDevice(ordinal_, v->data, value.bytes.data(), v->bytes);
 }
 

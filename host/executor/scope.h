@@ -31,6 +31,11 @@ class Scope {
   Scope(const Scope&) = delete;
   Scope& operator=(const Scope&) = delete;
 
+  // The stream kernels touching the scope's vars run on (the executor's); Read, Write, new vars
+  // and the destructor wait for it first, so host copies never race queued kernels. NULL (the
+  // default) for devices whose work is synchronous.
+  void SetStream(FleetStream* stream) { stream_ = stream; }
+
   const ScopeVar* Find(std::string_view name) const;
 
   // The var `name` with this dtype and shape (all dims known), allocated and zero-filled when it
@@ -48,8 +53,11 @@ class Scope {
   size_t size() const { return vars_.size(); }
 
  private:
+  Status WaitForStream() const;
+
   const Device& device_;
   int32_t ordinal_;
+  FleetStream* stream_ = nullptr;
   std::map<std::string, ScopeVar, std::less<>> vars_;
 };
 

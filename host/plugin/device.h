@@ -32,10 +32,34 @@ class Device {
   StatusOr<DeviceProps> Props(int32_t ordinal) const;
   StatusOr<void*> Alloc(int32_t ordinal, size_t bytes) const;
   Status Free(int32_t ordinal, void* ptr) const;
-  // Synchronous copies (NULL stream).
-  Status CopyToDevice(int32_t ordinal, void* dst, const void* src, size_t bytes) const;
-  Status CopyToHost(int32_t ordinal, void* dst, const void* src, size_t bytes) const;
+  // Copies on `stream`; with a NULL stream (the default) they return when the copy is done.
+  // Host memory handed to an asynchronous copy must stay valid until the stream reaches it.
+  Status CopyToDevice(int32_t ordinal, void* dst, const void* src, size_t bytes,
+                      FleetStream* stream = nullptr) const;
+  Status CopyToHost(int32_t ordinal, void* dst, const void* src, size_t bytes,
+                    FleetStream* stream = nullptr) const;
+  Status Memset(int32_t ordinal, void* dst, int32_t value, size_t bytes,
+                FleetStream* stream = nullptr) const;
   Status Synchronize(int32_t ordinal) const;
+
+  // Streams and events (fleet_device.h); every object made here is destroyed here.
+  StatusOr<FleetStream*> StreamCreate(int32_t ordinal) const;
+  Status StreamDestroy(FleetStream* stream) const;
+  Status StreamSynchronize(FleetStream* stream) const;
+  StatusOr<FleetEvent*> EventCreate(int32_t ordinal) const;
+  Status EventDestroy(FleetEvent* event) const;
+  Status EventRecord(FleetEvent* event, FleetStream* stream) const;
+  Status StreamWaitEvent(FleetStream* stream, FleetEvent* event) const;
+  Status EventSynchronize(FleetEvent* event) const;
+
+  // Page-locked host memory when the device offers it (host_alloc), else ordinary memory; free
+  // it with HostFree of the same device.
+  StatusOr<void*> HostAlloc(size_t bytes) const;
+  Status HostFree(void* ptr) const;
+
+  // The raw table and ctx, for handing the device to another plugin (FleetCommConfig).
+  const FleetDeviceVTable* table() const { return table_; }
+  void* ctx() const { return component_->ctx; }
 
  private:
   std::string Where(const char* slot) const;

@@ -2,10 +2,8 @@
 
 #include <algorithm>
 
+#include "dist/communicator.h"
 #include "fleet/fleet_host.h"
-
-
-
 #include "support/text.h"
 
 namespace fleet {
@@ -57,6 +55,15 @@ StatusOr<Selection> LoadSelected(const Config& config, PluginRegistry& registry)
   if (config.strategy_mode == "collective") {
     FLEET_ASSIGN_OR_RETURN(selection.comm, Resolve(config, registry, FLEET_COMPONENT_COMMUNICATOR,
                                                    "comm.backend", config.comm));
+    FLEET_ASSIGN_OR_RETURN(CommPlacement placement,
+                           PlaceCommunicator(*selection.comm, selection.device->name,
+                                             config.comm_staging, config.source));
+    selection.comm_staged = placement == CommPlacement::kStaged;
+    if (config.comm_staging && !selection.comm_staged) {
+      selection.warnings.push_back("comm.staging has no effect: communicator '" +
+                                   selection.comm->name + "' reduces memory of device '" +
+                                   selection.device->name + "' itself");
+    }
   }
   if (config.strategy_mode == "pserver") {
     FLEET_ASSIGN_OR_RETURN(selection.transport,
