@@ -4,6 +4,10 @@ Same network, initialisation scheme (Xavier-uniform weights, zero biases), loss
 (softmax -> cross entropy, mean), optimizer (plain SGD) and data (the .npy files the driver
 wrote) as the Fleet run it is compared with. Prints one JSON line with the steady-state
 samples/s and the last loss.
+
+With --device cuda the model and the whole data set live on the GPU (one batch is a slice of
+it), TF32 is off as it is in Fleet's CUDA kernels, and the timed region is bracketed by
+torch.cuda.synchronize() so that it measures finished work, not queued launches.
 """
 import argparse
 import json
@@ -24,9 +28,15 @@ def main():
     p.add_argument("--warmup", type=int, default=20)
     p.add_argument("--threads", type=int, required=True)
     p.add_argument("--lr", type=float, default=0.01)
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     a = p.parse_args()
 
     torch.set_num_threads(a.threads)
+    cuda = a.device == "cuda"
+    if cuda:
+        # Fleet's CUDA plugin computes float32 products in full float32 (no TF32).
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
     torch.manual_seed(1)
     sizes = [int(s) for s in a.sizes.split(",")]
     layers = []
@@ -37,11 +47,11 @@ def main():
         layers.append(lin)
         if i + 2 < len(sizes):
             layers.append(torch.nn.Tanh() if a.act == "tanh" else torch.nn.ReLU())
-    model = torch.nn.Sequential(*layers)
+    model = torch.nn.Sequential(*layers).to(a.device)
     opt = torch.optim.SGD(model.parameters(), lr=a.lr)
 
-    x_all = torch.from_numpy(np.load(a.x))
-    y_all = torch.from_numpy(np.load(a.y)).reshape(-1)
+    x_all = torch.from_numpy(np.load(a.x)).to(a.device)
+    y_all = torch.from_numpy(np.load(a.y)).reshape(-1).to(a.device)
     n = x_all.shape[0]
     batches = n // a.batch
 
@@ -58,9 +68,13 @@ def main():
 
     for i in range(a.warmup):
         step(i)
+    if cuda:
+        torch.cuda.synchronize()
     start = time.perf_counter()
     for i in range(a.steps):
         loss = step(a.warmup + i)
+    if cuda:
+        torch.cuda.synchronize()
     elapsed = time.perf_counter() - start
     print(json.dumps({"samples_per_sec": a.steps * a.batch / elapsed,
                       "loss": float(loss.detach())}))
