@@ -23,28 +23,8 @@ std::string DimsText(const FleetTensor* t) {
   return s + "]";
 }
 
-// Strides of `t` laid over the output's dims by Paddle's axis rule (0 where `t` broadcasts).
-// False when `t` does not fit the output's shape.
-bool OperandStrides(const FleetTensor* t, const FleetTensor* out, int64_t axis, int64_t* strides) {
-  const int64_t rank = out->ndim;
-  int64_t r = t->ndim;
-  int64_t offset = 0;
-  if (r != rank) {
-    offset = axis == -1 ? rank - r : axis;
-    while (r > 0 && offset + r > rank && t->dims[r - 1] == 1) --r;
-  }
-  if (offset < 0 || offset + r > rank) return false;
-  int64_t stride = 1;
-  for (int64_t i = rank - 1; i >= 0; --i) {
-    const int64_t d = (i >= offset && i < offset + r) ? t->dims[i - offset] : 1;
-    if (d != out->dims[i] && d != 1) return false;
-    strides[i] = d == 1 ? 0 : stride;
-    stride *= d;
-  }
-  return true;
-}
-
-// The plan over Out's dims with X's offsets in `sa` and Y's in `sb`.
+// The plan over Out's dims with X's offsets in `sa` and Y's in `sb` (Paddle's axis rule,
+// plugins/common/broadcast_plan.h); the messages are this plugin's.
 FleetStatus* BinaryPlan(const FleetKernelContext* kc, const FleetTensor* x, const FleetTensor* y,
                         const FleetTensor* out, StridePlan* p) {
   if (out->ndim > kMaxRank) {
@@ -52,14 +32,11 @@ FleetStatus* BinaryPlan(const FleetKernelContext* kc, const FleetTensor* x, cons
                            " exceeds " + std::to_string(kMaxRank));
   }
   const int64_t axis = IntAttr(kc, "axis", -1);
-  p->rank = out->ndim;
-  for (int i = 0; i < p->rank; ++i) p->dims[i] = out->dims[i];
-  if (!OperandStrides(x, out, axis, p->sa) || !OperandStrides(y, out, axis, p->sb)) {
+  if (!fleet::kernel::BinaryBroadcastPlan(x, y, out, axis, p)) {
     return InvalidArgument(std::string(kc->op_type) + ": X " + DimsText(x) + " and Y " +
                            DimsText(y) + " do not broadcast to Out " + DimsText(out) +
                            " at axis " + std::to_string(axis));
   }
-  Coalesce(*p);
   return nullptr;
 }
 

@@ -20,28 +20,6 @@ FleetStatus* RequireSlots(const FleetKernelContext* kc, std::initializer_list<co
   return nullptr;
 }
 
-void Coalesce(StridePlan& p) {
-  StridePlan q;
-  for (int i = 0; i < p.rank; ++i) {
-    if (p.dims[i] == 1) continue;
-    if (q.rank > 0) {
-      const int j = q.rank - 1;
-      // Dim j (outer) and dim i (inner) merge when stepping j equals stepping i dims[i] times.
-      if (q.sa[j] == p.sa[i] * p.dims[i] && q.sb[j] == p.sb[i] * p.dims[i]) {
-        q.dims[j] *= p.dims[i];
-        q.sa[j] = p.sa[i];
-        q.sb[j] = p.sb[i];
-        continue;
-      }
-    }
-    q.dims[q.rank] = p.dims[i];
-    q.sa[q.rank] = p.sa[i];
-    q.sb[q.rank] = p.sb[i];
-    ++q.rank;
-  }
-  p = q;
-}
-
 }  // namespace math
 
 namespace {

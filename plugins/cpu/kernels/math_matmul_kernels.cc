@@ -8,143 +8,27 @@
 #include <type_traits>
 
 #include "kernels/math_util.h"
+#include "matmul_plan.h"
 
 namespace fleet_cpu::math {
 namespace {
 
 using dnnl::memory;
 
-// Both ops as a batch of logical products Out[b] (M x N) = op(X)[b] (M x K) . op(Y)[b] (K x N).
-struct MatmulGeom {
-  int nb = 0;                     // batch rank (of Out)
-  int64_t batch[kMaxRank] = {};   // Out's batch dims
-  int64_t xpad[kMaxRank] = {};    // X's batch dims left-padded with 1s
-  int64_t ypad[kMaxRank] = {};
-  int64_t xstr[kMaxRank] = {};    // contiguous strides of X's padded batch dims
-  int64_t ystr[kMaxRank] = {};
-  bool x_broadcast = false;       // some batch dim of X is 1 where Out's is larger
-  bool y_broadcast = false;
-  int64_t m = 1, n = 1, k = 1;
-  int64_t xm = 0, xk = 0, yk = 0, yn = 0;  // element strides inside one matrix
-
-  int64_t BatchCount() const {
-    int64_t c = 1;
-    for (int i = 0; i < nb; ++i) c *= batch[i];
-    return c;
-  }
-  // Iterates the batch: sa = X's matrix offset, sb = Y's (0 along broadcast dims).
-  StridePlan BatchPlan() const {
-    StridePlan p;
-    p.rank = nb;
-    for (int i = 0; i < nb; ++i) {
-      p.dims[i] = batch[i];
-      p.sa[i] = xpad[i] == 1 ? 0 : xstr[i];
-      p.sb[i] = ypad[i] == 1 ? 0 : ystr[i];
-    }
-    return p;
-  }
-};
-
-std::string DimsText(const FleetTensor* t) {
-  std::string s = "[";
-  for (int32_t i = 0; i < t->ndim; ++i) s += (i ? ", " : "") + std::to_string(t->dims[i]);
-  return s + "]";
-}
-
-int64_t Product(const int64_t* dims, int64_t begin, int64_t end) {
-  int64_t p = 1;
-  for (int64_t i = begin; i < end; ++i) p *= dims[i];
-  return p;
-}
-
-FleetStatus* MulGeom(const FleetKernelContext* kc, MatmulGeom* g) {
-  const FleetTensor* x = Input(kc, "X");
-  const FleetTensor* y = Input(kc, "Y");
-  const int64_t xnc = IntAttr(kc, "x_num_col_dims", 1);
-  const int64_t ync = IntAttr(kc, "y_num_col_dims", 1);
-  if (xnc < 1 || xnc >= x->ndim || ync < 1 || ync >= y->ndim) {
-    return InvalidArgument("mul: num_col_dims (" + std::to_string(xnc) + ", " +
-                           std::to_string(ync) + ") do not fit X " + DimsText(x) + ", Y " +
-                           DimsText(y));
-  }
-  g->m = Product(x->dims, 0, xnc);
-  g->k = Product(x->dims, xnc, x->ndim);
-  g->n = Product(y->dims, ync, y->ndim);
-  if (Product(y->dims, 0, ync) != g->k) {
-    return InvalidArgument("mul: X " + DimsText(x) + " and Y " + DimsText(y) +
-                           " flatten to matrices that do not multiply");
-  }
-  g->xm = g->k;
-  g->xk = 1;
-  g->yk = g->n;
-  g->yn = 1;
-  return nullptr;
-}
-
-FleetStatus* MatmulV2Geom(const FleetKernelContext* kc, MatmulGeom* g) {
-  const FleetTensor* x = Input(kc, "X");
-  const FleetTensor* y = Input(kc, "Y");
-  const bool tx = BoolAttr(kc, "trans_x", false);
-  const bool ty = BoolAttr(kc, "trans_y", false);
-  const int xr = x->ndim, yr = y->ndim;
-  if (xr < 1 || yr < 1 || xr > kMaxRank || yr > kMaxRank) {
-    return InvalidArgument("matmul_v2: unsupported ranks of X " + DimsText(x) + " and Y " +
-                           DimsText(y));
-  }
-  int64_t kx, ky;
-  if (xr == 1) {
-    g->m = 1;
-    kx = x->dims[0];
-    g->xm = kx;
-    g->xk = 1;
-  } else {
-    const int64_t rows = x->dims[xr - 2], cols = x->dims[xr - 1];
-    g->m = tx ? cols : rows;
-    kx = tx ? rows : cols;
-    g->xm = tx ? 1 : cols;
-    g->xk = tx ? cols : 1;
-  }
-  if (yr == 1) {
-    g->n = 1;
-    ky = y->dims[0];
-    g->yk = 1;
-    g->yn = 1;
-  } else {
-    const int64_t rows = y->dims[yr - 2], cols = y->dims[yr - 1];
-    ky = ty ? cols : rows;
-    g->n = ty ? rows : cols;
-    g->yk = ty ? 1 : cols;
-    g->yn = ty ? cols : 1;
-  }
-  if (kx != ky) {
-    return InvalidArgument("matmul_v2: contraction dims differ for X " + DimsText(x) +
-                           " and Y " + DimsText(y));
-  }
-  g->k = kx;
-  const int xb = xr >= 2 ? xr - 2 : 0, yb = yr >= 2 ? yr - 2 : 0;
-  g->nb = std::max(xb, yb);
-  int64_t xs = g->m * g->k, ys = g->k * g->n;
-  for (int i = g->nb - 1; i >= 0; --i) {
-    g->xpad[i] = i - (g->nb - xb) >= 0 ? x->dims[i - (g->nb - xb)] : 1;
-    g->ypad[i] = i - (g->nb - yb) >= 0 ? y->dims[i - (g->nb - yb)] : 1;
-    g->xstr[i] = xs;
-    g->ystr[i] = ys;
-    xs *= g->xpad[i];
-    ys *= g->ypad[i];
-    const int64_t a = g->xpad[i], b = g->ypad[i];
-    if (a != b && a != 1 && b != 1) {
-      return InvalidArgument("matmul_v2: batch dims of X " + DimsText(x) + " and Y " +
-                             DimsText(y) + " do not broadcast");
-    }
-    g->batch[i] = a == 1 ? b : a;
-    g->x_broadcast |= a != g->batch[i];
-    g->y_broadcast |= b != g->batch[i];
-  }
-  return nullptr;
-}
+// Both ops as a batch of logical products Out[b] (M x N) = op(X)[b] (M x K) . op(Y)[b] (K x N);
+// the geometry and its checks are shared with the CUDA plugin (plugins/common/matmul_plan.h).
+using fleet::kernel::MatmulGeom;
 
 FleetStatus* Geom(const FleetKernelContext* kc, bool is_mul, MatmulGeom* g) {
-  return is_mul ? MulGeom(kc, g) : MatmulV2Geom(kc, g);
+  const FleetTensor* x = Input(kc, "X");
+  const FleetTensor* y = Input(kc, "Y");
+  const fleet::kernel::PlanStatus st =
+      is_mul ? fleet::kernel::MulGeometry(x, y, IntAttr(kc, "x_num_col_dims", 1),
+                                          IntAttr(kc, "y_num_col_dims", 1), g)
+             : fleet::kernel::MatmulV2Geometry(x, y, BoolAttr(kc, "trans_x", false),
+                                               BoolAttr(kc, "trans_y", false),
+                                               /*mark_transposed=*/false, g);
+  return fleet::kernel::ToFleetStatus(st, Error);
 }
 
 // ---- plain path ----------------------------------------------------------------------------

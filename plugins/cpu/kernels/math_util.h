@@ -11,6 +11,7 @@
 
 #include <dnnl.hpp>
 
+#include "broadcast_plan.h"
 #include "kernels/kernel_util.h"
 
 namespace fleet_cpu::math {
@@ -21,30 +22,16 @@ void AddElementwiseKernels(KernelList& list);  // math_elementwise_kernels.cc
 void AddReduceKernels(KernelList& list);       // math_reduce_kernels.cc
 void AddActivationKernels(KernelList& list);   // math_activation_kernels.cc
 
-inline constexpr int kMaxRank = 12;
+// The broadcast plan (StridePlan, Coalesce, Paddle's axis rule) is shared with the CUDA plugin
+// (plugins/common/broadcast_plan.h), so both accept the same shapes.
+using fleet::kernel::Coalesce;
+using fleet::kernel::StridePlan;
+inline constexpr int kMaxRank = fleet::kernel::kMaxStrideRank;
 
 // INVALID_ARGUMENT naming the first of the listed input / output slots the op lacks, else
 // nullptr. Kernels check before touching tensors, so a malformed op gets an error, not a crash.
 FleetStatus* RequireSlots(const FleetKernelContext* kc, std::initializer_list<const char*> inputs,
                           std::initializer_list<const char*> outputs);
-
-// Row-major iteration over `dims` carrying two strided offsets `a` and `b` (in elements; a
-// stride of 0 repeats an element, which is how broadcasting is expressed).
-struct StridePlan {
-  int rank = 0;
-  int64_t dims[kMaxRank] = {};
-  int64_t sa[kMaxRank] = {};
-  int64_t sb[kMaxRank] = {};
-  int64_t Numel() const {
-    int64_t n = 1;
-    for (int i = 0; i < rank; ++i) n *= dims[i];
-    return n;
-  }
-};
-
-// Drops size-1 dims and merges neighbours that both offsets walk contiguously, so that common
-// cases end up with rank 0-2 and long inner loops.
-void Coalesce(StridePlan& p);
 
 // Calls f(n, o, a, b, sa, sb) for each innermost row: `n` elements whose row-major index starts
 // at `o`, with offsets starting at `a`/`b` and advancing by `sa`/`sb`.

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "kernels/kernel_util.h"
+#include "window_plan.h"
 
 namespace fleet_cpu {
 
@@ -16,15 +17,9 @@ void AddNnPoolKernels(KernelList& list);   // nn_pool_kernels.cc
 void AddNnNormKernels(KernelList& list);   // nn_norm_kernels.cc
 void AddNnMiscKernels(KernelList& list);   // nn_misc_kernels.cc
 
-// A resolved 2-D window (the host's shape function applies the same rules, so the output
-// shapes the host allocated agree with these numbers).
-struct Window2d {
-  int64_t kernel[2] = {1, 1};
-  int64_t stride[2] = {1, 1};
-  int64_t dilation[2] = {1, 1};
-  int64_t pad_begin[2] = {0, 0};  // top, left
-  int64_t pad_end[2] = {0, 0};    // bottom, right
-};
+// A resolved 2-D window; the type and the rules are shared with the CUDA plugin
+// (plugins/common/window_plan.h).
+using fleet::kernel::Window2d;
 
 // Reads strides/paddings/padding_algorithm (and dilations when `with_dilation`) for input
 // spatial dims `in` and kernel sizes `k`. NULL on success.

@@ -1,5 +1,6 @@
-// Shared by the tensor kernels: strided copy plans (the engine behind reshape, transpose,
-// concat, split and slice) and the dtype dispatch of the creation kernels.
+// Shared by the tensor kernels: running the strided copy plans that the layout kernels build
+// (the plans themselves, and the builders, are shared with the CUDA plugin in
+// plugins/common/layout_plan.h) and the dtype dispatch of the creation kernels.
 //
 // A CopyPlan is computed once in a kernel's prepare; launching one allocates nothing and only
 // walks the box it describes, with a memcpy for every contiguous innermost run.
@@ -10,31 +11,12 @@
 #include <vector>
 
 #include "kernels/kernel_util.h"
+#include "layout_plan.h"
 
 namespace fleet_cpu::tensor {
 
-inline constexpr int kMaxRank = 16;
-
-// Copies the elements of a box of `dims` from src + src_offset (strides src_strides) to
-// dst + dst_offset (strides dst_strides), all in elements.
-struct CopyPlan {
-  int rank = 0;
-  int64_t dims[kMaxRank] = {};
-  int64_t src_strides[kMaxRank] = {};
-  int64_t dst_strides[kMaxRank] = {};
-  int64_t src_offset = 0;
-  int64_t dst_offset = 0;
-};
-
-// Row-major strides of `dims`.
-std::vector<int64_t> DenseStrides(const std::vector<int64_t>& dims);
-
-// Drops dims of size 1 and merges neighbours that are contiguous on both sides, so common
-// cases become one memcpy or a 2-d loop.
-void Simplify(CopyPlan* plan);
-
-// Elements in the box.
-int64_t PlanNumel(const CopyPlan& plan);
+using fleet::kernel::CopyPlan;
+using fleet::kernel::kMaxCopyRank;
 
 // Copies the box; E is a trivially copyable type of the element size.
 template <typename E>
@@ -52,7 +34,7 @@ void RunCopy(const CopyPlan& p, const E* src, E* dst) {
   const int64_t n = p.dims[r - 1];
   const int64_t ss = p.src_strides[r - 1];
   const int64_t ds = p.dst_strides[r - 1];
-  int64_t idx[kMaxRank] = {};
+  int64_t idx[kMaxCopyRank] = {};
   for (;;) {
     if (ss == 1 && ds == 1) {
       std::memcpy(d, s, static_cast<size_t>(n) * sizeof(E));
