@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 #include "comm_harness.h"
 
@@ -17,6 +18,11 @@ TEST(CommBench, AllReduceBusBandwidth) {
     GTEST_SKIP() << "set FLEET_CONFORMANCE_COMM_BENCH=1 to measure";
   }
   for (int size : {2, 4}) {
+    std::string why;
+    if (!WorldFits(size, &why)) {
+      std::printf("all_reduce world=%d skipped: %s\n", size, why.c_str());
+      continue;
+    }
     World world(size, 120000);
     world.Run([&](Rank& r) {
       for (int64_t bytes : {int64_t{1} << 20, int64_t{4} << 20, int64_t{16} << 20,

@@ -66,6 +66,7 @@ class CommCollectives : public ::testing::TestWithParam<int> {
   void SetUp() override {
     std::string error;
     if (Comm(&error) == nullptr) FAIL() << error;
+    FLEET_COMM_SKIP_UNLESS_WORLD_FITS(GetParam());
   }
 };
 

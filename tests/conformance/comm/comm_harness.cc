@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -16,9 +17,14 @@
 namespace fleet::conformance::comm {
 namespace {
 
+#ifndef FLEET_CONFORMANCE_DEFAULT_COMM
+#define FLEET_CONFORMANCE_DEFAULT_COMM "gloo"
+#endif
+
 std::string CommName() {
   const char* c = std::getenv("FLEET_CONFORMANCE_COMM");
-  return (c != nullptr && *c != '\0') ? std::string(c) : std::string("gloo");
+  return (c != nullptr && *c != '\0') ? std::string(c)
+                                       : std::string(FLEET_CONFORMANCE_DEFAULT_COMM);
 }
 
 // "key=value;key=value" from FLEET_CONFORMANCE_COMM_OPTIONS, or the default for the comm.
@@ -88,11 +94,87 @@ double DecodeBFloat16(uint16_t bits) {
   return f;
 }
 
-}  // namespace
+// The device the tensors live on (see comm_harness.h).
+struct DeviceUnderTest {
+  std::string name;
+  bool host = true;                     // plain host memory: no device plugin involved
+  const FleetDeviceVTable* vt = nullptr;
+  void* ctx = nullptr;
+  int32_t type_id = FLEET_DEVICE_TYPE_HOST;
+  int32_t count = 0;                    // ordinals
+  std::string unavailable;              // why no rank can run ("" when count > 0)
+};
 
-const CommUnderTest* Comm(std::string* error) {
-  static CommUnderTest* found = nullptr;
-  static std::string failure;
+struct Suite {
+  CommUnderTest* comm = nullptr;
+  std::string failure;  // why comm is NULL
+  DeviceUnderTest device;
+};
+
+bool Lists(const FleetCommVTable* vt, const std::string& device) {
+  for (size_t i = 0; i < vt->num_devices; ++i) {
+    if (vt->devices != nullptr && vt->devices[i] != nullptr && device == vt->devices[i]) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string DeviceName(const FleetCommVTable* vt) {
+  const char* env = std::getenv("FLEET_CONFORMANCE_DEVICE");
+  if (env != nullptr && *env != '\0') return env;
+#ifdef FLEET_CONFORMANCE_DEFAULT_DEVICE
+  if (Lists(vt, FLEET_CONFORMANCE_DEFAULT_DEVICE)) return FLEET_CONFORMANCE_DEFAULT_DEVICE;
+#endif
+  if (vt->num_devices == 0 || vt->devices == nullptr || vt->devices[0] == nullptr ||
+      Lists(vt, "cpu")) {
+    return "cpu";
+  }
+  return vt->devices[0];
+}
+
+// Loads the device `name` (anything but "cpu") into the registry that holds the communicator,
+// so the ids its tensors carry are the ones the communicator's host sees.
+DeviceUnderTest LoadDevice(PluginRegistry* registry, const std::string& name) {
+  DeviceUnderTest d;
+  d.name = name;
+  if (name == "cpu") {
+    d.count = std::numeric_limits<int32_t>::max();
+    return d;
+  }
+  d.host = false;
+  const ComponentRecord* rec = registry->Find(FLEET_COMPONENT_DEVICE, name);
+  std::string load_error;
+  if (rec == nullptr) {
+    auto loaded = registry->Load(name);
+    if (!loaded.ok()) load_error = ": " + loaded.status().ToString();
+    rec = registry->Find(FLEET_COMPONENT_DEVICE, name);
+  }
+  if (rec == nullptr) {
+    registry->LoadAll();
+    rec = registry->Find(FLEET_COMPONENT_DEVICE, name);
+  }
+  const std::string what = name == "cuda" ? "no CUDA device" : "no '" + name + "' device";
+  if (rec == nullptr) {
+    d.unavailable = what + ": no plugin provides device '" + name + "'" + load_error;
+    return d;
+  }
+  d.vt = rec->table<FleetDeviceVTable>();
+  d.ctx = rec->ctx;
+  d.type_id = rec->device_type_id;
+  Status s = TakeStatus(d.vt->count(d.ctx, &d.count), "device '" + name + "' count");
+  if (!s.ok()) {
+    d.count = 0;
+    d.unavailable = what + ": " + s.ToString();
+  } else if (d.count <= 0) {
+    d.count = 0;
+    d.unavailable = what + ": device '" + name + "' reports 0 devices";
+  }
+  return d;
+}
+
+const Suite& TheSuite() {
+  static Suite* suite = new Suite();  // lives until exit, like the plugins
   static std::once_flag once;
   std::call_once(once, [] {
     // FLEET_PLUGIN_PATH first (a third-party plugin under test), then this build's plugins: the
@@ -108,15 +190,53 @@ const CommUnderTest* Comm(std::string* error) {
     }
     const ComponentRecord* rec = registry->Find(FLEET_COMPONENT_COMMUNICATOR, name);
     if (rec == nullptr) {
-      failure = "no plugin provides communicator '" + name + "'" +
-                (loaded.ok() ? "" : ": " + loaded.status().ToString());
+      suite->failure = "no plugin provides communicator '" + name + "'" +
+                       (loaded.ok() ? "" : ": " + loaded.status().ToString());
       return;
     }
-    found = new CommUnderTest{name, rec->table<FleetCommVTable>(), rec->ctx};
+    suite->comm = new CommUnderTest{name, rec->table<FleetCommVTable>(), rec->ctx};
+    suite->device = LoadDevice(registry, DeviceName(suite->comm->vt));
   });
-  if (error != nullptr) *error = failure;
-  return found;
+  return *suite;
 }
+
+const DeviceUnderTest& Device() { return TheSuite().device; }
+
+// The ordinal of the rank whose thread this is; Bufs made on it live there.
+thread_local int32_t t_ordinal = 0;
+
+int32_t OrdinalOf(int rank) {
+  const DeviceUnderTest& d = Device();
+  return d.host || d.count <= 0 ? 0 : rank % d.count;
+}
+
+}  // namespace
+
+const CommUnderTest* Comm(std::string* error) {
+  const Suite& suite = TheSuite();
+  if (error != nullptr) *error = suite.failure;
+  return suite.comm;
+}
+
+bool WorldFits(int size, std::string* why) {
+  const Suite& suite = TheSuite();
+  const DeviceUnderTest& d = suite.device;
+  if (suite.comm == nullptr || d.host) return true;
+  std::string reason;
+  if (!d.unavailable.empty()) {
+    reason = d.unavailable;
+  } else if (d.count < size) {
+    reason = "a world of " + std::to_string(size) + " ranks needs " + std::to_string(size) +
+             " '" + d.name + "' devices (one per rank, as communicator '" + suite.comm->name +
+             "' requires); this machine has " + std::to_string(d.count);
+  } else {
+    return true;
+  }
+  if (why != nullptr) *why = reason;
+  return false;
+}
+
+bool UsesHostMemory() { return Device().host; }
 
 Status Take(FleetStatus* status) {
   return TakeStatus(status, "communicator '" + CommName() + "'");
@@ -191,6 +311,14 @@ Status World::Create(int rank, FleetComm** out,
   config.device = "cpu";
   config.num_options = ptrs.size();
   config.options = ptrs.data();
+  const DeviceUnderTest& d = Device();
+  if (!d.host) {
+    config.struct_size = FLEET_STRUCT_SIZE(FleetCommConfig, device_ctx);
+    config.device = d.name.c_str();
+    config.device_ordinal = OrdinalOf(rank);
+    config.device_table = d.vt;
+    config.device_ctx = d.ctx;
+  }
   return Take(c->vt->create(c->ctx, &config, out));
 }
 
@@ -198,9 +326,12 @@ void World::Run(const std::function<void(Rank&)>& body) {
   std::string error;
   const CommUnderTest* c = Comm(&error);
   ASSERT_NE(c, nullptr) << error;
+  std::string why;
+  if (!WorldFits(size_, &why)) GTEST_SKIP() << why;
   std::vector<std::thread> threads;
   for (int r = 0; r < size_; ++r) {
     threads.emplace_back([&, r] {
+      t_ordinal = OrdinalOf(r);
       Rank rank;
       rank.rank = r;
       rank.size = size_;
@@ -246,17 +377,59 @@ Buf::Buf(int32_t dtype, int64_t numel)
       element_(SizeOf(dtype)),
       bytes_(static_cast<size_t>(numel) * SizeOf(dtype) + 1) {
   dims_[0] = numel;
+  const DeviceUnderTest& d = Device();
+  if (d.host || d.vt == nullptr || !d.unavailable.empty()) return;
+  ordinal_ = t_ordinal;
+  // One spare byte, as on the host, so even an empty tensor has a non-NULL address.
+  Status s = TakeStatus(d.vt->alloc(d.ctx, ordinal_, bytes_.size(), &device_),
+                        "device '" + d.name + "' alloc of " + std::to_string(bytes_.size()) +
+                            " bytes");
+  if (!s.ok()) {
+    ADD_FAILURE() << s.ToString();
+    device_ = nullptr;  // falls back to host memory, which the communicator then refuses
+  }
+}
+
+Buf::~Buf() {
+  if (device_ == nullptr) return;
+  const DeviceUnderTest& d = Device();
+  Status s = TakeStatus(d.vt->free(d.ctx, ordinal_, device_), "device '" + d.name + "' free");
+  EXPECT_TRUE(s.ok()) << s.ToString();
+}
+
+void Buf::Upload() {
+  if (device_ == nullptr || !host_newer_) return;
+  const DeviceUnderTest& d = Device();
+  // NULL stream: the copy is complete when the call returns.
+  Status s = TakeStatus(
+      d.vt->copy_h2d(d.ctx, ordinal_, device_, bytes_.data(), bytes_.size(), nullptr),
+      "device '" + d.name + "' copy_h2d of " + std::to_string(bytes_.size()) + " bytes");
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  host_newer_ = false;
+}
+
+void Buf::Download() const {
+  if (device_ == nullptr || !device_newer_) return;
+  const DeviceUnderTest& d = Device();
+  Status s = TakeStatus(
+      d.vt->copy_d2h(d.ctx, ordinal_, bytes_.data(), device_, bytes_.size(), nullptr),
+      "device '" + d.name + "' copy_d2h of " + std::to_string(bytes_.size()) + " bytes");
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  device_newer_ = false;
 }
 
 const FleetTensor* Buf::t() {
+  Upload();
+  // The call this descriptor goes to may write the device copy.
+  if (device_ != nullptr) device_newer_ = true;
   desc_.struct_size = FLEET_STRUCT_SIZE(FleetTensor, device_ordinal);
-  desc_.data = bytes_.data();
+  desc_.data = device_ != nullptr ? device_ : static_cast<void*>(bytes_.data());
   desc_.dtype = dtype_;
   desc_.ndim = 1;
   desc_.dims = dims_;
   desc_.strides = nullptr;
-  desc_.device_type = FLEET_DEVICE_TYPE_HOST;
-  desc_.device_ordinal = 0;
+  desc_.device_type = device_ != nullptr ? Device().type_id : FLEET_DEVICE_TYPE_HOST;
+  desc_.device_ordinal = device_ != nullptr ? ordinal_ : 0;
   return &desc_;
 }
 
@@ -264,11 +437,12 @@ const FleetTensor* Buf::Slice(int64_t offset, int64_t numel) {
   slice_ = *t();
   slice_dims_[0] = numel;
   slice_.dims = slice_dims_;
-  slice_.data = bytes_.data() + static_cast<size_t>(offset) * element_;
+  slice_.data = static_cast<unsigned char*>(desc_.data) + static_cast<size_t>(offset) * element_;
   return &slice_;
 }
 
 double Buf::Get(int64_t i) const {
+  Download();
   const unsigned char* p = bytes_.data() + static_cast<size_t>(i) * element_;
   switch (dtype_) {
     case FLEET_DTYPE_FLOAT32: { float v; std::memcpy(&v, p, 4); return v; }
@@ -282,6 +456,8 @@ double Buf::Get(int64_t i) const {
 }
 
 void Buf::Set(int64_t i, double v) {
+  Download();  // the other elements keep what the device holds
+  host_newer_ = true;
   unsigned char* p = bytes_.data() + static_cast<size_t>(i) * element_;
   switch (dtype_) {
     case FLEET_DTYPE_FLOAT32: { float x = static_cast<float>(v); std::memcpy(p, &x, 4); break; }
@@ -295,6 +471,7 @@ void Buf::Set(int64_t i, double v) {
 }
 
 void Buf::Fill(const std::function<double(int64_t)>& f) {
+  device_newer_ = false;  // every element is overwritten: nothing to fetch first
   for (int64_t i = 0; i < numel_; ++i) Set(i, f(i));
 }
 

@@ -1,11 +1,22 @@
 // Harness of the communicator conformance suite: drives a communicator plugin through the ABI
 // (FleetCommVTable) with the ranks of a group as threads of this process.
 //
-// The communicator under test is named by FLEET_CONFORMANCE_COMM (default "gloo"); its plugin is
-// found in FLEET_PLUGIN_PATH, then in the build's plugin directory (libfleet_comm_NAME.so first,
-// else every plugin is loaded and searched). Its create options come from
-// FLEET_CONFORMANCE_COMM_OPTIONS ("key=value;key=value"); for gloo the default is
-// "hostname=127.0.0.1" so the suite never depends on how this machine's name resolves.
+// The communicator under test is named by FLEET_CONFORMANCE_COMM (default "gloo", or the
+// build's FLEET_CONFORMANCE_DEFAULT_COMM); its plugin is found in FLEET_PLUGIN_PATH, then in the
+// build's plugin directory (libfleet_comm_NAME.so first, else every plugin is loaded and
+// searched). Its create options come from FLEET_CONFORMANCE_COMM_OPTIONS ("key=value;key=value");
+// for gloo the default is "hostname=127.0.0.1" so the suite never depends on how this machine's
+// name resolves.
+//
+// The tensors live on the device named by FLEET_CONFORMANCE_DEVICE. Without it: the build's
+// FLEET_CONFORMANCE_DEFAULT_DEVICE when the communicator lists it, else "cpu" when the
+// communicator lists cpu (or lists nothing), else the first device it lists. "cpu" means plain
+// host memory, as the suite always used (the cpu device's pointers are host pointers). Any other
+// device is loaded from its plugin (libfleet_NAME.so) into the same registry as the
+// communicator; rank r's tensors are allocated on its ordinal r % count through the device's
+// vtable (Buf copies values in and out), and create gets that ordinal and the device's
+// vtable/ctx (FleetCommConfig.device_table/device_ctx). A test whose world has more ranks than
+// the device has ordinals skips (NCCL needs one GPU per rank), so with no GPU every test skips.
 //
 // Every World gets its own scope in one shared in-process store, so tests never see each
 // other's rendezvous keys.
@@ -33,6 +44,21 @@ struct CommUnderTest {
 
 // The communicator under test, or nullptr with *error set (the plugin could not be found).
 const CommUnderTest* Comm(std::string* error);
+
+// Whether the device under test can give each of `size` ranks an ordinal of its own; if not,
+// *why says so. Always true for host memory.
+bool WorldFits(int size, std::string* why);
+// Whether the tensors live in plain host memory (device "cpu").
+bool UsesHostMemory();
+
+// Skips the current test when a world of `size` ranks does not fit on the device under test.
+#define FLEET_COMM_SKIP_UNLESS_WORLD_FITS(size)                          \
+  do {                                                                   \
+    std::string fleet_why_;                                              \
+    if (!::fleet::conformance::comm::WorldFits((size), &fleet_why_)) {   \
+      GTEST_SKIP() << fleet_why_;                                        \
+    }                                                                    \
+  } while (0)
 
 // Converts a status the plugin returned into a Status (freeing it).
 Status Take(FleetStatus* status);
@@ -69,7 +95,8 @@ class World {
   int64_t timeout_ms() const { return timeout_ms_; }
 
   // Creates one communicator per rank (concurrently, as ranks would), runs body(rank) on each
-  // rank's thread, destroys the communicators and joins. A failed create is a test failure.
+  // rank's thread, destroys the communicators and joins. A failed create is a test failure;
+  // a world that does not fit on the device skips the test.
   void Run(const std::function<void(Rank&)>& body);
 
   // Calls create on the given ranks only (the others never join) and returns each status;
@@ -90,10 +117,16 @@ class World {
   int64_t timeout_ms_;
 };
 
-// Host tensors of any dtype the suite uses, with values read and written as doubles.
+// Tensors of any dtype the suite uses, with values read and written as doubles. On a device
+// other than host memory, a Buf keeps a host copy: t() and Slice() copy it to the device
+// (when it changed) and hand out the device's memory, which the call may write; the next Get or
+// Set copies the device's contents back first (Fill overwrites them all). So a test reads and
+// writes values as if the tensor were on the host. Made on a rank's thread, it lives on that
+// rank's ordinal.
 class Buf {
  public:
   Buf(int32_t dtype, int64_t numel);
+  ~Buf();
   Buf(const Buf&) = delete;
   Buf& operator=(const Buf&) = delete;
 
@@ -107,10 +140,17 @@ class Buf {
   void Fill(const std::function<double(int64_t)>& f);
 
  private:
+  void Upload();
+  void Download() const;
+
   int32_t dtype_;
   int64_t numel_;
   size_t element_;
-  std::vector<unsigned char> bytes_;
+  mutable std::vector<unsigned char> bytes_;  // the host copy (the tensor itself on the host)
+  void* device_ = nullptr;                    // device memory, or NULL for host memory
+  int32_t ordinal_ = 0;
+  bool host_newer_ = true;            // bytes_ changed since the last copy to the device
+  mutable bool device_newer_ = false;  // the device copy may have changed since the last read
   int64_t dims_[1];
   int64_t slice_dims_[1];
   FleetTensor desc_{};

@@ -32,6 +32,7 @@ void AwaitFlag(const std::atomic<bool>& flag) {
 }
 
 TEST_F(CommFaults, MissingRankFailsCreateNamingIt) {
+  FLEET_COMM_SKIP_UNLESS_WORLD_FITS(3);  // the three ranks that do create
   const int64_t timeout = 1000;
   World world(4, timeout);
   const auto start = Clock::now();
@@ -46,7 +47,9 @@ TEST_F(CommFaults, MissingRankFailsCreateNamingIt) {
 }
 
 TEST_F(CommFaults, RecvWithoutSenderTimesOutNamingPeer) {
-  const int64_t timeout = 500;
+  FLEET_COMM_SKIP_UNLESS_WORLD_FITS(2);
+  // The deadline bounds create too, and NCCL's init takes longer than half a second.
+  const int64_t timeout = UsesHostMemory() ? 500 : 5000;
   World world(2, timeout);
   std::atomic<bool> done{false};
   world.Run([&](Rank& r) {
@@ -67,7 +70,9 @@ TEST_F(CommFaults, RecvWithoutSenderTimesOutNamingPeer) {
 }
 
 TEST_F(CommFaults, AllReduceWithoutPeerTimesOut) {
-  const int64_t timeout = 500;
+  FLEET_COMM_SKIP_UNLESS_WORLD_FITS(2);
+  // The deadline bounds create too, and NCCL's init takes longer than half a second.
+  const int64_t timeout = UsesHostMemory() ? 500 : 5000;
   World world(2, timeout);
   std::atomic<bool> done{false};
   world.Run([&](Rank& r) {
@@ -92,6 +97,7 @@ TEST_F(CommFaults, AllReduceWithoutPeerTimesOut) {
 // communicator; the call must return ABORTED long before the 20 s timeout, and so must every
 // later call.
 void CheckAbortReleases(const std::function<Status(const Rank&)>& call) {
+  FLEET_COMM_SKIP_UNLESS_WORLD_FITS(2);  // skips the calling test: this is all it does
   World world(2, 20000);
   std::atomic<bool> done{false};
   world.Run([&](Rank& r) {
@@ -139,6 +145,7 @@ TEST_F(CommFaults, AbortReleasesRecv) {
 }
 
 TEST_F(CommFaults, CallsAfterAbortReturnAborted) {
+  FLEET_COMM_SKIP_UNLESS_WORLD_FITS(1);
   World world(1);
   world.Run([&](Rank& r) {
     r.vt->abort(r.ctx, r.comm);
@@ -150,6 +157,7 @@ TEST_F(CommFaults, CallsAfterAbortReturnAborted) {
 }
 
 TEST_F(CommFaults, PeerThatAbortedFailsOthersPromptly) {
+  FLEET_COMM_SKIP_UNLESS_WORLD_FITS(2);
   World world(2, 20000);
   std::atomic<bool> aborted{false};
   std::atomic<bool> done{false};
@@ -172,6 +180,7 @@ TEST_F(CommFaults, PeerThatAbortedFailsOthersPromptly) {
 }
 
 TEST_F(CommFaults, BadArgumentsAreInvalidAndLeaveTheCommunicatorUsable) {
+  FLEET_COMM_SKIP_UNLESS_WORLD_FITS(2);
   World world(2, 5000);
   world.Run([&](Rank& r) {
     auto expect_invalid = [&](const Status& s, const char* what) {
@@ -208,14 +217,20 @@ TEST_F(CommFaults, BadArgumentsAreInvalidAndLeaveTheCommunicatorUsable) {
 // A rank may destroy its communicator the moment create returns; that must not break a peer
 // still finishing its own create.
 TEST_F(CommFaults, DestroyRightAfterCreateLeavesPeersIntact) {
-  for (int round = 0; round < 40; ++round) {
-    World world(round % 2 == 0 ? 2 : 3, 5000);
+  FLEET_COMM_SKIP_UNLESS_WORLD_FITS(2);
+  // A device communicator's create costs far more than a host one's (NCCL sets up a
+  // communicator on every GPU), so fewer rounds keep the test within its time limit.
+  const int rounds = UsesHostMemory() ? 40 : 6;
+  const int odd_size = WorldFits(3, nullptr) ? 3 : 2;
+  for (int round = 0; round < rounds; ++round) {
+    World world(round % 2 == 0 ? 2 : odd_size, 5000);
     world.Run([](Rank&) {});
     if (HasFailure()) break;
   }
 }
 
 TEST_F(CommFaults, UnknownOptionIsInvalidNamingTheKey) {
+  FLEET_COMM_SKIP_UNLESS_WORLD_FITS(1);
   World world(1, 2000);
   Status s = world.CreateWithOptions({{"no_such_option_xyz", "1"}});
   EXPECT_EQ(s.code(), Code::kInvalidArgument) << s.ToString();

@@ -61,6 +61,7 @@ TEST(CommGroups, SubsetsOfFourGetNullOutsideAndReduceInside) {
   if (!FLEET_CAN_CALL(c->vt, FleetCommVTable, new_group)) {
     GTEST_SKIP() << "communicator '" << c->name << "' has no new_group";
   }
+  FLEET_COMM_SKIP_UNLESS_WORLD_FITS(4);
   World world(4);
   world.Run([&](Rank& r) {
     CheckGroup(r, {0, 2});
@@ -80,6 +81,7 @@ TEST(CommGroups, BadRankListsAreInvalidArguments) {
   if (!FLEET_CAN_CALL(c->vt, FleetCommVTable, new_group)) {
     GTEST_SKIP() << "communicator '" << c->name << "' has no new_group";
   }
+  FLEET_COMM_SKIP_UNLESS_WORLD_FITS(2);
   World world(2);
   world.Run([&](Rank& r) {
     for (const std::vector<int32_t>& bad :
