@@ -112,6 +112,10 @@ OpRunner* OpRunner::Get(std::string* skip_reason, Status* error) {
     // a third-party one is found by loading everything and looking for the device component.
     auto loaded = r->registry_->Load(r->device_);
     if (!loaded.ok()) r->registry_->LoadAll();
+    // The CPU plugin is the second reference of every other device (see Run).
+    if (r->device_ != "cpu" && r->registry_->FindPlugin("cpu") == nullptr) {
+      if (auto cpu = r->registry_->Load("cpu"); !cpu.ok()) failure = cpu.status();
+    }
     const ComponentRecord* dev = r->registry_->Find(FLEET_COMPONENT_DEVICE, r->device_);
     if (dev == nullptr) {
       failure = NotFound("no plugin provides device '" + r->device_ + "'" +
@@ -133,6 +137,33 @@ OpRunner* OpRunner::Get(std::string* skip_reason, Status* error) {
 }
 
 Status OpRunner::Run(const ir::Op& op, VarMap& vars, uint64_t seed) {
+  if (device_ == "cpu") return RunOn("cpu", op, vars, seed);
+  // Another device is checked against the references like the CPU and, op by op, against the
+  // CPU plugin's result on the same inputs, so a test that compares loosely with NumPy still
+  // catches a kernel that drifts from the CPU's.
+  VarMap on_cpu = vars;
+  FLEET_RETURN_IF_ERROR(RunOn(device_, op, vars, seed));
+  FLEET_RETURN_IF_ERROR(RunOn("cpu", op, on_cpu, seed).WithContext("the same op on cpu"));
+  for (const auto& [slot, names] : op.outputs) {
+    if (slot == "XShape") continue;  // never written by either kernel: only its shape counts
+    for (const std::string& name : names) {
+      const HostTensor& got = vars[name];
+      const HostTensor& want = on_cpu[name];
+      const bool f32 = got.dtype == ir::DataType::kFloat32;
+      const bool f64 = got.dtype == ir::DataType::kFloat64;
+      auto close = AllClose(got, want, f64 ? 1e-9 : (f32 ? 1e-4 : 0.0),
+                            f64 ? 1e-12 : (f32 ? 1e-5 : 0.0));
+      if (!close) {
+        return Internal(op.type + ": output " + slot + " '" + name + "' on " + device_ +
+                        " differs from cpu: " + close.message());
+      }
+    }
+  }
+  return OkStatus();
+}
+
+Status OpRunner::RunOn(const std::string& device_name, const ir::Op& op, VarMap& vars,
+                       uint64_t seed) {
   const ops::OpSchema* schema = ops::BuiltinOps().Find(op.type);
   if (schema == nullptr) return NotFound("no schema for op '" + op.type + "'");
   FLEET_RETURN_IF_ERROR(ops::CheckOpSlots(*schema, op));
@@ -188,7 +219,8 @@ Status OpRunner::Run(const ir::Op& op, VarMap& vars, uint64_t seed) {
     return ir::DataType::kInvalid;
   });
 
-  const ComponentRecord* dev_rec = registry_->Find(FLEET_COMPONENT_DEVICE, device_);
+  const ComponentRecord* dev_rec = registry_->Find(FLEET_COMPONENT_DEVICE, device_name);
+  if (dev_rec == nullptr) return NotFound("no device component '" + device_name + "'");
   Device device(dev_rec);
   KernelCallArgs args;
   args.op_type = op.type;
@@ -201,7 +233,7 @@ Status OpRunner::Run(const ir::Op& op, VarMap& vars, uint64_t seed) {
   args.seed = seed;
 
   FLEET_ASSIGN_OR_RETURN(std::unique_ptr<KernelCall> call,
-                         ChooseKernel(*registry_, device_, dtype, args));
+                         ChooseKernel(*registry_, device_name, dtype, args));
   FLEET_ASSIGN_OR_RETURN(size_t scratch_bytes, call->Prepare());
 
   std::vector<void*> allocations;
