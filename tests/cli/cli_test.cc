@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -75,7 +76,7 @@ TEST(CliTest, HelpAndVersion) {
 
   Result version = RunHost("--version");
   EXPECT_EQ(version.exit_code, 0);
-  EXPECT_TRUE(Contains(version.out, "(plugin ABI 1.1)")) << version.out;
+  EXPECT_TRUE(Contains(version.out, "(plugin ABI 1.2)")) << version.out;
 }
 
 TEST(CliTest, UsageErrorsExitWithTwo) {
@@ -105,7 +106,7 @@ TEST(CliTest, PluginsListsTheCpuDevice) {
   for (const auto& p : doc["plugins"]) {
     if (p["name"] != "cpu") continue;
     found = true;
-    EXPECT_EQ(p["abi"], "1.1");
+    EXPECT_EQ(p["abi"], "1.2");
     EXPECT_EQ(fs::path(p["file"].get<std::string>()).parent_path(),
               fs::path(FLEET_BUILD_PLUGIN_DIR));
     // The device, then the kernels component that carries every CPU kernel.
@@ -1090,3 +1091,63 @@ TEST(CliExportTest, BadArgumentsAndInputsAreRefused) {
 }
 
 }  // namespace
+
+// ---- GPU plugins on any machine ----------------------------------------------------------------
+// The CUDA and NCCL plugins build wherever the toolkit is installed; with or without a GPU they
+// are listed, and a communicator that cannot reduce the device's memory is refused at check.
+
+bool Built(const std::string& plugin) {
+  return fs::exists(fs::path(FLEET_BUILD_PLUGIN_DIR) / ("libfleet_" + plugin + ".so"));
+}
+
+TEST(CliGpuPluginsTest, PluginsListsTheCudaAndNcclPlugins) {
+  if (!Built("cuda") || !Built("comm_nccl")) GTEST_SKIP() << "built without the CUDA toolkit";
+  Result r = RunHost("plugins --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  std::map<std::string, std::vector<std::string>> components;
+  for (const auto& p : doc["plugins"]) {
+    for (const auto& c : p["components"]) {
+      components[p["name"].get<std::string>()].push_back(c["kind"].get<std::string>() + ":" +
+                                                         c["name"].get<std::string>());
+    }
+  }
+  EXPECT_EQ(components["cuda"], (std::vector<std::string>{"device:cuda", "kernels:cuda"}));
+  EXPECT_EQ(components["comm_nccl"], (std::vector<std::string>{"communicator:nccl"}));
+  // The detail asks the device; on a machine without a GPU it says so instead of failing.
+  Result detail = RunHost("plugins --json cuda");
+  ASSERT_EQ(detail.exit_code, 0) << detail.err;
+  Result text = RunHost("plugins cuda");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  if (Contains(detail.out, "\"count\": 0") || Contains(detail.out, "\"count\":0")) {
+    EXPECT_TRUE(Contains(text.out, "no device present")) << text.out;
+  }
+}
+
+TEST(CliGpuPluginsTest, CheckRefusesGlooWithTheCudaDeviceUnlessStaging) {
+  if (!Built("cuda")) GTEST_SKIP() << "built without the CUDA toolkit";
+  Result r = RunHost("--set device.backend=cuda --set strategy.mode=collective check");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(Contains(r.err, "communicator 'gloo' (plugin 'comm_gloo') reduces memory of cpu, "
+                              "not of device 'cuda'")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "[comm] staging = true")) << r.err;
+  // With staging the pairing is accepted; what remains is whether a GPU is present.
+  Result staged = RunHost("--set device.backend=cuda --set strategy.mode=collective "
+                          "--set comm.staging=true check");
+  EXPECT_FALSE(Contains(staged.err, "communicator 'gloo'")) << staged.err;
+  if (staged.exit_code != 0) {
+    EXPECT_TRUE(Contains(staged.err, "no device of this kind is present")) << staged.err;
+  }
+}
+
+TEST(CliGpuPluginsTest, CheckRefusesNcclWithTheCpuDevice) {
+  if (!Built("comm_nccl")) GTEST_SKIP() << "built without NCCL";
+  for (const char* staging : {"false", "true"}) {
+    Result r = RunHost(std::string("--set comm.backend=nccl --set strategy.mode=collective "
+                                   "--set comm.staging=") + staging + " check");
+    EXPECT_NE(r.exit_code, 0) << staging;
+    EXPECT_TRUE(Contains(r.err, "communicator 'nccl' (plugin 'comm_nccl') reduces memory of "
+                                "cuda, not of device 'cpu'")) << r.err;
+    EXPECT_TRUE(Contains(r.err, "cannot stage through host memory")) << r.err;
+  }
+}

@@ -1,0 +1,169 @@
+// End-to-end GPU runs, driven through fleet-host as a user runs it: the quick-start MLP and the
+// CNN trained on the CUDA device against the same jobs on the CPU, and a collective job over
+// NCCL. Every test here needs a GPU and skips, saying why, on a machine without one (CTest label
+// `gpu`). The placement errors a GPU-less machine can check live in tests/cli.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string ReadFile(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Result RunHost(const std::string& args, int timeout_s = 240) {
+  char tmpl[] = "/tmp/fleet_gpu_XXXXXX";
+  const fs::path dir = ::mkdtemp(tmpl);
+  const fs::path out = dir / "out", err = dir / "err";
+  const std::string cmd = "env -u FLEET_PLUGIN_PATH timeout " + std::to_string(timeout_s) + " " +
+                          FLEET_HOST_EXE " " + args + " >'" + out.string() + "' 2>'" +
+                          err.string() + "'";
+  const int status = std::system(cmd.c_str());
+  Result r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = ReadFile(out);
+  r.err = ReadFile(err);
+  fs::remove_all(dir);
+  return r;
+}
+
+// The "count" of the cuda device component's details anywhere in `j`, or -1.
+int FindCudaCount(const nlohmann::json& j) {
+  if (j.is_object()) {
+    if (j.value("kind", "") == "device" && j.value("name", "") == "cuda" && j.contains("details")) {
+      return j["details"].value("count", 0);
+    }
+    for (const auto& [key, value] : j.items()) {
+      if (int n = FindCudaCount(value); n >= 0) return n;
+    }
+  } else if (j.is_array()) {
+    for (const auto& value : j) {
+      if (int n = FindCudaCount(value); n >= 0) return n;
+    }
+  }
+  return -1;
+}
+
+// How many CUDA devices fleet-host sees, from `plugins --json cuda`; 0 with `why` set when
+// none (no plugin, no driver, no GPU).
+int CudaDevices(std::string* why) {
+  Result r = RunHost("plugins --json cuda", 60);
+  if (r.exit_code != 0) {
+    *why = "the cuda plugin is not available: " + r.err;
+    return 0;
+  }
+  int n = -1;
+  try {
+    n = FindCudaCount(nlohmann::json::parse(r.out));
+  } catch (const std::exception& e) {
+    *why = std::string("cannot read `plugins --json cuda`: ") + e.what();
+    return 0;
+  }
+  if (n <= 0) *why = "no CUDA device is present on this machine (fleet-host plugins cuda)";
+  return n < 0 ? 0 : n;
+}
+
+#define REQUIRE_GPUS(n)                                                               \
+  do {                                                                                \
+    std::string why_;                                                                 \
+    const int have_ = CudaDevices(&why_);                                             \
+    if (have_ < (n)) {                                                                \
+      GTEST_SKIP() << (have_ == 0 ? why_                                              \
+                                  : "needs " + std::to_string(n) + " GPUs, found " +  \
+                                        std::to_string(have_));                       \
+    }                                                                                 \
+  } while (0)
+
+std::vector<double> Losses(const std::string& out) {
+  std::vector<double> losses;
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t at = line.find(" loss ");
+    if (line.rfind("step ", 0) == 0 && at != std::string::npos) {
+      losses.push_back(std::stod(line.substr(at + 6)));
+    }
+  }
+  return losses;
+}
+
+const fs::path kExamples = fs::path(FLEET_EXAMPLES_DIR).lexically_normal();
+
+// Trains `example` for `steps` on the CPU and on cuda:0 with the same seed and data, and
+// checks the two loss curves agree step by step: the same initial weights (the random kernels
+// draw the same numbers on both devices), then only rounding differences (GEMM and reduction
+// order), which stay small over a short run.
+void ExpectSameCurve(const std::string& example, int steps, double rtol) {
+  const std::string base = "run " + (kExamples / example).string() + " --config " +
+                           (kExamples / fs::path(example).parent_path() / "fleet.toml").string() +
+                           " --set train.steps=" + std::to_string(steps) +
+                           " --set train.log_every=1 --set train.threads=1";
+  Result cpu = RunHost(base + " --set device.backend=cpu");
+  ASSERT_EQ(cpu.exit_code, 0) << cpu.err;
+  Result gpu = RunHost(base + " --set device.backend=cuda");
+  ASSERT_EQ(gpu.exit_code, 0) << gpu.err;
+  const std::vector<double> a = Losses(cpu.out), b = Losses(gpu.out);
+  ASSERT_EQ(a.size(), static_cast<size_t>(steps)) << cpu.out;
+  ASSERT_EQ(b.size(), static_cast<size_t>(steps)) << gpu.out;
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_NEAR(b[i], a[i], rtol * std::abs(a[i]) + 1e-6) << "step " << i + 1;
+  }
+  EXPECT_LT(b.back(), b.front()) << gpu.out;
+}
+
+TEST(GpuTrainingTest, MlpOnCudaFollowsTheCpuLossCurve) {
+  REQUIRE_GPUS(1);
+  ExpectSameCurve("mlp/mlp.fleet", 100, 2e-3);
+}
+
+TEST(GpuTrainingTest, CnnOnCudaFollowsTheCpuLossCurve) {
+  REQUIRE_GPUS(1);
+  ExpectSameCurve("cnn/cnn.fleet", 40, 5e-3);
+}
+
+// A collective job over NCCL: with one GPU, one rank (the communicator still joins through the
+// store and all-reduces on the device); with two or more, two ranks on half batches, which
+// must follow one rank on the full batch.
+TEST(GpuTrainingTest, NcclCollectiveJobMatchesOneProcess) {
+  REQUIRE_GPUS(1);
+  std::string why;
+  const int gpus = CudaDevices(&why);
+  const int nproc = gpus >= 2 ? 2 : 1;
+  const std::string prog = (kExamples / "mlp/mlp.fleet").string();
+  const std::string sets = " --config " + (kExamples / "mlp/fleet.toml").string() +
+                           " --set train.steps=30 --set train.log_every=1"
+                           " --set device.backend=cuda";
+  Result one = RunHost("run " + prog + sets);
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  Result job = RunHost("launch --nproc " + std::to_string(nproc) + " -- run " + prog + sets +
+                       " --set comm.backend=nccl --set strategy.mode=collective");
+  ASSERT_EQ(job.exit_code, 0) << job.err << job.out;
+  const std::vector<double> a = Losses(one.out), b = Losses(job.out);
+  ASSERT_EQ(a.size(), 30u) << one.out;
+  ASSERT_GE(b.size(), 30u) << job.out;
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_NEAR(b[i], a[i], 2e-3 * std::abs(a[i]) + 1e-6) << "step " << i + 1;
+  }
+}
+
+}  // namespace
