@@ -58,9 +58,10 @@ struct ExecutorOptions {
 
 class Executor;
 
+// A preparation uses its executor's device, stream and scope: drop it before the executor.
 class PreparedProgram {
  public:
-  ~PreparedProgram();  // releases kernel state, then the arena
+  ~PreparedProgram();  // waits for the stream, releases kernel state, then the arena
   PreparedProgram(const PreparedProgram&) = delete;
   PreparedProgram& operator=(const PreparedProgram&) = delete;
 
