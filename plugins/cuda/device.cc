@@ -461,7 +461,8 @@ FleetStatus* Alloc(void*, int32_t ordinal, size_t bytes, void** out) {
                           FormatBytes(stats.cached_bytes) + " cached";
     size_t free_bytes = 0;
     size_t total_bytes = 0;
-    if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess) {
+    if (cudaSetDevice(ordinal) == cudaSuccess &&
+        cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess) {
       // Other processes and libraries' own allocations show up only here.
       message += "; CUDA reports " + FormatBytes(free_bytes) + " free of " +
                  FormatBytes(total_bytes);

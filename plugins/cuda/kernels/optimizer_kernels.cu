@@ -481,9 +481,21 @@ FleetStatus* LrPrepare(void*, const FleetKernelContext* kc, void** state, size_t
       s->table = nullptr;
       return st;
     }
-    if (FleetStatus* st = CudaStatus(
-            cudaMemcpy(s->table, host.data(), host.size(), cudaMemcpyHostToDevice),
-            "lr_schedule: uploading the piecewise table")) {
+    // Not a plain cudaMemcpy: from pageable memory it may return before the DMA lands, and it
+    // runs on the legacy default stream, which the plugin's non-blocking streams do not wait
+    // for. The copy goes through this thread's stream (idle: every call that uses it waits for
+    // its work) and is waited for, so the table is in place for a launch on any stream.
+    FleetStream* upload = StreamOrDefault(nullptr, s->ordinal);
+    if (upload == nullptr) {
+      LrRelease(nullptr, s.release());
+      return Error(FLEET_CODE_INTERNAL,
+                   "lr_schedule: no stream to upload the piecewise table on cuda:" +
+                       std::to_string(kc->device_ordinal));
+    }
+    cudaError_t err = cudaMemcpyAsync(s->table, host.data(), host.size(),
+                                      cudaMemcpyHostToDevice, upload->native);
+    if (err == cudaSuccess) err = cudaStreamSynchronize(upload->native);
+    if (FleetStatus* st = CudaStatus(err, "lr_schedule: uploading the piecewise table")) {
       LrRelease(nullptr, s.release());
       return st;
     }
