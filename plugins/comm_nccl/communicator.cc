@@ -350,9 +350,12 @@ std::unique_ptr<Communicator> Communicator::NewGroup(const int32_t* ranks, size_
   // NCCL writes the child from its own thread once the split completes, so the slot must
   // outlive any failure below: it is freed only when the split finished.
   auto* slot = new ncclComm_t(nullptr);
+  // The color is the group's first parent rank: groups with disjoint lists made by the same
+  // call (ranks 0,1 asking for {0,1} while ranks 2,3 ask for {2,3}) must not merge into one
+  // communicator, as they would with a color shared by every member.
   const ncclResult_t r =
-      ncclCommSplit(shared_->nccl, index >= 0 ? 0 : NCCL_SPLIT_NOCOLOR, index >= 0 ? index : 0,
-                    slot, nullptr);
+      ncclCommSplit(shared_->nccl, index >= 0 ? static_cast<int>(ranks[0]) : NCCL_SPLIT_NOCOLOR,
+                    index >= 0 ? index : 0, slot, nullptr);
   AwaitEnqueued(name, -1, r, deadline);
   ncclComm_t child_nccl = *slot;
   delete slot;
@@ -374,9 +377,18 @@ std::unique_ptr<Communicator> Communicator::NewGroup(const int32_t* ranks, size_
   {
     std::unique_lock<std::mutex> child_lock(child->shared_->mu);
     child->shared_->nccl = child_nccl;  // from here on the child aborts it on any failure
-    // The split's job also ran the child's init; its state settles right after.
-    if (!child->Poll(name, -1, deadline,
-                     [&] { return child->NcclIdle(name, -1, "NCCL init of the group failed"); })) {
+    // The split's job also ran the child's init; its state settles right after. The child's
+    // Poll watches the child's flag, which no one can set yet: abort() of the parent (this
+    // pending call) must stop the wait as well.
+    const auto idle = [&] {
+      if (shared_->aborted.load(std::memory_order_acquire)) {
+        const std::string message = Where(name) + ": aborted while in progress";
+        AbortNccl(message, true);
+        throw CommError(FLEET_CODE_ABORTED, message);
+      }
+      return child->NcclIdle(name, -1, "NCCL init of the group failed");
+    };
+    if (!child->Poll(name, -1, deadline, idle)) {
       child->FailDeadline(name, -1, "NCCL init of the group of ranks " + members);
     }
   }
