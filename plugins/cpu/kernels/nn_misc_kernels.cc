@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kernels/nn_kernels.h"
+#include "random_draws.h"
 
 namespace fleet_cpu {
 namespace {
@@ -12,17 +13,8 @@ namespace {
 // ---- dropout ------------------------------------------------------------------------------
 
 // A counter-based generator: element i's draw depends only on (key, i), so masks are identical
-// whatever the thread count, and no generator state is shared between threads.
-inline uint64_t Mix(uint64_t z) {
-  z += 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-inline double Uniform(uint64_t key, int64_t i) {
-  return static_cast<double>(Mix(key ^ Mix(static_cast<uint64_t>(i))) >> 11) * 0x1.0p-53;
-}
+// whatever the thread count, and no generator state is shared between threads. The key and the
+// draw come from plugins/common/random_draws.h, shared with the CUDA plugin so the masks agree.
 
 struct DropoutState {
   uint64_t launches = 0;  // advances the stream each step when the seed is not fixed
@@ -59,9 +51,9 @@ FleetStatus* Dropout(void*, const FleetKernelContext* kc, void* state) {
     // the op's seed from the host combined with this instance's launch count.
     uint64_t key;
     if (const FleetTensor* seed = Input(kc, "Seed")) {
-      key = Mix(static_cast<uint64_t>(IndexAt(seed, 0)));
+      key = fleet::kernel::DropoutKeyOfSeed(static_cast<uint64_t>(IndexAt(seed, 0)));
     } else if (BoolAttr(kc, "fix_seed")) {
-      key = Mix(static_cast<uint64_t>(IntAttr(kc, "seed")));
+      key = fleet::kernel::DropoutKeyOfSeed(static_cast<uint64_t>(IntAttr(kc, "seed")));
     } else {
       // Hosts of ABI 1.1 count launches across a resume; older ones leave the count to us.
       uint64_t step = 0;
@@ -70,13 +62,13 @@ FleetStatus* Dropout(void*, const FleetKernelContext* kc, void* state) {
       } else if (auto* s = static_cast<DropoutState*>(state)) {
         step = s->launches++;
       }
-      key = Mix(kc->seed ^ Mix(step + 0x5eedULL));
+      key = fleet::kernel::DropoutKeyOfStep(kc->seed, step);
     }
     const T keep_prob = static_cast<T>(1.0 - p);
     UseThreads(kc);
 #pragma omp parallel for
     for (int64_t i = 0; i < n; ++i) {
-      const bool keep = Uniform(key, i) >= p;
+      const bool keep = fleet::kernel::DropoutUniform(key, i) >= p;
       if (mask != nullptr) mask[i] = keep ? 1 : 0;
       if (!keep || keep_prob == T(0)) out[i] = 0;
       else out[i] = upscale ? x[i] / keep_prob : x[i];

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/kernel_util.h"
+#include "lr_formulas.h"
 
 namespace fleet_cpu {
 namespace {
@@ -192,79 +193,52 @@ FleetStatus* SquaredL2NormLaunch(void*, const FleetKernelContext* kc, void*) {
 
 // ---- lr_schedule -----------------------------------------------------------------------------
 
-enum class Schedule { kConstant, kPiecewise, kExponential, kCosine };
-
+// The schedule's parameters and formula are plugins/common/lr_formulas.h, shared with the CUDA
+// plugin; the state adds the piecewise table the parameters point into (the state is allocated
+// once in prepare and never moved, so the pointers stay valid).
 struct LrState {
-  Schedule type = Schedule::kConstant;
-  double learning_rate = 0;
+  fleet::kernel::LrSchedule params;
   std::vector<int64_t> boundaries;
   std::vector<double> values;
-  double gamma = 1;
-  double decay_steps = 1;
-  bool staircase = false;
-  double t_max = 1;
-  double eta_min = 0;
-  double warmup_steps = 0;
-  double start_lr = 0;
-  double end_lr = 0;
 };
-
-double LrAt(const LrState& s, double step) {
-  if (s.warmup_steps > 0) {
-    if (step < s.warmup_steps) {
-      return s.start_lr + (s.end_lr - s.start_lr) * step / s.warmup_steps;
-    }
-    step -= s.warmup_steps;
-  }
-  switch (s.type) {
-    case Schedule::kConstant: return s.learning_rate;
-    case Schedule::kPiecewise:
-      for (size_t i = 0; i < s.boundaries.size(); ++i) {
-        if (step < static_cast<double>(s.boundaries[i])) return s.values[i];
-      }
-      return s.values.back();
-    case Schedule::kExponential: {
-      double e = step / s.decay_steps;
-      if (s.staircase) e = std::floor(e);
-      return s.learning_rate * std::pow(s.gamma, e);
-    }
-    case Schedule::kCosine:
-      return s.eta_min +
-             (s.learning_rate - s.eta_min) * 0.5 * (1.0 + std::cos(M_PI * step / s.t_max));
-  }
-  return s.learning_rate;
-}
 
 FleetStatus* LrPrepare(void*, const FleetKernelContext* kc, void** state, size_t*) {
   return Guard(kc, [&]() -> FleetStatus* {
+    using fleet::kernel::LrScheduleType;
     auto s = std::make_unique<LrState>();
+    fleet::kernel::LrSchedule& p = s->params;
     std::string_view type = StringAttr(kc, "type");
     if (type == "constant") {
-      s->type = Schedule::kConstant;
+      p.type = LrScheduleType::kConstant;
     } else if (type == "piecewise") {
-      s->type = Schedule::kPiecewise;
+      p.type = LrScheduleType::kPiecewise;
     } else if (type == "exponential") {
-      s->type = Schedule::kExponential;
+      p.type = LrScheduleType::kExponential;
     } else if (type == "cosine") {
-      s->type = Schedule::kCosine;
+      p.type = LrScheduleType::kCosine;
     } else {
       return InvalidArgument("lr_schedule: unknown schedule type \"" + std::string(type) + "\"");
     }
-    s->learning_rate = FloatAttr(kc, "learning_rate", 0.01);
+    p.learning_rate = FloatAttr(kc, "learning_rate", 0.01);
     s->boundaries = IntsAttr(kc, "boundaries");
     s->values = FloatsAttr(kc, "values");
-    if (s->type == Schedule::kPiecewise && s->values.size() != s->boundaries.size() + 1) {
+    if (p.type == LrScheduleType::kPiecewise && s->values.size() != s->boundaries.size() + 1) {
       return InvalidArgument("lr_schedule: piecewise needs one more value than boundaries");
     }
-    s->gamma = FloatAttr(kc, "gamma", 1.0);
-    s->decay_steps = static_cast<double>(IntAttr(kc, "decay_steps", 1));
-    s->staircase = BoolAttr(kc, "staircase", false);
-    s->t_max = static_cast<double>(IntAttr(kc, "T_max", 1));
-    s->eta_min = FloatAttr(kc, "eta_min", 0.0);
-    s->warmup_steps = static_cast<double>(IntAttr(kc, "warmup_steps", 0));
-    s->start_lr = FloatAttr(kc, "start_lr", 0.0);
-    s->end_lr = FloatAttr(kc, "end_lr", 0.0);
-    if (s->decay_steps <= 0 || s->t_max <= 0) {
+    if (p.type == LrScheduleType::kPiecewise) {
+      p.num_boundaries = static_cast<int64_t>(s->boundaries.size());
+      p.boundaries = s->boundaries.data();
+      p.values = s->values.data();
+    }
+    p.gamma = FloatAttr(kc, "gamma", 1.0);
+    p.decay_steps = static_cast<double>(IntAttr(kc, "decay_steps", 1));
+    p.staircase = BoolAttr(kc, "staircase", false);
+    p.t_max = static_cast<double>(IntAttr(kc, "T_max", 1));
+    p.eta_min = FloatAttr(kc, "eta_min", 0.0);
+    p.warmup_steps = static_cast<double>(IntAttr(kc, "warmup_steps", 0));
+    p.start_lr = FloatAttr(kc, "start_lr", 0.0);
+    p.end_lr = FloatAttr(kc, "end_lr", 0.0);
+    if (p.decay_steps <= 0 || p.t_max <= 0) {
       return InvalidArgument("lr_schedule: decay_steps and T_max must be positive");
     }
     *state = s.release();
@@ -281,7 +255,7 @@ FleetStatus* LrLaunch(void*, const FleetKernelContext* kc, void* state) {
     if (!ReadScalar(Input(kc, "Step"), &step)) return Missing(kc, "Step");
     const FleetTensor* out = Output(kc, "Out");
     if (out == nullptr || Numel(out) != 1) return Missing(kc, "Out (one element)");
-    WriteScalar(out, LrAt(*static_cast<const LrState*>(state), step));
+    WriteScalar(out, fleet::kernel::LrAt(static_cast<const LrState*>(state)->params, step));
     return nullptr;
   });
 }

@@ -20,6 +20,7 @@
 #include <type_traits>
 
 #include "kernels/tensor_kernel_util.h"
+#include "random_draws.h"
 
 namespace fleet_cpu::tensor {
 namespace {
@@ -161,17 +162,8 @@ FleetStatus* IncrementLaunch(void*, const FleetKernelContext* kc, void*) {
 
 // ---- random -------------------------------------------------------------------------------
 
-constexpr uint64_t kGolden = 0x9e3779b97f4a7c15ULL;
-
-inline uint64_t Mix(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-inline double Unit(uint64_t seed, uint64_t i) {
-  return static_cast<double>(Mix(seed + (i + 1) * kGolden) >> 11) * 0x1.0p-53;
-}
+// The streams' arithmetic lives in plugins/common/random_draws.h, shared with the CUDA plugin
+// so both produce the same bits.
 
 uint64_t SeedOf(const FleetKernelContext* kc) {
   const int64_t attr = IntAttr(kc, "seed", 0);
@@ -190,8 +182,9 @@ FleetStatus* UniformLaunch(void*, const FleetKernelContext* kc, void*) {
     const uint64_t seed = SeedOf(kc);
     T* y = static_cast<T*>(out->data);
     const int64_t n = Numel(out);
+    const double range = hi - lo;
     for (int64_t i = 0; i < n; ++i) {
-      T v = static_cast<T>(lo + (hi - lo) * Unit(seed, static_cast<uint64_t>(i)));
+      T v = static_cast<T>(fleet::kernel::UniformAt(seed, static_cast<uint64_t>(i), lo, range));
       y[i] = (v >= hi_t && lo_t < hi_t) ? below_hi : v;
     }
     const int64_t diag_num = IntAttr(kc, "diag_num", 0);
@@ -216,15 +209,13 @@ FleetStatus* GaussianLaunch(void*, const FleetKernelContext* kc, void*) {
     if (out == nullptr) return InvalidArgument(OpName(kc) + ": Out is missing");
     const double mean = FloatAttr(kc, "mean", 0.0), stddev = FloatAttr(kc, "std", 1.0);
     const uint64_t seed = SeedOf(kc);
-    constexpr double kTwoPi = 6.283185307179586476925286766559;
     T* y = static_cast<T*>(out->data);
     const int64_t n = Numel(out);
     for (int64_t k = 0; 2 * k < n; ++k) {
-      const double u1 = 1.0 - Unit(seed, static_cast<uint64_t>(2 * k));
-      const double u2 = Unit(seed, static_cast<uint64_t>(2 * k + 1));
-      const double r = std::sqrt(-2.0 * std::log(u1));
-      y[2 * k] = static_cast<T>(mean + stddev * r * std::cos(kTwoPi * u2));
-      if (2 * k + 1 < n) y[2 * k + 1] = static_cast<T>(mean + stddev * r * std::sin(kTwoPi * u2));
+      const fleet::kernel::GaussianPair g =
+          fleet::kernel::GaussianPairAt(seed, static_cast<uint64_t>(k), stddev);
+      y[2 * k] = static_cast<T>(fleet::kernel::GaussianFirst(g, mean));
+      if (2 * k + 1 < n) y[2 * k + 1] = static_cast<T>(fleet::kernel::GaussianSecond(g, mean));
     }
     return nullptr;
   });
@@ -240,19 +231,11 @@ FleetStatus* TruncatedGaussianLaunch(void*, const FleetKernelContext* kc, void*)
     if (out == nullptr) return InvalidArgument(OpName(kc) + ": Out is missing");
     const double mean = FloatAttr(kc, "mean", 0.0), stddev = FloatAttr(kc, "std", 1.0);
     const uint64_t seed = SeedOf(kc);
-    constexpr double kTwoPi = 6.283185307179586476925286766559;
     T* y = static_cast<T*>(out->data);
     const int64_t n = Numel(out);
     for (int64_t i = 0; i < n; ++i) {
-      const uint64_t key = Mix(seed + (static_cast<uint64_t>(i) + 1) * kGolden);
-      double z = 0.0;
-      for (uint64_t a = 0;; ++a) {
-        const double u1 = 1.0 - Unit(key, 2 * a);
-        const double u2 = Unit(key, 2 * a + 1);
-        z = std::sqrt(-2.0 * std::log(u1)) * std::cos(kTwoPi * u2);
-        if (std::fabs(z) <= 2.0) break;
-      }
-      y[i] = static_cast<T>(mean + stddev * z);
+      y[i] = static_cast<T>(
+          fleet::kernel::TruncatedGaussianAt(seed, static_cast<uint64_t>(i), mean, stddev));
     }
     return nullptr;
   });

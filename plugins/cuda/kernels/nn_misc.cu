@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "kernels/nn_groups.h"
+#include "random_draws.h"
 
 namespace fleet_cuda {
 namespace {
@@ -21,18 +22,8 @@ using namespace nn;
 
 // ---- dropout ------------------------------------------------------------------------------
 
-// SplitMix64's finaliser, as the CPU's Mix: element i's draw depends only on (key, i).
-__host__ __device__ inline uint64_t Mix(uint64_t z) {
-  z += 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-// 53 random bits scaled by 2^-53: both steps are exact, so the double equals the CPU's.
-__device__ inline double Uniform(uint64_t key, int64_t i) {
-  return static_cast<double>(Mix(key ^ Mix(static_cast<uint64_t>(i))) >> 11) * 0x1.0p-53;
-}
+// Element i's draw depends only on (key, i); the key derivation and the draw are the CPU's own
+// functions (plugins/common/random_draws.h), so a mask is the CPU's mask bit for bit.
 
 struct DropoutState {
   uint64_t launches = 0;  // advances the stream each step when the host gives no launch_index
@@ -47,14 +38,17 @@ bool Upscale(const FleetKernelContext* kc) {
   return StringAttr(kc, "dropout_implementation") == "upscale_in_train";
 }
 
-// `seed` (a device tensor, or NULL) replaces `key` with Mix(Seed[0]), read here on the device.
+// `seed` (a device tensor, or NULL) replaces `key` with the key of Seed[0], read here on the
+// device.
 template <typename T>
 __global__ void DropoutKernel(const T* x, T* out, uint8_t* mask, int64_t n, uint64_t key,
                               const void* seed, bool seed32, double p, bool upscale,
                               T keep_prob) {
-  if (seed != nullptr) key = Mix(static_cast<uint64_t>(LoadIndex(seed, seed32, 0)));
+  if (seed != nullptr) {
+    key = fleet::kernel::DropoutKeyOfSeed(static_cast<uint64_t>(LoadIndex(seed, seed32, 0)));
+  }
   FLEET_CUDA_LOOP(i, n) {
-    const bool keep = Uniform(key, i) >= p;
+    const bool keep = fleet::kernel::DropoutUniform(key, i) >= p;
     if (mask != nullptr) mask[i] = keep ? 1 : 0;
     if (!keep || keep_prob == T(0)) {
       out[i] = T(0);
@@ -102,7 +96,7 @@ FleetStatus* Dropout(void*, const FleetKernelContext* kc, void* state) {
     if (FleetStatus* st = RequireIndex(kc, seed, "Seed")) return st;
     if (Numel(seed) < 1) return InvalidArgument(OpName(kc) + ": Seed must hold one value");
   } else if (BoolAttr(kc, "fix_seed")) {
-    key = Mix(static_cast<uint64_t>(IntAttr(kc, "seed")));
+    key = fleet::kernel::DropoutKeyOfSeed(static_cast<uint64_t>(IntAttr(kc, "seed")));
   } else {
     // Hosts of ABI 1.1 count launches across a resume; older ones leave the count to us.
     uint64_t step = 0;
@@ -111,7 +105,7 @@ FleetStatus* Dropout(void*, const FleetKernelContext* kc, void* state) {
     } else if (auto* ds = static_cast<DropoutState*>(state)) {
       step = ds->launches++;
     }
-    key = Mix(kc->seed ^ Mix(step + 0x5eedULL));
+    key = fleet::kernel::DropoutKeyOfStep(kc->seed, step);
   }
   const T keep_prob = static_cast<T>(1.0 - p);
   return Run(kc, [&](FleetStream* s) -> FleetStatus* {

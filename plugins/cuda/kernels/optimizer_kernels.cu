@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "kernels/kernel_util.h"
+#include "lr_formulas.h"
 
 namespace fleet_cuda {
 namespace {
@@ -365,61 +366,18 @@ FleetStatus* SquaredL2NormLaunch(void*, const FleetKernelContext* kc, void*) {
 
 // ---- lr_schedule ------------------------------------------------------------------------------
 
-enum Schedule : int32_t { kConstant, kPiecewise, kExponential, kCosine };
-
-// Everything the kernel needs, passed by value; the piecewise table lives in device memory
-// made at prepare.
-struct LrParams {
-  int32_t type = kConstant;
-  bool staircase = false;
-  double learning_rate = 0;
-  double gamma = 1;
-  double decay_steps = 1;
-  double t_max = 1;
-  double eta_min = 0;
-  double warmup_steps = 0;
-  double start_lr = 0;
-  double end_lr = 0;
-  int64_t num_boundaries = 0;
-  const int64_t* boundaries = nullptr;  // num_boundaries entries
-  const double* values = nullptr;       // num_boundaries + 1 entries
-};
-
+// The schedule's parameters and formula are plugins/common/lr_formulas.h, shared with the CPU
+// plugin. The parameters go to the kernel by value; the piecewise table they point at lives in
+// device memory made at prepare.
 struct LrState {
-  LrParams params;
+  fleet::kernel::LrSchedule params;
   void* table = nullptr;  // device memory behind params.boundaries / params.values
   int32_t ordinal = 0;
 };
 
-constexpr double kPi = 3.14159265358979323846;
-
-__device__ double LrAt(const LrParams& s, double step) {
-  if (s.warmup_steps > 0) {
-    if (step < s.warmup_steps) {
-      return s.start_lr + (s.end_lr - s.start_lr) * step / s.warmup_steps;
-    }
-    step -= s.warmup_steps;
-  }
-  switch (s.type) {
-    case kPiecewise:
-      for (int64_t i = 0; i < s.num_boundaries; ++i) {
-        if (step < static_cast<double>(s.boundaries[i])) return s.values[i];
-      }
-      return s.values[s.num_boundaries];
-    case kExponential: {
-      double e = step / s.decay_steps;
-      if (s.staircase) e = floor(e);
-      return s.learning_rate * pow(s.gamma, e);
-    }
-    case kCosine:
-      return s.eta_min + (s.learning_rate - s.eta_min) * 0.5 * (1.0 + cos(kPi * step / s.t_max));
-    default:
-      return s.learning_rate;
-  }
-}
-
-__global__ void LrKernel(LrParams params, Scalar step, void* out, int32_t out_dtype) {
-  StoreScalar(out, out_dtype, LrAt(params, LoadScalar(step.data, step.dtype)));
+__global__ void LrKernel(fleet::kernel::LrSchedule params, Scalar step, void* out,
+                         int32_t out_dtype) {
+  StoreScalar(out, out_dtype, fleet::kernel::LrAt(params, LoadScalar(step.data, step.dtype)));
 }
 
 void LrRelease(void*, void* state) {
@@ -432,16 +390,17 @@ void LrRelease(void*, void* state) {
 FleetStatus* LrPrepare(void*, const FleetKernelContext* kc, void** state, size_t*) {
   std::unique_ptr<LrState> s(new (std::nothrow) LrState());
   if (s == nullptr) return Error(FLEET_CODE_INTERNAL, "lr_schedule: out of memory");
-  LrParams& p = s->params;
+  using fleet::kernel::LrScheduleType;
+  fleet::kernel::LrSchedule& p = s->params;
   std::string_view type = StringAttr(kc, "type");
   if (type == "constant") {
-    p.type = kConstant;
+    p.type = LrScheduleType::kConstant;
   } else if (type == "piecewise") {
-    p.type = kPiecewise;
+    p.type = LrScheduleType::kPiecewise;
   } else if (type == "exponential") {
-    p.type = kExponential;
+    p.type = LrScheduleType::kExponential;
   } else if (type == "cosine") {
-    p.type = kCosine;
+    p.type = LrScheduleType::kCosine;
   } else {
     return InvalidArgument("lr_schedule: unknown schedule type \"" + std::string(type) +
                            "\" (expected constant, piecewise, exponential or cosine)");
@@ -458,7 +417,7 @@ FleetStatus* LrPrepare(void*, const FleetKernelContext* kc, void** state, size_t
   if (p.decay_steps <= 0 || p.t_max <= 0) {
     return InvalidArgument("lr_schedule: decay_steps and T_max must be positive");
   }
-  if (p.type == kPiecewise) {
+  if (p.type == LrScheduleType::kPiecewise) {
     const std::vector<int64_t> boundaries = IntsAttr(kc, "boundaries");
     const std::vector<double> values = FloatsAttr(kc, "values");
     if (values.size() != boundaries.size() + 1) {
@@ -514,7 +473,7 @@ FleetStatus* LrLaunch(void*, const FleetKernelContext* kc, void* state) {
   const FleetTensor* out = Output(kc, "Out");
   if (FleetStatus* s = CheckScalarIn(kc, step, "Step")) return s;
   if (FleetStatus* s = CheckScalarOut(kc, out, "Out")) return s;
-  const LrParams params = static_cast<const LrState*>(state)->params;
+  const fleet::kernel::LrSchedule params = static_cast<const LrState*>(state)->params;
   return Run(kc, [&](FleetStream* s) -> FleetStatus* {
     LrKernel<<<1, 1, 0, s->native>>>(params, ScalarOf(step), out->data, out->dtype);
     return nullptr;

@@ -4,8 +4,9 @@
 // (plugins/cpu/kernels/tensor_create_kernels.cc, whose header comment specifies the streams).
 //
 // The random kernels compute element i from the seed and i alone, with the CPU's arithmetic in
-// double precision, so a model initialised here starts from the CPU's weights. Every multiply
-// and add of that arithmetic is written with the round-to-nearest intrinsics (__dmul_rn,
+// double precision, so a model initialised here starts from the CPU's weights: both plugins call
+// the same functions (plugins/common/random_draws.h). On the device every multiply and add of
+// that arithmetic goes through the round-to-nearest intrinsics (__dmul_rn,
 // __dadd_rn, __dsub_rn): nvcc would otherwise fuse a multiply and an add into one FMA, which
 // rounds once instead of twice and so differs from the CPU (built without FMA contraction) in
 // the last bit. sqrt is correctly rounded on both; log, sin and cos agree with glibc to an ulp
@@ -19,6 +20,7 @@
 #include <type_traits>
 
 #include "kernels/tensor_groups.h"
+#include "random_draws.h"
 
 namespace fleet_cuda {
 namespace {
@@ -226,20 +228,8 @@ FleetStatus* IncrementLaunch(void*, const FleetKernelContext* kc, void*) {
 
 // ---- random -------------------------------------------------------------------------------
 
-constexpr uint64_t kGolden = 0x9e3779b97f4a7c15ULL;
-constexpr double kTwoPi = 6.283185307179586476925286766559;
-
-// SplitMix64's output function (unsigned arithmetic wraps, as on the CPU).
-__device__ __forceinline__ uint64_t Mix(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-// u(i) in [0, 1): the top 53 bits of output i, exact in a double.
-__device__ __forceinline__ double Unit(uint64_t seed, uint64_t i) {
-  return __dmul_rn(static_cast<double>(Mix(seed + (i + 1) * kGolden) >> 11), 0x1.0p-53);
-}
+// The streams' arithmetic (SplitMix64, u(i), Box-Muller, the truncation loop) is the CPU's own
+// code from plugins/common/random_draws.h, which uses the _rn intrinsics on the device.
 
 uint64_t SeedOf(const FleetKernelContext* kc) {
   const int64_t attr = IntAttr(kc, "seed", 0);
@@ -252,8 +242,8 @@ template <typename T>
 __global__ void UniformKernel(T* y, int64_t n, uint64_t seed, double lo, double range, T hi_t,
                               T below_hi, bool clamp) {
   FLEET_CUDA_LOOP(i, n) {
-    const double u = Unit(seed, static_cast<uint64_t>(i));
-    const T v = static_cast<T>(__dadd_rn(lo, __dmul_rn(range, u)));
+    const double draw = fleet::kernel::UniformAt(seed, static_cast<uint64_t>(i), lo, range);
+    const T v = static_cast<T>(draw);
     y[i] = (clamp && v >= hi_t) ? below_hi : v;
   }
 }
@@ -309,16 +299,10 @@ template <typename T>
 __global__ void GaussianKernel(T* y, int64_t n, uint64_t seed, double mean, double stddev) {
   const int64_t pairs = (n + 1) / 2;
   FLEET_CUDA_LOOP(k, pairs) {
-    const uint64_t first = static_cast<uint64_t>(2 * k);
-    const double u1 = __dsub_rn(1.0, Unit(seed, first));
-    const double u2 = Unit(seed, first + 1);
-    const double r = sqrt(__dmul_rn(-2.0, log(u1)));
-    const double theta = __dmul_rn(kTwoPi, u2);
-    const double scale = __dmul_rn(stddev, r);  // the CPU's stddev * r * cos(...) from the left
-    y[2 * k] = static_cast<T>(__dadd_rn(mean, __dmul_rn(scale, cos(theta))));
-    if (2 * k + 1 < n) {
-      y[2 * k + 1] = static_cast<T>(__dadd_rn(mean, __dmul_rn(scale, sin(theta))));
-    }
+    const fleet::kernel::GaussianPair g =
+        fleet::kernel::GaussianPairAt(seed, static_cast<uint64_t>(k), stddev);
+    y[2 * k] = static_cast<T>(fleet::kernel::GaussianFirst(g, mean));
+    if (2 * k + 1 < n) y[2 * k + 1] = static_cast<T>(fleet::kernel::GaussianSecond(g, mean));
   }
 }
 
@@ -345,15 +329,8 @@ template <typename T>
 __global__ void TruncatedGaussianKernel(T* y, int64_t n, uint64_t seed, double mean,
                                         double stddev) {
   FLEET_CUDA_LOOP(i, n) {
-    const uint64_t key = Mix(seed + (static_cast<uint64_t>(i) + 1) * kGolden);
-    double z = 0.0;
-    for (uint64_t a = 0;; ++a) {
-      const double u1 = __dsub_rn(1.0, Unit(key, 2 * a));
-      const double u2 = Unit(key, 2 * a + 1);
-      z = __dmul_rn(sqrt(__dmul_rn(-2.0, log(u1))), cos(__dmul_rn(kTwoPi, u2)));
-      if (fabs(z) <= 2.0) break;
-    }
-    y[i] = static_cast<T>(__dadd_rn(mean, __dmul_rn(stddev, z)));
+    y[i] = static_cast<T>(
+        fleet::kernel::TruncatedGaussianAt(seed, static_cast<uint64_t>(i), mean, stddev));
   }
 }
 
