@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "comm/allreduce_impl.h"
-#include "dist/communicator.h"
+#include "collective/communicator.h"
 #include "fleet/fleet_abi.h"
 #include "plugin/registry.h"
 

@@ -12,7 +12,7 @@
 #include <memory>
 #include <string>
 
-#include "dist/store.h"
+#include "rendezvous/store.h"
 #include "support/status.h"
 
 namespace fleet::bench {

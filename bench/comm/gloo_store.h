@@ -9,7 +9,7 @@
 
 #include <gloo/rendezvous/store.h>
 
-#include "dist/store.h"
+#include "rendezvous/store.h"
 
 namespace fleet::bench {
 

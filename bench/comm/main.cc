@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "comm/allreduce_impl.h"
-#include "dist/tcp_store.h"
+#include "rendezvous/tcp_store.h"
 
 namespace fleet::bench {
 namespace {

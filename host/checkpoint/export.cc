@@ -6,7 +6,7 @@
 
 #include "support/durable_file.h"
 #include "ir/text.h"
-#include "ir/verifier.h"
+#include "ops/verifier.h"
 #include "ops/op_registry.h"
 
 namespace fleet::checkpoint {

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli.h"
-#include "dist/role.h"
+#include "roles/role.h"
 
 namespace fleet {
 

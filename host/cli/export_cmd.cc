@@ -16,7 +16,7 @@
 #include "checkpoint/export.h"
 #include "checkpoint/init_from.h"
 #include "cli/cli.h"
-#include "cli/pipeline.h"
+#include "job/pipeline.h"
 #include "data/npy.h"
 #include "executor/executor.h"
 #include "plugin/registry.h"

@@ -1,5 +1,5 @@
 // `fleet-host launch [OPTIONS] -- COMMAND...`: starts the local ranks of a job (see
-// dist/launcher.h for the process model). This file only turns the command line into
+// launch/launcher.h for the process model). This file only turns the command line into
 // LaunchOptions.
 #include <unistd.h>
 
@@ -8,8 +8,8 @@
 #include <optional>
 
 #include "cli/cli.h"
-#include "dist/launcher.h"
-#include "dist/role.h"
+#include "launch/launcher.h"
+#include "roles/role.h"
 #include "support/text.h"
 
 namespace fleet {

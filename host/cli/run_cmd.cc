@@ -3,8 +3,8 @@
 // for a parameter server (role pserver), serve its part of the transpiled job until every
 // trainer has completed.
 #include "cli/cli.h"
-#include "cli/pipeline.h"
-#include "cli/train_loop.h"
+#include "job/pipeline.h"
+#include "job/train.h"
 #include <algorithm>
 #include <cstdlib>
 #include <map>
@@ -12,10 +12,10 @@
 #include <thread>
 
 #include "checkpoint/checkpoint.h"
-#include "dist/job.h"
-#include "dist/ps_server.h"
-#include "dist/ps_trainer.h"
-#include "dist/role.h"
+#include "collective/job.h"
+#include "pserver/server.h"
+#include "pserver/trainer.h"
+#include "roles/role.h"
 #include "passes/builtin_passes.h"
 #include "plugin/host_api.h"
 #include "plugin/registry.h"

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "cli/cli.h"
-#include "cli/pipeline.h"
-#include "dist/role.h"
+#include "job/pipeline.h"
+#include "roles/role.h"
 #include "ir/text.h"
 #include "passes/builtin_passes.h"
 #include "plugin/registry.h"

@@ -157,7 +157,7 @@ struct Config {
   } data;
 
   // This process's place in a job. Environment variables of launchers may say the same things;
-  // dist/role.h combines both and refuses disagreements. Every key here is optional: the values
+  // roles/role.h combines both and refuses disagreements. Every key here is optional: the values
   // below mean "not set".
   struct Role {
     std::string role;                            // "", trainer or pserver

@@ -566,7 +566,7 @@ class Checker {
   }
 
   // [role]: types and ranges here; endpoint syntax and agreement with the environment are
-  // checked by dist/role.cc, which sees both. Only keys set to something other than their
+  // checked by roles/role.cc, which sees both. Only keys set to something other than their
   // "not set" value get an entry in `where`, so a file spelling out the defaults equals none.
   void ReadRole(const toml::table& t, Config::Role& out) {
     CheckKeys(t, "role",

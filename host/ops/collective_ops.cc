@@ -1,6 +1,6 @@
 // Collective ops (Paddle's paddle/fluid/operators/collective/): the ops transpile passes insert
 // to make a program data-parallel. They have no device kernels: the executor runs them through
-// the communicator of their ring (dist/collective_runtime.h), on whatever device the tensors
+// the communicator of their ring (collective/collective_runtime.h), on whatever device the tensors
 // live. None is differentiable; they are inserted after the backward pass.
 //
 // c_allreduce_* take several tensors in X (Out in the same order) where Paddle takes one: one

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "dist/memory_store.h"
+#include "rendezvous/memory_store.h"
 #include "plugin/component_check.h"
 #include "plugin/program_api.h"
 #include "plugin/registry.h"

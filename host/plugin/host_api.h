@@ -12,7 +12,7 @@
 #include <spdlog/logger.h>
 
 #include "config/config.h"
-#include "dist/store_abi.h"
+#include "plugin/store_abi.h"
 #include "fleet/fleet_plugin.h"
 #include "support/status.h"
 

@@ -5,7 +5,7 @@
 #include "fleet/fleet_pass.h"
 #include "fleet/fleet_plugin.h"
 #include "ir/text.h"
-#include "ir/verifier.h"
+#include "ops/verifier.h"
 #include "plugin/host_api.h"
 #include "plugin/kernel.h"
 #include "plugin/program_api.h"

@@ -2,12 +2,30 @@
 
 #include <algorithm>
 
-#include "dist/communicator.h"
+#include "fleet/fleet_comm.h"
 #include "fleet/fleet_host.h"
 #include "support/text.h"
 
 namespace fleet {
 namespace {
+
+bool Lists(const FleetCommVTable* vt, std::string_view device) {
+  for (size_t i = 0; i < vt->num_devices; ++i) {
+    if (vt->devices != nullptr && vt->devices[i] != nullptr && device == vt->devices[i]) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string DeviceList(const FleetCommVTable* vt) {
+  std::string out;
+  for (size_t i = 0; i < vt->num_devices; ++i) {
+    if (vt->devices == nullptr || vt->devices[i] == nullptr) continue;
+    out += (out.empty() ? "" : ", ") + std::string(vt->devices[i]);
+  }
+  return out.empty() ? "none" : out;
+}
 
 bool IsOptional(const Config& config, const std::string& plugin) {
   const auto& opt = config.plugins.optional;
@@ -39,6 +57,30 @@ StatusOr<const ComponentRecord*> Resolve(const Config& config, PluginRegistry& r
 }
 
 }  // namespace
+
+bool CommReducesMemoryOf(const ComponentRecord& comm, std::string_view device) {
+  return Lists(comm.table<FleetCommVTable>(), device);
+}
+
+StatusOr<CommPlacement> PlaceCommunicator(const ComponentRecord& comm, std::string_view device,
+                                          bool staging, std::string_view where) {
+  const auto* vt = comm.table<FleetCommVTable>();
+  if (Lists(vt, device)) return CommPlacement::kDirect;
+  const std::string head = std::string(where) + (where.empty() ? "" : ": ") +
+                           "communicator '" + comm.name + "' (plugin '" + comm.plugin +
+                           "') reduces memory of " + DeviceList(vt) + ", not of device '" +
+                           std::string(device) + "'";
+  if (Lists(vt, "cpu")) {
+    if (staging) return CommPlacement::kStaged;
+    return FailedPrecondition(head + "; choose a communicator for '" + std::string(device) +
+                              "' in [comm] backend, or set [comm] staging = true to copy every "
+                              "collective through host memory");
+  }
+  return FailedPrecondition(head + ", and it cannot stage through host memory since it does "
+                                   "not reduce host memory; choose [device] backend = one of " +
+                            DeviceList(vt) + ", or a communicator for '" + std::string(device) +
+                            "' in [comm] backend");
+}
 
 LoadOptions LoadOptionsFor(const Config& config) {
   LoadOptions options;

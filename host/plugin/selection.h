@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "config/config.h"
@@ -11,6 +12,20 @@
 #include "support/status.h"
 
 namespace fleet {
+
+// How a communicator meets the device the tensors live on.
+enum class CommPlacement {
+  kDirect,  // the communicator reduces that device's memory itself
+  kStaged,  // through host memory: the communicator reduces "cpu" memory and staging is on
+};
+
+// Whether communicator `comm` lists `device` among the devices whose memory it reduces.
+bool CommReducesMemoryOf(const ComponentRecord& comm, std::string_view device);
+
+// The placement of communicator `comm` with `device`, or FAILED_PRECONDITION naming both, what
+// each can do and what to change in fleet.toml. `where` prefixes the message (the config file).
+StatusOr<CommPlacement> PlaceCommunicator(const ComponentRecord& comm, std::string_view device,
+                                          bool staging, std::string_view where);
 
 struct Selection {
   const ComponentRecord* device = nullptr;

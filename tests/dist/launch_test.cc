@@ -23,7 +23,7 @@
 #include <thread>
 #include <vector>
 
-#include "dist/tcp_store.h"
+#include "rendezvous/tcp_store.h"
 
 namespace {
 

@@ -7,9 +7,9 @@
 #include <filesystem>
 #include <vector>
 
-#include "cli/pipeline.h"
+#include "job/pipeline.h"
 #include "ir/text.h"
-#include "ir/verifier.h"
+#include "ops/verifier.h"
 
 namespace fleet {
 namespace {

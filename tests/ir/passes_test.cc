@@ -9,10 +9,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "cli/pipeline.h"
+#include "job/pipeline.h"
 #include "fleet/fleet_plugin.h"
 #include "ir/text.h"
-#include "ir/verifier.h"
+#include "ops/verifier.h"
 #include "passes/builtin_passes.h"
 #include "plugin/pass.h"
 #include "plugin/registry.h"

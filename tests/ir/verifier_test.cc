@@ -4,7 +4,7 @@
 #include <gmock/gmock.h>
 
 #include "ir/text.h"
-#include "ir/verifier.h"
+#include "ops/verifier.h"
 
 namespace fleet::ir {
 namespace {

@@ -9,8 +9,8 @@
 #include <thread>
 #include <vector>
 
-#include "dist/collective_runtime.h"
-#include "dist/memory_store.h"
+#include "collective/collective_runtime.h"
+#include "rendezvous/memory_store.h"
 #include "executor/executor.h"
 #include "fleet/fleet_plugin.h"
 #include "ir/text.h"

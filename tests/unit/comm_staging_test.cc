@@ -9,8 +9,8 @@
 #include <thread>
 #include <vector>
 
-#include "dist/communicator.h"
-#include "dist/memory_store.h"
+#include "collective/communicator.h"
+#include "rendezvous/memory_store.h"
 #include "executor/executor.h"
 #include "fleet/fleet_plugin.h"
 #include "ir/text.h"

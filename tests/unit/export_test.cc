@@ -14,12 +14,12 @@
 
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/convert.h"
-#include "cli/train_loop.h"
+#include "job/train.h"
 #include "config/config.h"
 #include "executor/executor.h"
 #include "frontend/frontend.h"
 #include "ir/text.h"
-#include "cli/pipeline.h"
+#include "job/pipeline.h"
 #include "plugin/registry.h"
 
 namespace fleet::checkpoint {

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "checkpoint/safetensors.h"
-#include "cli/pipeline.h"
-#include "cli/train_loop.h"
+#include "job/pipeline.h"
+#include "job/train.h"
 #include "data/npy.h"
 #include "plugin/kernel.h"
 #include "plugin/registry.h"

@@ -1,7 +1,7 @@
 // ParallelRunner with the real cpu device and gloo communicator: N devices on shares of a batch
 // train exactly as one executor does on the whole batch, replicas stay identical, feeds are split
 // and fetches gathered as ParallelExecutor does, and a failing device releases the others.
-#include "executor/parallel_runner.h"
+#include "collective/parallel_runner.h"
 
 #include <gtest/gtest.h>
 
@@ -9,9 +9,9 @@
 #include <cmath>
 #include <cstring>
 
-#include "cli/pipeline.h"
+#include "job/pipeline.h"
 #include "config/config.h"
-#include "dist/role.h"
+#include "roles/role.h"
 #include "fleet/fleet_plugin.h"
 #include "passes/builtin_passes.h"
 

@@ -1,7 +1,7 @@
 // The parameter server's logic without a network: threads acting as trainers call PsServer's
 // TransportHandler methods directly, on hand-written pserver programs (text IR) run by the real
 // cpu plugin. Expected parameters are computed by hand from the sgd rule p -= lr * mean(g).
-#include "dist/ps_server.h"
+#include "pserver/server.h"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // hand-written trainer programs (text IR) whose send/recv/barrier kernels come from a
 // PsTrainerRuntime, talking to two PsServers through an in-process transport component that
 // calls the servers' handlers directly. Parameters are checked against hand computations.
-#include "dist/ps_trainer.h"
+#include "pserver/trainer.h"
 
 #include <gtest/gtest.h>
 
@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "dist/ps_server.h"
+#include "pserver/server.h"
 #include "executor/executor.h"
 #include "fleet/fleet_plugin.h"
 #include "fleet/fleet_transport.h"

@@ -1,4 +1,4 @@
-#include "dist/role.h"
+#include "roles/role.h"
 
 #include <gtest/gtest.h>
 

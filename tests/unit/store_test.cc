@@ -17,11 +17,11 @@
 
 #include <gtest/gtest.h>
 
-#include "dist/abortable_store.h"
-#include "dist/file_store.h"
-#include "dist/memory_store.h"
-#include "dist/store.h"
-#include "dist/tcp_store.h"
+#include "rendezvous/abortable_store.h"
+#include "rendezvous/file_store.h"
+#include "rendezvous/memory_store.h"
+#include "rendezvous/store.h"
+#include "rendezvous/tcp_store.h"
 
 namespace fleet {
 namespace {

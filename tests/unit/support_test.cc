@@ -2,7 +2,7 @@
 
 #include <thread>
 
-#include "dist/memory_store.h"
+#include "rendezvous/memory_store.h"
 #include "support/status.h"
 #include "support/text.h"
 

@@ -9,8 +9,8 @@
 #include <sstream>
 #include <thread>
 
-#include "dist/memory_store.h"
-#include "dist/store_abi.h"
+#include "rendezvous/memory_store.h"
+#include "plugin/store_abi.h"
 #include "plugin/host_api.h"
 #include "plugin/registry.h"
 

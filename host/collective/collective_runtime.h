@@ -1,0 +1,78 @@
+// The collective ops' runtime: the communicators of a process, one per ring, and the host
+// kernels that run c_comm_init, c_broadcast, c_allreduce_*, c_allgather, c_reducescatter and the
+// stream syncs through them (DESIGN.md §5: collective ops are host ops whose kernels call the
+// selected communicator).
+//
+// The kernels are ordinary FleetKernelDefs whose ctx is the runtime, so the executor prepares
+// and launches them like a device plugin's (ExecutorOptions::host_kernels); they work on any
+// device the communicator accepts, since they only hand tensors to it.
+//
+// c_comm_init creates the ring's communicator when it runs (in the startup program): it joins
+// the group through the job's store under "ring<id>" and blocks until every rank joined or the
+// timeout passed. A ring used before its c_comm_init is FAILED_PRECONDITION naming the op.
+//
+// Synchronisation: a collective is handed the kernel's stream (the executor's; NULL on the CPU).
+// A communicator for that device (NCCL) runs on a stream of its own ordered against it by
+// events both ways; a staged one (Gloo with CUDA tensors) waits for the stream, reduces in host
+// memory and copies back before returning. Either way work enqueued after the op sees its
+// result, so c_sync_calc_stream / c_sync_comm_stream have nothing left to wait for.
+//
+// Threading: launches come from one executor thread; AbortAll may be called from any thread.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rendezvous/abortable_store.h"
+#include "collective/communicator.h"
+#include "rendezvous/store.h"
+#include "fleet/fleet_kernels.h"
+#include "plugin/kernel.h"
+#include "plugin/registry.h"
+#include "support/status.h"
+
+namespace fleet {
+
+class CollectiveRuntime final : public HostKernels {
+ public:
+  // `component` is the communicator component; `store` the job's store. Both must outlive the
+  // runtime. options.rank/world_size are this process's; c_comm_init's attributes must agree.
+  CollectiveRuntime(const ComponentRecord& component, Store* store,
+                    CommunicatorOptions options);
+  ~CollectiveRuntime() override;
+  CollectiveRuntime(const CollectiveRuntime&) = delete;
+  CollectiveRuntime& operator=(const CollectiveRuntime&) = delete;
+
+  // The host kernel for a collective op type, or nullptr when op_type is not one.
+  const KernelCandidate* Find(std::string_view op_type) const override;
+
+  // Creates ring `ring_id` (what c_comm_init does). A ring already made with the same
+  // rank and size is kept; a different one is FAILED_PRECONDITION.
+  Status InitRing(int32_t ring_id, int32_t nranks, int32_t rank);
+  // The ring's communicator, or FAILED_PRECONDITION when it was never initialised.
+  StatusOr<Communicator*> Ring(int32_t ring_id);
+
+  // Makes every communicator's pending and later calls fail, and later InitRing calls too (any
+  // thread). A ring still joining is released from its store waits within
+  // AbortableStore::kSlice; a connection Gloo is making stays bounded by the timeout.
+  void AbortAll();
+
+  const CommunicatorOptions& options() const { return options_; }
+
+ private:
+  const ComponentRecord& component_;
+  AbortableStore store_;  // over the job's store: AbortAll also releases a ring still joining
+  CommunicatorOptions options_;
+  std::mutex init_mu_;  // one InitRing at a time, so a ring is never joined twice
+  std::mutex mu_;       // guards rings_ against AbortAll
+  bool aborted_ = false;  // under mu_: AbortAll ran; no ring may be created after it
+  std::map<int32_t, std::unique_ptr<Communicator>> rings_;
+  ComponentRecord kernels_record_;  // kind KERNELS, plugin "host", ctx = this
+  std::map<std::string, KernelCandidate, std::less<>> kernels_;
+};
+
+}  // namespace fleet

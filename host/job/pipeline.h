@@ -1,0 +1,52 @@
+// The program pipeline shared by `run` and `show`: parse the program file, append the backward
+// ops of its loss, then the optimizer's update ops, then (for a trainer of a distributed job)
+// the transpile passes of [strategy]. Each stage is a complete set of programs.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "config/config.h"
+#include "roles/role.h"
+#include "frontend/frontend.h"
+#include "ir/program.h"
+#include "plugin/registry.h"
+#include "support/status.h"
+
+namespace fleet {
+
+enum class Stage { kParsed, kBackward, kOptimized, kTranspiled };
+
+// "parsed", "backward", "optimized" or "transpiled"; anything else is INVALID_ARGUMENT listing
+// those.
+StatusOr<Stage> ParseStage(std::string_view name);
+
+// The programs of `file` after `stage` (kTranspiled gives kOptimized here: see Transpile). A
+// file without minimize() stops after parsing (there is nothing to differentiate); `run` checks
+// for a loss itself.
+StatusOr<frontend::ParsedProgram> BuildPrograms(const std::filesystem::path& file, Stage stage);
+
+// [strategy] mode with "auto" decided: "collective" for a job of several trainers, else "none".
+std::string EffectiveStrategy(const Config& config, const Role& role);
+
+// The program set of a job under [strategy], all passes from `registry` (built-in passes must
+// be registered):
+//   - collective: {"startup", "main", and "main.local" for local_sgd with k_steps > 1} that
+//     trainer `role.rank` of `role.world_size` runs: the collective pass ([strategy]
+//     collective_mode with nrings and local_sgd_k_steps), then fuse_allreduce when
+//     fuse_grad_size_mb > 0;
+//   - pserver: the whole parameter-server set, {"main", "startup"} of trainer `role.rank` (0
+//     in a pserver process) and "pserver.<i>", "pserver.<i>.startup" for every server of
+//     role.pserver_endpoints (the "pserver" pass with [strategy] sync_mode, slice_var_up,
+//     min_block_size, split_method and init; world_size = the number of trainers). Needs a
+//     program with minimize and at least one server endpoint; the caller picks the programs
+//     of its role;
+//   - others: the optimized programs unchanged.
+// Then each of [strategy] passes runs on the set.
+StatusOr<std::map<std::string, ir::Program>> Transpile(const Config& config, const Role& role,
+                                                       const frontend::ParsedProgram& optimized,
+                                                       const PluginRegistry& registry);
+
+}  // namespace fleet

@@ -1,0 +1,525 @@
+// PsServer: setup from the pserver programs, and the transport handlers. The rounds and the
+// exit are in server_loop.cc.
+#include "pserver/server.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+#include "pserver/server_internal.h"
+#include "fleet/fleet_device.h"
+#include "fleet/fleet_transport.h"
+
+namespace fleet {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+const ir::Attribute* Attr(const ir::Op& op, std::string_view name) { return op.FindAttr(name); }
+
+int64_t IntAttr(const ir::Op& op, std::string_view name, int64_t fallback) {
+  const ir::Attribute* a = Attr(op, name);
+  if (a == nullptr) return fallback;
+  return ir::AttrAsInt(*a).value_or(fallback);
+}
+
+std::vector<std::string> StringsAttr(const ir::Op& op, std::string_view name) {
+  const ir::Attribute* a = Attr(op, name);
+  if (a == nullptr) return {};
+  if (const auto* v = std::get_if<std::vector<std::string>>(a)) return *v;
+  return {};
+}
+
+// The standalone program of block `index`: block 0 holds the vars of block 0, of every
+// ancestor and of the block itself (nearer blocks win), and the block's ops.
+StatusOr<ir::Program> Standalone(const ir::Program& source, int32_t index) {
+  std::vector<int32_t> chain;
+  for (int32_t b = index; b >= 0; b = source.block(b).parent) {
+    chain.push_back(b);
+    if (chain.size() > static_cast<size_t>(source.num_blocks())) {
+      return InvalidArgument("block " + std::to_string(index) + " has a cycle of parents");
+    }
+  }
+  ir::Program p;
+  ir::Block& g = p.global();
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+    for (const auto& [name, var] : source.block(*it).vars) g.vars[name] = var;
+  }
+  g.ops = source.block(index).ops;
+  for (const ir::Op& op : g.ops) {
+    for (const auto& [name, attr] : op.attrs) {
+      if (std::holds_alternative<ir::BlockRef>(attr)) {
+        return Unimplemented("op " + op.type + " of block " + std::to_string(index) +
+                             " refers to a sub-block (attribute " + name +
+                             "); nested blocks on a parameter server are not supported");
+      }
+    }
+  }
+  return p;
+}
+
+// Finds the sync merge of `block`: sum(X=[<m>.trainer_<t> for every t]) -> (Out=[<m>]),
+// optionally followed by scale(X=[<m>]) -> (Out=[<m>]).
+void FindMerge(PsServer::Block& block, int32_t trainers) {
+  const std::vector<ir::Op>& ops = block.program.global().ops;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const ir::Op& op = ops[i];
+    if (op.type != "sum" || op.Output("Out").size() != 1) continue;
+    const std::string merged(op.OutputOne("Out"));
+    const std::string prefix = merged + ".trainer_";
+    std::vector<std::string> by_trainer(static_cast<size_t>(trainers));
+    bool ok = op.Input("X").size() == static_cast<size_t>(trainers);
+    for (const std::string& x : op.Input("X")) {
+      if (!ok) break;
+      if (x.rfind(prefix, 0) != 0) {
+        ok = false;
+        break;
+      }
+      const std::string digits = x.substr(prefix.size());
+      char* end = nullptr;
+      const long t = std::strtol(digits.c_str(), &end, 10);
+      ok = !digits.empty() && *end == '\0' && t >= 0 && t < trainers &&
+           by_trainer[static_cast<size_t>(t)].empty();
+      if (ok) by_trainer[static_cast<size_t>(t)] = x;
+    }
+    if (!ok) continue;
+    block.merge_op = static_cast<int64_t>(i);
+    block.merge_inputs = std::move(by_trainer);
+    if (i + 1 < ops.size() && ops[i + 1].type == "scale" && ops[i + 1].InputOne("X") == merged &&
+        ops[i + 1].OutputOne("Out") == merged) {
+      block.scale_op = static_cast<int64_t>(i + 1);
+    }
+    return;
+  }
+}
+
+std::string Listed(const std::map<std::string, const exec::ScopeVar*, std::less<>>& vars) {
+  std::string out;
+  size_t n = 0;
+  for (const auto& [name, v] : vars) {
+    if (n++ == 8) {
+      out += ", ...";
+      break;
+    }
+    out += (out.empty() ? "" : ", ") + name;
+  }
+  return out.empty() ? "nothing" : out;
+}
+
+// How long a handler waits for a phase: a little longer than the loop waits for a barrier, so
+// that when both give up it is the loop's failure, which names the missing trainers, that the
+// handler reports.
+std::chrono::milliseconds HandlerWait(std::chrono::milliseconds timeout) {
+  return timeout + std::min(timeout / 10, std::chrono::milliseconds(1000));
+}
+
+// Counts a handler call in in_flight_ for its duration.
+class InFlight {
+ public:
+  InFlight(std::mutex& mu, std::condition_variable& cv, int64_t& count)
+      : mu_(mu), cv_(cv), count_(count) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++count_;
+  }
+  ~InFlight() {
+    std::lock_guard<std::mutex> lock(mu_);
+    --count_;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex& mu_;
+  std::condition_variable& cv_;
+  int64_t& count_;
+};
+
+}  // namespace
+
+std::string PsSeconds(std::chrono::milliseconds ms) {
+  char buf[32];
+  if (ms.count() % 1000 == 0) {
+    std::snprintf(buf, sizeof(buf), "%lld s", static_cast<long long>(ms.count() / 1000));
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.1f s", static_cast<double>(ms.count()) / 1000.0);
+  }
+  return buf;
+}
+
+StatusOr<std::unique_ptr<PsServer>> PsServer::Create(const PluginRegistry& registry,
+                                                     const std::string& device,
+                                                     const ir::Program& pserver,
+                                                     const ir::Program& startup,
+                                                     PsServerOptions options) {
+  std::unique_ptr<PsServer> server(new PsServer());
+  server->options_ = std::move(options);
+  FLEET_RETURN_IF_ERROR(server->Setup(registry, device, pserver, startup));
+  return server;
+}
+
+PsServer::~PsServer() = default;
+
+Status PsServer::Setup(const PluginRegistry& registry, const std::string& device,
+                       const ir::Program& pserver, const ir::Program& startup) {
+  const ir::Block& global = pserver.global();
+  const ir::Op* ls = nullptr;
+  int count = 0;
+  for (const ir::Op& op : global.ops) {
+    if (op.type == "listen_and_serv") {
+      ls = &op;
+      ++count;
+    }
+  }
+  if (count != 1) {
+    return InvalidArgument("a pserver program holds exactly one listen_and_serv op in block 0; "
+                           "this one has " + std::to_string(count));
+  }
+  if (const ir::Attribute* ep = Attr(*ls, "endpoint")) {
+    if (const auto* text = std::get_if<std::string>(ep)) endpoint_ = *text;
+  }
+  pserver_id_ = IntAttr(*ls, "pserver_id", 0);
+  label_ = "pserver " + std::to_string(pserver_id_) + " (" + endpoint_ + ")";
+  const int64_t fanin = IntAttr(*ls, "Fanin", 1);
+  if (fanin < 1) return InvalidArgument(label_ + ": listen_and_serv Fanin is " +
+                                        std::to_string(fanin) + "; it must be >= 1");
+  trainers_ = static_cast<int32_t>(fanin);
+  const int64_t mode = IntAttr(*ls, "distributed_mode", 0);
+  if (mode != 0 && mode != 1) {
+    return Unimplemented(label_ + ": distributed_mode " + std::to_string(mode) +
+                         " is not supported (0 = sync, 1 = async)");
+  }
+  sync_ = mode == 0;
+  std::vector<int64_t> ids;
+  if (const ir::Attribute* a = Attr(*ls, "optimize_blocks")) {
+    ids = ir::AttrAsInts(*a).value_or(std::vector<int64_t>{});
+  }
+  num_blocks_ = ids.size();
+  const int64_t lr = IntAttr(*ls, "lr_decay_block_id", -1);
+  if (lr >= 0 && std::find(ids.begin(), ids.end(), lr) == ids.end()) ids.insert(ids.begin(), lr);
+  for (int64_t id : ids) {
+    if (id < 1 || id >= pserver.num_blocks()) {
+      return InvalidArgument(label_ + ": listen_and_serv names block " + std::to_string(id) +
+                             " but the program has blocks 0.." +
+                             std::to_string(pserver.num_blocks() - 1));
+    }
+  }
+
+  exec::ExecutorOptions eo;
+  eo.num_threads = options_.num_threads;
+  eo.seed = options_.seed;
+  eo.device_ordinal = options_.device_ordinal;
+  FLEET_ASSIGN_OR_RETURN(executor_, exec::Executor::Create(registry, device, eo));
+  auto props = executor_->device().Props(options_.device_ordinal);
+  host_memory_ = props.ok() && (props->caps & FLEET_DEVICE_CAP_HOST_MEMORY) != 0;
+  {
+    std::vector<exec::HostTensor> none;
+    auto prepared = executor_->Prepare(startup, {}, {});
+    if (!prepared.ok()) return prepared.status().WithContext(label_ + ": startup program");
+    FLEET_RETURN_IF_ERROR(executor_->Run(**prepared, {}, none).WithContext(
+        label_ + ": startup program"));
+  }
+  exec::Scope& scope = executor_->scope();
+  for (const std::string& x : ls->Input("X")) {
+    const ir::Var* v = global.FindVar(x);
+    if (v == nullptr) {
+      return InvalidArgument(label_ + ": listen_and_serv receives '" + x +
+                             "', which block 0 does not declare");
+    }
+    if (ir::KnownNumel(v->shape) < 0) {
+      return InvalidArgument(label_ + ": receive var '" + x + "' has an unknown dimension: " +
+                             ir::ShapeText(v->shape));
+    }
+    auto sv = scope.GetOrCreate(x, v->dtype, v->shape);
+    if (!sv.ok()) return sv.status().WithContext(label_ + ": receive var '" + x + "'");
+  }
+
+  for (int64_t id : ids) {
+    auto block = std::make_unique<Block>();
+    block->index = static_cast<int32_t>(id);
+    block->parent = pserver.block(block->index).parent;
+    block->label = (id == lr ? "LR block " : "optimize block ") + std::to_string(id);
+    auto program = Standalone(pserver, block->index);
+    if (!program.ok()) return program.status().WithContext(label_);
+    block->program = std::move(*program);
+    auto prepared = executor_->Prepare(block->program, {}, {});
+    if (!prepared.ok()) return prepared.status().WithContext(label_ + ": " + block->label);
+    block->prepared = std::move(*prepared);
+    if (sync_ && trainers_ > 1) FindMerge(*block, trainers_);
+    for (const ir::Op& op : block->program.global().ops) {
+      for (const std::string& p : op.Input("Param")) {
+        if (std::find(params_.begin(), params_.end(), p) == params_.end()) params_.push_back(p);
+      }
+      for (const std::string& out : op.OutputVars()) {
+        const ir::Var* v = block->program.global().FindVar(out);
+        if (v != nullptr && v->persistable) writer_.emplace(out, block.get());
+      }
+    }
+    if (id == lr) lr_block_ = block.get();
+    if (groups_.empty() || groups_.back().front()->parent != block->parent) groups_.emplace_back();
+    groups_.back().push_back(block.get());
+    blocks_.push_back(std::move(block));
+  }
+  for (const std::string& entry : StringsAttr(*ls, "grad_to_block_id")) {
+    const size_t colon = entry.rfind(':');
+    char* end = nullptr;
+    const long id = colon == std::string::npos ? -1 : std::strtol(entry.c_str() + colon + 1, &end,
+                                                                  10);
+    Block* target = nullptr;
+    for (auto& b : blocks_) {
+      if (id >= 0 && *end == '\0' && b->index == id) target = b.get();
+    }
+    if (target == nullptr) {
+      return InvalidArgument(label_ + ": grad_to_block_id entry '" + entry +
+                             "' does not name an optimize block as \"<grad>:<block index>\"");
+    }
+    block_of_grad_.emplace(entry.substr(0, colon), target);
+  }
+
+  // Every var exists now; later lookups must not touch the scope's map while rounds run.
+  for (const std::string& name : scope.Names()) vars_.emplace(name, scope.Find(name));
+  for (const std::string& x : ls->Input("X")) receive_.emplace(x, vars_.at(x));
+
+  live_.assign(static_cast<size_t>(trainers_), true);
+  num_live_ = trainers_;
+  batch_.assign(static_cast<size_t>(trainers_), false);
+  fetch_.assign(static_cast<size_t>(trainers_), false);
+  last_heard_.assign(static_cast<size_t>(trainers_), Clock::now());
+
+  // Async: the LR block is bound to no gradient; it runs once, before any update can arrive.
+  if (!sync_ && lr_block_ != nullptr) {
+    FLEET_RETURN_IF_ERROR(RunBlock(*lr_block_, nullptr).WithContext(label_));
+  }
+  return OkStatus();
+}
+
+std::string PsServer::Describe() const {
+  return std::string(sync_ ? "sync" : "async") + ", " + std::to_string(trainers_) +
+         (trainers_ == 1 ? " trainer, " : " trainers, ") + std::to_string(num_blocks_) +
+         (num_blocks_ == 1 ? " block" : " blocks");
+}
+
+int64_t PsServer::rounds() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return phase_ == Phase::kGet ? round_ : round_ - 1;
+}
+
+StatusOr<exec::HostTensor> PsServer::Read(const std::string& name) const {
+  return executor_->scope().Read(name);
+}
+
+Status PsServer::CheckTrainer(int32_t trainer_id) const {
+  if (trainer_id >= 0 && trainer_id < trainers_) return OkStatus();
+  return InvalidArgument(label_ + ": trainer id " + std::to_string(trainer_id) +
+                         " is out of range; this server serves " + std::to_string(trainers_) +
+                         " trainers (listen_and_serv Fanin)");
+}
+
+Status PsServer::Failure() const { return failed_ ? failure_ : OkStatus(); }
+
+void PsServer::Touch(int32_t trainer_id) {
+  last_heard_[static_cast<size_t>(trainer_id)] = Clock::now();
+}
+
+Status PsServer::FailLocked(const Status& why) {
+  if (!failed_) {
+    failed_ = true;
+    failure_ = why.message().rfind(label_, 0) == 0 ? why : why.WithContext(label_);
+    cv_.notify_all();
+  }
+  return failure_;
+}
+
+void PsServer::Fail(const Status& why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  (void)FailLocked(why);
+}
+
+void PsServer::WaitHandlersIdle(std::chrono::milliseconds limit) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_for(lock, limit, [&] { return in_flight_ == 0; });
+}
+
+Status PsServer::OnSend(int32_t trainer_id, std::string_view name, const FleetTensor& tensor) {
+  InFlight guard(mu_, cv_, in_flight_);
+  FLEET_RETURN_IF_ERROR(CheckTrainer(trainer_id));
+  auto it = receive_.find(name);
+  if (it == receive_.end()) {
+    return NotFound(label_ + ": trainer " + std::to_string(trainer_id) + " sent '" +
+                    std::string(name) + "', which this server does not receive (it receives " +
+                    Listed(receive_) + ")");
+  }
+  const exec::ScopeVar& var = *it->second;
+  const std::vector<int64_t> dims(tensor.dims, tensor.dims + tensor.ndim);
+  if (tensor.dtype != static_cast<int32_t>(var.dtype) || dims != var.dims) {
+    return InvalidArgument(label_ + ": trainer " + std::to_string(trainer_id) + " sent '" +
+                           std::string(name) + "' as " +
+                           ir::TypeShapeText(static_cast<ir::DataType>(tensor.dtype), dims) +
+                           " but the server's var is " + ir::TypeShapeText(var.dtype, var.dims));
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (failed_) return failure_;
+    if (!live_[static_cast<size_t>(trainer_id)]) {
+      return FailedPrecondition(label_ + ": trainer " + std::to_string(trainer_id) + " sent '" +
+                                std::string(name) + "' after it completed");
+    }
+    Touch(trainer_id);
+  }
+  auto write = [&]() -> Status {
+    if (var.bytes == 0) return OkStatus();
+    if (host_memory_) {
+      std::memcpy(var.data, tensor.data, var.bytes);
+      return OkStatus();
+    }
+    // The server's optimize blocks run on the executor's stream: let them finish first.
+    FLEET_RETURN_IF_ERROR(executor_->Synchronize());
+    return executor_->device().CopyToDevice(options_.device_ordinal, var.data, tensor.data,
+                                            var.bytes);
+  };
+  // Sync: the trainer's own receive var is read only by the round's merge, which cannot start
+  // before this trainer's batch barrier, which it sends after every send returned.
+  if (sync_) return write().WithContext(label_ + ": receiving '" + std::string(name) + "'");
+  auto b = block_of_grad_.find(name);
+  if (b == block_of_grad_.end()) return write();
+  std::lock_guard<std::mutex> lock(b->second->mu);
+  FLEET_RETURN_IF_ERROR(write().WithContext(label_ + ": receiving '" + std::string(name) + "'"));
+  Status s = RunBlock(*b->second, nullptr);
+  if (!s.ok()) {
+    Fail(s.WithContext(b->second->label + " (update for '" + std::string(name) + "')"));
+    std::lock_guard<std::mutex> l(mu_);
+    return failure_;
+  }
+  return OkStatus();
+}
+
+Status PsServer::OnGet(int32_t trainer_id, std::string_view name, FleetTensor& out,
+                       void** token_out) {
+  InFlight guard(mu_, cv_, in_flight_);
+  FLEET_RETURN_IF_ERROR(CheckTrainer(trainer_id));
+  auto it = vars_.find(name);
+  if (it == vars_.end()) {
+    return NotFound(label_ + ": trainer " + std::to_string(trainer_id) + " asked for '" +
+                    std::string(name) + "', which this server does not hold");
+  }
+  const exec::ScopeVar& var = *it->second;
+  auto token = std::make_unique<GetToken>();
+  token->dims = var.dims;
+  const void* data = var.data;
+  auto copy = [&]() -> Status {
+    token->copy.resize(var.bytes);
+    if (var.bytes == 0) return OkStatus();
+    if (host_memory_) {
+      std::memcpy(token->copy.data(), var.data, var.bytes);
+    } else {
+      FLEET_RETURN_IF_ERROR(executor_->Synchronize());
+      FLEET_RETURN_IF_ERROR(executor_->device().CopyToHost(
+          options_.device_ordinal, token->copy.data(), var.data, var.bytes));
+    }
+    data = token->copy.data();
+    return OkStatus();
+  };
+  if (sync_) {
+    std::unique_lock<std::mutex> lock(mu_);
+    const auto deadline = Clock::now() + HandlerWait(options_.timeout);
+    if (!cv_.wait_until(lock, deadline, [&] { return failed_ || phase_ == Phase::kGet; })) {
+      return DeadlineExceeded(label_ + ": trainer " + std::to_string(trainer_id) + "'s get of '" +
+                              std::string(name) + "' waited " +
+                              PsSeconds(HandlerWait(options_.timeout)) +
+                              " for the update of round " + std::to_string(round_));
+    }
+    if (failed_) return failure_;
+    // The parameters do not change until every live trainer sent its FETCH barrier, which it
+    // does after its gets; the count keeps the next round from starting under a slow reader.
+    ++outstanding_gets_;
+    token->counted = true;
+    lock.unlock();
+    if (!host_memory_) {
+      Status s = copy();
+      if (!s.ok()) {
+        OnGetDone(token.release());
+        return s.WithContext(label_ + ": reading '" + std::string(name) + "'");
+      }
+    }
+  } else {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (failed_) return failure_;
+      Touch(trainer_id);
+    }
+    auto w = writer_.find(name);
+    std::unique_lock<std::mutex> lock;
+    if (w != writer_.end()) lock = std::unique_lock<std::mutex>(w->second->mu);
+    FLEET_RETURN_IF_ERROR(copy().WithContext(label_ + ": reading '" + std::string(name) + "'"));
+  }
+  out = FleetTensor{};
+  out.struct_size = sizeof(FleetTensor);
+  out.data = const_cast<void*>(data);
+  out.dtype = static_cast<int32_t>(var.dtype);
+  out.ndim = static_cast<int32_t>(token->dims.size());
+  out.dims = token->dims.data();
+  out.strides = nullptr;
+  out.device_type = FLEET_DEVICE_TYPE_HOST;
+  out.device_ordinal = 0;
+  *token_out = token.release();
+  return OkStatus();
+}
+
+void PsServer::OnGetDone(void* token) {
+  std::unique_ptr<GetToken> t(static_cast<GetToken*>(token));
+  if (t == nullptr || !t->counted) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  --outstanding_gets_;
+  cv_.notify_all();
+}
+
+Status PsServer::OnBarrier(int32_t trainer_id, int32_t kind) {
+  InFlight guard(mu_, cv_, in_flight_);
+  FLEET_RETURN_IF_ERROR(CheckTrainer(trainer_id));
+  if (kind != FLEET_BARRIER_BATCH && kind != FLEET_BARRIER_FETCH) {
+    return InvalidArgument(label_ + ": trainer " + std::to_string(trainer_id) +
+                           " sent a barrier of unknown kind " + std::to_string(kind));
+  }
+  std::unique_lock<std::mutex> lock(mu_);
+  if (failed_) return failure_;
+  const auto t = static_cast<size_t>(trainer_id);
+  if (!sync_) {
+    Touch(trainer_id);
+    return OkStatus();
+  }
+  const bool batch = kind == FLEET_BARRIER_BATCH;
+  const char* what = batch ? "batch barrier" : "fetch barrier";
+  if (!live_[t]) {
+    return FailedPrecondition(label_ + ": trainer " + std::to_string(trainer_id) + " sent a " +
+                              what + " after it completed");
+  }
+  // A BATCH barrier counts for the round whose gradients are being collected: one that comes
+  // while the last round's parameters are still being fetched waits for that round to end.
+  const Phase want = batch ? Phase::kSend : Phase::kGet;
+  const auto deadline = Clock::now() + HandlerWait(options_.timeout);
+  if (!cv_.wait_until(lock, deadline, [&] { return failed_ || phase_ == want; })) {
+    return DeadlineExceeded(label_ + ": trainer " + std::to_string(trainer_id) + "'s " + what +
+                            " waited " + PsSeconds(HandlerWait(options_.timeout)) + " for the " +
+                            (batch ? "next round to begin" : "round's update") + " (round " +
+                            std::to_string(round_) + "; another trainer dead or stuck?)");
+  }
+  if (failed_) return failure_;
+  (batch ? batch_ : fetch_)[t] = true;
+  cv_.notify_all();
+  return OkStatus();
+}
+
+Status PsServer::OnComplete(int32_t trainer_id) {
+  InFlight guard(mu_, cv_, in_flight_);
+  FLEET_RETURN_IF_ERROR(CheckTrainer(trainer_id));
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto t = static_cast<size_t>(trainer_id);
+  if (live_[t]) {
+    live_[t] = false;
+    --num_live_;
+    cv_.notify_all();
+  }
+  return OkStatus();
+}
+
+}  // namespace fleet

@@ -1,0 +1,48 @@
+// What server.cc (setup, handlers) and server_loop.cc (rounds, exit) share: the
+// definition of a server's optimize block. Not part of the server's interface.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "pserver/server.h"
+#include "executor/executor.h"
+#include "ir/program.h"
+
+namespace fleet {
+
+// One optimize (or LR) block of the pserver program, as a standalone program prepared once.
+struct PsServer::Block {
+  int32_t index = 0;   // in the pserver program
+  int32_t parent = 0;
+  std::string label;   // "optimize block 3", for errors
+  ir::Program program;
+  std::unique_ptr<exec::PreparedProgram> prepared;
+  // The sync merge sum(X=[<m>.trainer_0 ...]) -> (Out=[<m>]) and its scale(1/N), when the
+  // block has them: the sum's op index, the scale's (-1 when absent) and each trainer's
+  // receive var. The merge is rebuilt for rounds some trainers no longer take part in.
+  int64_t merge_op = -1;
+  int64_t scale_op = -1;
+  std::vector<std::string> merge_inputs;  // by trainer id
+  struct Variant {
+    ir::Program program;
+    std::unique_ptr<exec::PreparedProgram> prepared;
+  };
+  std::map<std::vector<bool>, std::unique_ptr<Variant>> variants;  // by contributing trainers
+  std::mutex mu;  // async: one update (or read of what it writes) at a time
+};
+
+// The handed-out value of a Get: a view of the scope var (counted, sync) or a host copy.
+struct PsServer::GetToken {
+  std::vector<int64_t> dims;
+  std::vector<uint8_t> copy;
+  bool counted = false;  // holds a place in outstanding_gets_
+};
+
+// "300 s", "0.2 s".
+std::string PsSeconds(std::chrono::milliseconds ms);
+
+}  // namespace fleet

@@ -1,0 +1,425 @@
+#include "pserver/trainer.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <utility>
+
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "fleet/fleet_device.h"
+#include "ops/op_registry.h"
+#include "fleet/fleet_plugin.h"
+#include "fleet/fleet_transport.h"
+#include "plugin/host_api.h"
+
+namespace fleet {
+namespace {
+
+PsTrainerRuntime* Runtime(void* ctx) { return static_cast<PsTrainerRuntime*>(ctx); }
+
+const FleetAttr* FindAttr(const FleetKernelContext* kc, const char* name) {
+  for (size_t i = 0; i < kc->num_attrs; ++i) {
+    if (std::strcmp(kc->attrs[i]->name, name) == 0) return kc->attrs[i];
+  }
+  return nullptr;
+}
+
+std::vector<std::string> AttrStrings(const FleetKernelContext* kc, const char* name) {
+  std::vector<std::string> out;
+  const FleetAttr* a = FindAttr(kc, name);
+  if (a == nullptr || a->type != FLEET_ATTR_STRINGS) return out;
+  for (size_t i = 0; i < a->count; ++i) out.emplace_back(a->strings[i]);
+  return out;
+}
+
+const FleetTensorSlot* Slot(const FleetTensorSlot* const* slots, size_t n, const char* name) {
+  for (size_t i = 0; i < n; ++i) {
+    if (slots[i] != nullptr && std::strcmp(slots[i]->name, name) == 0) return slots[i];
+  }
+  return nullptr;
+}
+
+size_t Bytes(const FleetTensor& t) {
+  size_t n = ir::DataTypeSize(static_cast<ir::DataType>(t.dtype));
+  for (int32_t d = 0; d < t.ndim; ++d) n *= static_cast<size_t>(t.dims[d]);
+  return n;
+}
+
+std::vector<int64_t> DimsOf(const FleetTensor& t) {
+  return std::vector<int64_t>(t.dims, t.dims + t.ndim);
+}
+
+std::string TypeText(int32_t dtype, const std::vector<int64_t>& dims) {
+  return ir::TypeShapeText(static_cast<ir::DataType>(dtype), dims);
+}
+
+enum class Kind { kSend, kRecv, kBatchBarrier, kFetchBarrier };
+
+// What a launch needs, read from the op once at prepare.
+struct OpState {
+  Kind kind = Kind::kSend;
+  std::string op_type;
+  std::vector<std::string> names;   // send: X's vars; recv: what to ask the server for
+  std::vector<std::string> epmap;   // per tensor
+  // Tensor indices per server, so each server gets one thread that calls it in op order.
+  std::vector<std::string> group_endpoints;
+  std::vector<std::vector<size_t>> groups;
+  std::vector<std::string> endpoints;  // barriers
+  std::vector<std::vector<uint8_t>> staging;  // per tensor, for a device without host memory
+};
+
+OpState& State(void* state) { return *static_cast<OpState*>(state); }
+
+Status PrepareState(PsTrainerRuntime& rt, const FleetKernelContext* kc, OpState& st) {
+  const std::string_view type = kc->op_type;
+  st.op_type = kc->op_type;
+  // send carries no trainer_id in the transpiled programs (the schema's default 0 reaches the
+  // kernel), so only the ops that do are checked.
+  if (const FleetAttr* id = FindAttr(kc, "trainer_id"); type != "send" && id != nullptr &&
+      (id->type == FLEET_ATTR_INT || id->type == FLEET_ATTR_INT64) && id->i != rt.trainer_id()) {
+    return InvalidArgument("trainer_id is " + std::to_string(id->i) + " but this process is "
+                           "trainer " + std::to_string(rt.trainer_id()) +
+                           " (was the program transpiled for another trainer?)");
+  }
+  if (type == "send_barrier" || type == "fetch_barrier") {
+    st.kind = type == "send_barrier" ? Kind::kBatchBarrier : Kind::kFetchBarrier;
+    if (const FleetAttr* h = FindAttr(kc, "half_async"); h != nullptr && h->i != 0) {
+      return Unimplemented("half_async send_barrier (Paddle's communicator mode) is not "
+                           "supported; use strategy.sync_mode");
+    }
+    st.endpoints = AttrStrings(kc, "endpoints");
+    return OkStatus();
+  }
+  st.kind = type == "send" ? Kind::kSend : Kind::kRecv;
+  const FleetTensorSlot* slot = st.kind == Kind::kSend
+                                    ? Slot(kc->inputs, kc->num_inputs, "X")
+                                    : Slot(kc->outputs, kc->num_outputs, "Out");
+  const size_t count = slot == nullptr ? 0 : slot->count;
+  const char* slot_name = st.kind == Kind::kSend ? "X" : "Out";
+  st.names = AttrStrings(kc, (std::string(ops::kSlotNamesAttrPrefix) + slot_name).c_str());
+  if (st.names.size() != count) {
+    return FailedPrecondition(std::string("the var names of ") + slot_name +
+                              " are not known to the kernel (the executor passes them to "
+                              "kernels of rpc ops only)");
+  }
+  if (st.kind == Kind::kRecv) {
+    std::vector<std::string> remote = AttrStrings(kc, "varnames");
+    if (!remote.empty()) {
+      if (remote.size() != count) {
+        return InvalidArgument("varnames has " + std::to_string(remote.size()) +
+                               " names for " + std::to_string(count) + " outputs");
+      }
+      st.names = std::move(remote);
+    }
+  }
+  st.epmap = AttrStrings(kc, "epmap");
+  if (st.epmap.size() != count) {
+    return InvalidArgument("epmap has " + std::to_string(st.epmap.size()) + " endpoints for " +
+                           std::to_string(count) + " vars in " + slot_name);
+  }
+  for (size_t i = 0; i < count; ++i) {
+    size_t g = 0;
+    while (g < st.group_endpoints.size() && st.group_endpoints[g] != st.epmap[i]) ++g;
+    if (g == st.group_endpoints.size()) {
+      st.group_endpoints.push_back(st.epmap[i]);
+      st.groups.emplace_back();
+    }
+    st.groups[g].push_back(i);
+  }
+  if (rt.device() != nullptr) {
+    st.staging.resize(count);
+    for (size_t i = 0; i < count; ++i) st.staging[i].resize(Bytes(*slot->tensors[i]));
+  }
+  return OkStatus();
+}
+
+FleetStatus* PrepareOp(void* ctx, const FleetKernelContext* kc, void** state, size_t*) {
+  auto st = std::make_unique<OpState>();
+  if (Status s = PrepareState(*Runtime(ctx), kc, *st); !s.ok()) {
+    return MakeFleetStatus(s.WithContext(kc->op_type));
+  }
+  *state = st.release();
+  return nullptr;
+}
+
+void ReleaseOp(void*, void* state) { delete static_cast<OpState*>(state); }
+
+Status SendOne(PsTrainerRuntime& rt, OpState& st, const FleetTensor& x, size_t i) {
+  const std::string& ep = st.epmap[i];
+  auto what = [&] { return "send '" + st.names[i] + "' to " + rt.ServerLabel(ep); };
+  // Host memory either way (a host-memory device's pointers are host pointers): the transport
+  // reads only host tensors.
+  FleetTensor t = x;
+  t.device_type = FLEET_DEVICE_TYPE_HOST;
+  t.device_ordinal = 0;
+  if (rt.device() != nullptr) {
+    std::vector<uint8_t>& host = st.staging[i];
+    if (!host.empty()) {
+      FLEET_RETURN_IF_ERROR(
+          rt.device()->CopyToHost(rt.device_ordinal(), host.data(), x.data, host.size())
+              .WithContext(what()));
+    }
+    t.data = host.data();
+    t.device_type = FLEET_DEVICE_TYPE_HOST;
+    t.device_ordinal = 0;
+  }
+  auto client = rt.Client(ep);
+  if (!client.ok()) return client.status().WithContext(what());
+  return (*client)->Send(st.names[i], t).WithContext(what());
+}
+
+Status RecvOne(PsTrainerRuntime& rt, OpState& st, const FleetTensor& out, size_t i) {
+  const std::string& ep = st.epmap[i];
+  const std::string what = "recv '" + st.names[i] + "' from " + rt.ServerLabel(ep);
+  FleetTensor target = out;
+  target.device_type = FLEET_DEVICE_TYPE_HOST;
+  target.device_ordinal = 0;
+  if (rt.device() != nullptr) {
+    target.data = st.staging[i].data();
+    target.device_type = FLEET_DEVICE_TYPE_HOST;
+    target.device_ordinal = 0;
+  }
+  const TensorSink sink = [&](int32_t dtype,
+                              const std::vector<int64_t>& dims) -> StatusOr<FleetTensor> {
+    if (dtype != out.dtype || dims != DimsOf(out)) {
+      return InvalidArgument("the server holds " + TypeText(dtype, dims) + " but the var is " +
+                             TypeText(out.dtype, DimsOf(out)));
+    }
+    return target;
+  };
+  auto client = rt.Client(ep);
+  if (!client.ok()) return client.status().WithContext(what);
+  FLEET_RETURN_IF_ERROR((*client)->Get(st.names[i], sink).WithContext(what));
+  if (rt.device() != nullptr && !st.staging[i].empty()) {
+    FLEET_RETURN_IF_ERROR(rt.device()
+                              ->CopyToDevice(rt.device_ordinal(), out.data,
+                                             st.staging[i].data(), st.staging[i].size())
+                              .WithContext(what));
+  }
+  return OkStatus();
+}
+
+Status Barriers(PsTrainerRuntime& rt, const OpState& st) {
+  const int32_t kind =
+      st.kind == Kind::kBatchBarrier ? FLEET_BARRIER_BATCH : FLEET_BARRIER_FETCH;
+  const char* name = st.kind == Kind::kBatchBarrier ? "batch barrier" : "fetch barrier";
+  return RunConcurrently(st.endpoints.size(), [&](size_t i) -> Status {
+    const std::string what = std::string(name) + " at " + rt.ServerLabel(st.endpoints[i]);
+    auto client = rt.Client(st.endpoints[i]);
+    if (!client.ok()) return client.status().WithContext(what);
+    return (*client)->Barrier(kind).WithContext(what);
+  });
+}
+
+FleetStatus* LaunchOp(void* ctx, const FleetKernelContext* kc, void* state) {
+  PsTrainerRuntime& rt = *Runtime(ctx);
+  OpState& st = State(state);
+  Status s;
+  if (st.kind == Kind::kBatchBarrier || st.kind == Kind::kFetchBarrier) {
+    s = Barriers(rt, st);
+  } else {
+    const bool send = st.kind == Kind::kSend;
+    // On a device with streams, the kernels that produce the sent vars (or still read the vars a
+    // recv overwrites) may be queued: the copies through host memory wait for them.
+    if (rt.device() != nullptr && kc->stream != nullptr) {
+      s = rt.device()->StreamSynchronize(kc->stream);
+      if (!s.ok()) return MakeFleetStatus(s.WithContext(st.op_type));
+    }
+    const FleetTensorSlot* slot = send ? Slot(kc->inputs, kc->num_inputs, "X")
+                                       : Slot(kc->outputs, kc->num_outputs, "Out");
+    s = RunConcurrently(st.groups.size(), [&](size_t g) -> Status {
+      for (size_t i : st.groups[g]) {
+        const FleetTensor& t = *slot->tensors[i];
+        FLEET_RETURN_IF_ERROR(send ? SendOne(rt, st, t, i) : RecvOne(rt, st, t, i));
+      }
+      return OkStatus();
+    });
+  }
+  return MakeFleetStatus(s.WithContext(st.op_type));
+}
+
+FleetKernelDef Def(const char* type) {
+  FleetKernelDef d{};
+  d.struct_size = sizeof(FleetKernelDef);
+  d.op_type = type;
+  d.device = "";  // any: the executor asks the runtime directly
+  d.dtype = FLEET_DTYPE_INVALID;
+  d.prepare = PrepareOp;
+  d.launch = LaunchOp;
+  d.release = ReleaseOp;
+  return d;
+}
+
+const std::vector<FleetKernelDef>& Defs() {
+  static const std::vector<FleetKernelDef> defs = {Def("send"), Def("recv"), Def("send_barrier"),
+                                                   Def("fetch_barrier")};
+  return defs;
+}
+
+// Whether something accepts a TCP connection at "host:port" ("[v6]:port" too) within `wait`.
+// The connect is non-blocking and polled, so an address that drops packets costs `wait`, not
+// the kernel's two minutes of SYN retries.
+bool Accepts(const std::string& endpoint, std::chrono::milliseconds wait) {
+  const size_t colon = endpoint.rfind(':');
+  if (colon == std::string::npos) return false;
+  std::string host = endpoint.substr(0, colon);
+  const std::string port = endpoint.substr(colon + 1);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), port.c_str(), &hints, &found) != 0) return false;
+  bool ok = false;
+  for (addrinfo* a = found; a != nullptr && !ok; a = a->ai_next) {
+    const int fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK, a->ai_protocol);
+    if (fd < 0) continue;
+    if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+      ok = true;
+    } else if (errno == EINPROGRESS) {
+      pollfd p{fd, POLLOUT, 0};
+      int error = 0;
+      socklen_t len = sizeof(error);
+      ok = poll(&p, 1, static_cast<int>(wait.count())) == 1 &&
+           getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len) == 0 && error == 0;
+    }
+    close(fd);
+  }
+  freeaddrinfo(found);
+  return ok;
+}
+
+}  // namespace
+
+Status RunConcurrently(size_t n, const std::function<Status(size_t)>& fn) {
+  if (n == 0) return OkStatus();
+  std::vector<Status> results(n);
+  std::vector<std::thread> threads;
+  threads.reserve(n - 1);
+  for (size_t i = 1; i < n; ++i) {
+    threads.emplace_back([&, i] { results[i] = fn(i); });
+  }
+  results[0] = fn(0);
+  for (std::thread& t : threads) t.join();
+  for (const Status& s : results) {
+    if (!s.ok()) return s;
+  }
+  return OkStatus();
+}
+
+PsTrainerRuntime::PsTrainerRuntime(const ComponentRecord& transport,
+                                   std::vector<std::string> endpoints, int32_t trainer_id,
+                                   TransportOptions options, const ComponentRecord* device,
+                                   int32_t device_ordinal)
+    : transport_(transport),
+      endpoints_(std::move(endpoints)),
+      trainer_id_(trainer_id),
+      options_(std::move(options)),
+      device_ordinal_(device_ordinal) {
+  if (device != nullptr) {
+    // A device whose pointers are host pointers needs no staging; when its properties cannot
+    // be read, staging is the safe side.
+    auto d = std::make_unique<Device>(device);
+    auto props = d->Props(device_ordinal);
+    if (!props.ok() || (props->caps & FLEET_DEVICE_CAP_HOST_MEMORY) == 0) device_ = std::move(d);
+  }
+  kernels_record_.kind = FLEET_COMPONENT_KERNELS;
+  kernels_record_.name = "pserver_rpc";
+  kernels_record_.summary = "parameter-server RPC ops over transport '" + transport.name + "'";
+  kernels_record_.plugin = "host";
+  kernels_record_.ctx = this;
+  for (const FleetKernelDef& def : Defs()) {
+    kernels_.emplace(def.op_type, KernelCandidate{&kernels_record_, &def});
+  }
+}
+
+PsTrainerRuntime::~PsTrainerRuntime() { Close(); }
+
+const KernelCandidate* PsTrainerRuntime::Find(std::string_view op_type) const {
+  auto it = kernels_.find(op_type);
+  return it == kernels_.end() ? nullptr : &it->second;
+}
+
+std::string PsTrainerRuntime::ServerLabel(const std::string& endpoint) const {
+  for (size_t i = 0; i < endpoints_.size(); ++i) {
+    if (endpoints_[i] == endpoint) return "pserver " + std::to_string(i) + " (" + endpoint + ")";
+  }
+  return "pserver " + endpoint;
+}
+
+StatusOr<TransportClient*> PsTrainerRuntime::Client(const std::string& endpoint) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (closed_) return Aborted("the trainer's transport clients were closed");
+  auto it = clients_.find(endpoint);
+  if (it != clients_.end()) return it->second.get();
+  FLEET_ASSIGN_OR_RETURN(std::unique_ptr<TransportClient> client,
+                         TransportClient::Connect(transport_, endpoint, trainer_id_, options_));
+  TransportClient* raw = client.get();
+  clients_.emplace(endpoint, std::move(client));
+  return raw;
+}
+
+Status PsTrainerRuntime::WaitServersReady() {
+  const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
+  std::vector<char> ready(endpoints_.size(), 0);  // not vector<bool>: written concurrently
+  (void)RunConcurrently(endpoints_.size(), [&](size_t i) -> Status {
+    while (true) {
+      using std::chrono::milliseconds;
+      const auto left =
+          std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (Accepts(endpoints_[i], std::clamp(left, milliseconds(1), milliseconds(2000)))) break;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (closed_) return OkStatus();
+      }
+      if (std::chrono::steady_clock::now() >= deadline) return OkStatus();
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ready[i] = 1;
+    return OkStatus();
+  });
+  std::string missing;
+  for (size_t i = 0; i < endpoints_.size(); ++i) {
+    if (!ready[i]) missing += (missing.empty() ? "" : ", ") + ServerLabel(endpoints_[i]);
+  }
+  if (missing.empty()) return OkStatus();
+  return Unavailable(missing + (missing.find(", ") == std::string::npos ? " does" : " do") +
+                     " not accept connections after " +
+                     std::to_string(options_.timeout.count() / 1000) +
+                     " s (transport.timeout_s): is it started, at that address?");
+}
+
+Status PsTrainerRuntime::Complete() {
+  std::vector<std::string> targets = endpoints_;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [ep, client] : clients_) {
+      if (std::find(targets.begin(), targets.end(), ep) == targets.end()) targets.push_back(ep);
+    }
+  }
+  return RunConcurrently(targets.size(), [&](size_t i) -> Status {
+    const std::string what = "complete at " + ServerLabel(targets[i]);
+    auto client = Client(targets[i]);
+    if (!client.ok()) return client.status().WithContext(what);
+    return (*client)->Complete().WithContext(what);
+  });
+}
+
+void PsTrainerRuntime::Close() {
+  std::lock_guard<std::mutex> lock(mu_);
+  closed_ = true;
+  // The clients stay allocated: a launch on another thread may still hold one, and Close makes
+  // its pending call fail rather than pulling it from under it.
+  for (auto& [ep, client] : clients_) client->Close();
+}
+
+}  // namespace fleet

@@ -1,0 +1,123 @@
+// A rendezvous store served over TCP by rank 0 to the ranks of every machine (DESIGN.md §6).
+//
+// Protocol (all integers little-endian; one request then one reply per connection at a time):
+//   request  = op:u8 body
+//     SET  (1)  key value           -> reply OK
+//     GET  (2)  key timeout_ms:i64  -> reply OK value | DEADLINE_EXCEEDED at the deadline
+//     ADD  (3)  key delta:i64       -> reply OK sum:i64 | INVALID_ARGUMENT
+//     WAIT (4)  n:u32 key*n timeout_ms:i64 -> reply OK | DEADLINE_EXCEEDED naming missing keys
+//   key      = len:u32 bytes   (len <= kMaxKeyBytes)
+//   value    = len:u64 bytes   (len <= kMaxValueBytes)
+//   reply    = code:u8 (fleet::Code) then, for OK, the op's payload, else message:u32-len bytes
+// A length past its cap, an unknown op or n > kMaxWaitKeys is answered INVALID_ARGUMENT and the
+// connection is closed; the cap is checked before anything is allocated.
+//
+// The server waits on its deadlines itself: a blocked GET/WAIT is answered when its keys arrive
+// or its deadline passes. The client gives a reply `io_timeout` beyond the request's own
+// deadline; a server that goes away (connection closed or reset) is UNAVAILABLE naming host:port.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "rendezvous/store.h"
+
+namespace fleet {
+
+namespace tcp_store {
+constexpr uint32_t kMaxKeyBytes = 4096;
+constexpr uint64_t kMaxValueBytes = uint64_t{64} << 20;
+constexpr uint32_t kMaxWaitKeys = 65536;
+enum Op : uint8_t { kSet = 1, kGet = 2, kAdd = 3, kWait = 4 };
+}  // namespace tcp_store
+
+// Serves a store on host:port from its own thread. Threading: Start/Stop/port from any thread.
+class TcpStoreServer {
+ public:
+  // Binds and listens on host:port and keeps the socket. Port 0 picks a free port (see port()).
+  // A port in use is UNAVAILABLE naming host:port.
+  static StatusOr<std::unique_ptr<TcpStoreServer>> Start(const std::string& host, int port);
+  ~TcpStoreServer();
+
+  TcpStoreServer(const TcpStoreServer&) = delete;
+  TcpStoreServer& operator=(const TcpStoreServer&) = delete;
+
+  int port() const { return port_; }
+  const std::string& host() const { return host_; }
+
+  // Closes the listening socket and every connection (their clients see UNAVAILABLE) and joins
+  // the thread. Idempotent; the destructor calls it.
+  void Stop();
+
+ private:
+  struct State;
+  TcpStoreServer(std::string host, int port, int listen_fd, int wake_read, int wake_write);
+  void Serve();
+
+  std::string host_;
+  int port_;
+  int listen_fd_;
+  int wake_read_;
+  int wake_write_;
+  std::unique_ptr<State> state_;
+  std::thread thread_;
+  std::mutex stop_mu_;
+  bool stopped_ = false;
+};
+
+struct TcpStoreOptions {
+  // How long Connect keeps retrying (the server may start later).
+  std::chrono::milliseconds connect_timeout{30000};
+  // How long a Set/Add may take, and the slack given to a Get/Wait reply past its deadline.
+  std::chrono::milliseconds io_timeout{30000};
+};
+
+// A client of TcpStoreServer. Thread-safe: each call borrows an idle connection or opens one,
+// so a thread blocked in Get never stops another thread's Set on the same client.
+class TcpStore final : public Store {
+ public:
+  // Connects, retrying until options.connect_timeout; DEADLINE_EXCEEDED names host:port and
+  // the last error.
+  static StatusOr<std::unique_ptr<TcpStore>> Connect(const std::string& host, int port,
+                                                     TcpStoreOptions options = {});
+  ~TcpStore() override;
+
+  const std::string& address() const { return address_; }
+
+ protected:
+  Status DoSet(const std::string& key, std::string_view value) override;
+  StatusOr<std::string> DoGet(const std::string& key,
+                              std::chrono::milliseconds timeout) override;
+  StatusOr<int64_t> DoAdd(const std::string& key, int64_t delta) override;
+  Status DoWait(const std::vector<std::string>& keys,
+                std::chrono::milliseconds timeout) override;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  TcpStore(std::string host, int port, TcpStoreOptions options);
+
+  // Sends `request` and reads the reply header; on OK returns the connection with the payload
+  // still unread through `read_payload`.
+  template <typename ReadPayload>
+  Status Call(const std::string& request, Clock::time_point deadline, const std::string& what,
+              ReadPayload read_payload);
+  StatusOr<int> Borrow(Clock::time_point deadline);
+  // INVALID_ARGUMENT for a key over tcp_store::kMaxKeyBytes, before anything is sent.
+  Status CheckKey(const std::string& key) const;
+  void Return(int fd);
+
+  std::string host_;
+  int port_;
+  std::string address_;
+  TcpStoreOptions options_;
+  std::mutex mu_;
+  std::vector<int> idle_;
+};
+
+}  // namespace fleet
