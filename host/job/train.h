@@ -1,7 +1,7 @@
-// The training loop of `fleet-host run`: run startup once (then, with [train] init_from, load
-// the weights of that directory: checkpoint/init_from.h), then [train] steps of main, each with
-// a batch from the [data] source, fetching the loss; progress every log_every steps to `out`
-// and, when [train] metrics_file is set, one JSON object per logged step to that file.
+// The training loop of one trainer (`fleet-host run`): run startup once (then, with [train]
+// init_from, load the weights of that directory: checkpoint/init_from.h), then [train] steps of
+// main, each with a batch from the [data] source (data_sources.h), fetching the loss; progress
+// every log_every steps (progress.h) and checkpoints when due (train_checkpoints.h).
 //
 // In a job of several trainers (a Job with collectives), [train] batch_size is per trainer, as
 // in Paddle: every trainer draws the same global batch of batch_size * world_size samples and
@@ -20,23 +20,17 @@
 #include <string>
 #include <vector>
 
+#include "collective/job.h"
 #include "config/config.h"
 #include "data/source.h"
-#include "collective/job.h"
 #include "executor/executor.h"
 #include "frontend/frontend.h"
+#include "job/progress.h"
 #include "plugin/kernel.h"
 #include "plugin/registry.h"
 #include "support/status.h"
 
 namespace fleet {
-
-struct TrainSummary {
-  int64_t steps = 0;
-  double final_loss = 0.0;
-  double elapsed_s = 0.0;
-  std::vector<double> logged_losses;  // the loss of every logged step, in order
-};
 
 // Everything a training run needs before its first step: the data source, an executor whose
 // scope holds the initialised parameters (startup has run), and main prepared for
@@ -89,19 +83,5 @@ StatusOr<TrainingSetup> PrepareTraining(const Config& config,
 StatusOr<TrainSummary> Train(const Config& config, const frontend::ParsedProgram& programs,
                              const PluginRegistry& registry, const std::string& device,
                              std::ostream& out, const TrainDist& dist = {});
-
-// [strategy] collective_mode = "single_process_multi_thread" (Paddle's ParallelExecutor):
-// `num_devices` ranks in this process, a thread and a replica each, all-reducing gradients
-// through the configured communicator. [train] batch_size is per device, as it is per trainer:
-// each step draws batch_size * num_devices rows, split evenly. Logged losses are the mean over
-// devices.
-StatusOr<TrainSummary> TrainOnDevices(const Config& config,
-                                      const frontend::ParsedProgram& programs,
-                                      const PluginRegistry& registry, const std::string& device,
-                                      int32_t num_devices, std::ostream& out);
-
-// The width of the prediction a label is compared with: the last dim of the other input of the
-// first op in `main` that reads `label` (e.g. cross_entropy's X). 0 when it cannot be told.
-int64_t PredictionWidth(const ir::Program& main, const std::string& label);
 
 }  // namespace fleet

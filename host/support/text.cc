@@ -1,6 +1,7 @@
 #include "support/text.h"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace fleet {
 
@@ -52,6 +53,12 @@ std::vector<std::string> Split(std::string_view text, char sep) {
     start = pos + 1;
   }
   return parts;
+}
+
+std::string FormatFixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.*f", digits, v);
+  return buf;
 }
 
 }  // namespace fleet

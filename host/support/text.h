@@ -1,4 +1,4 @@
-// Small text helpers shared by the config reader and the CLI.
+// Small text helpers shared by the config reader, the job and the CLI.
 #pragma once
 
 #include <string>
@@ -18,5 +18,8 @@ std::string ClosestMatch(std::string_view word, const std::vector<std::string>& 
 std::string JoinWords(const std::vector<std::string>& words, std::string_view last_sep = " and ");
 
 std::vector<std::string> Split(std::string_view text, char sep);
+
+// `v` with `digits` digits after the point ("%.*f").
+std::string FormatFixed(double v, int digits);
 
 }  // namespace fleet

@@ -1,0 +1,30 @@
+// The [data] source a trainer reads: synthetic, npy, or a csv/multislot dataset over its share
+// of the file list (data.shard), read ahead by the reader thread (data.queue_batches).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "data/source.h"
+#include "frontend/frontend.h"
+#include "ir/program.h"
+#include "support/status.h"
+
+namespace fleet {
+
+// The [data] source of trainer `rank` of `trainers` (a collective rank, a parameter-server
+// trainer's id, or 0 of 1) for the feeds of `programs`. Errors name the source and the config
+// key that chose it.
+StatusOr<std::unique_ptr<data::DataSource>> MakeDataSource(const Config& config,
+                                                           const frontend::ParsedProgram& programs,
+                                                           const std::vector<data::FeedSpec>& feeds,
+                                                           int64_t rank, int64_t trainers);
+
+// The width of the prediction a label is compared with: the last dim of the other input of the
+// first op in `main` that reads `label` (e.g. cross_entropy's X). 0 when it cannot be told.
+int64_t PredictionWidth(const ir::Program& main, const std::string& label);
+
+}  // namespace fleet

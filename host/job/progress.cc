@@ -1,0 +1,125 @@
+#include "job/progress.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <utility>
+
+#include "support/text.h"
+
+namespace fleet {
+namespace {
+
+double Seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+}  // namespace
+
+Status ProgressLog::Open(bool write_metrics, const std::string& suffix) {
+  if (train_.metrics_file.empty() || !write_metrics) return OkStatus();
+  std::filesystem::path path = train_.metrics_file;
+  if (!suffix.empty()) {
+    path.replace_filename(path.stem().string() + suffix + path.extension().string());
+  }
+  std::string kept;
+  if (first_step_ > 1) {
+    std::ifstream in(path);
+    std::string line;
+    while (std::getline(in, line)) {
+      const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+      if (j.is_object() && j.contains("step") && j["step"].is_number_integer() &&
+          j["step"].get<int64_t>() < first_step_) {
+        kept += line + "\n";
+      }
+    }
+  }
+  metrics_.open(path, std::ios::out | std::ios::trunc);
+  metrics_ << kept;
+  if (!metrics_) {
+    return Unavailable("train.metrics_file: cannot open '" + path.string() + "' for writing");
+  }
+  return OkStatus();
+}
+
+double ProgressLog::Rate(int64_t step) const {
+  const double interval = std::max(Seconds(last_log_, Clock::now()), 1e-9);
+  return static_cast<double>((step - last_logged_step_) * samples_per_step_) / interval;
+}
+
+Status ProgressLog::Log(int64_t step, double loss, double rate) {
+  const Clock::time_point now = Clock::now();
+  const double elapsed = Seconds(start_, now);
+  const double eta = elapsed / static_cast<double>(step - first_step_ + 1) *
+                     static_cast<double>(train_.steps - step);
+  out_ << "step " << step << "/" << train_.steps << " loss " << FormatFixed(loss, 6)
+       << " samples/s " << FormatFixed(rate, 1) << (who_.empty() ? "" : " (" + who_ + ")")
+       << " eta " << FormatFixed(eta, 1) << "s\n";
+  out_.flush();
+  if (metrics_.is_open()) {
+    metrics_ << "{\"step\": " << step << ", \"loss\": " << FormatFixed(loss, 9)
+             << ", \"samples_per_sec\": " << FormatFixed(rate, 3)
+             << ", \"elapsed_s\": " << FormatFixed(elapsed, 6) << "}\n";
+    metrics_.flush();
+    if (!metrics_) {
+      return Unavailable("train.metrics_file: writing '" + train_.metrics_file + "' failed");
+    }
+  }
+  summary_.logged_losses.push_back(loss);
+  last_log_ = now;
+  last_logged_step_ = step;
+  return OkStatus();
+}
+
+TrainSummary ProgressLog::Finish(double final_loss, int64_t job_samples_per_step) {
+  summary_.steps = train_.steps;
+  summary_.final_loss = final_loss;
+  summary_.elapsed_s = Seconds(start_, Clock::now());
+  const int64_t ran = train_.steps - first_step_ + 1;
+  out_ << "trained " << ran << " steps"
+       << (first_step_ > 1 ? " (resumed at step " + std::to_string(first_step_) + ")" : "")
+       << " in " << FormatFixed(summary_.elapsed_s, 2) << "s: final loss "
+       << FormatFixed(final_loss, 6) << ", "
+       << FormatFixed(
+              static_cast<double>(ran * job_samples_per_step) / std::max(summary_.elapsed_s, 1e-9),
+              1)
+       << " samples/s"
+       << (who_.empty()                     ? ""
+           : who_.rfind("trainer ", 0) == 0 ? " (" + who_ + ")"  // one trainer's own figures
+                                            : " over " + who_)
+       << "\n";
+  return summary_;
+}
+
+void PrintProfile(const exec::PreparedProgram& p, std::ostream& out) {
+  const std::vector<double>& secs = p.op_seconds();
+  const double runs = static_cast<double>(std::max<int64_t>(p.runs(), 1));
+  double total = 0;
+  for (double s : secs) total += s;
+  total = std::max(total, 1e-12);
+  std::vector<size_t> order(secs.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return secs[a] > secs[b]; });
+  std::map<std::string, double> by_type;
+  for (size_t i = 0; i < secs.size(); ++i) by_type[p.kernel(i).op_type()] += secs[i];
+
+  out << "profile: " << FormatFixed(total / runs * 1e3, 3) << " ms per step in " << secs.size()
+      << " ops (mean over " << p.runs() << " steps)\n";
+  out << "  ms/step      %  op\n";
+  for (size_t k = 0; k < order.size() && k < 12; ++k) {
+    const size_t i = order[k];
+    out << "  " << FormatFixed(secs[i] / runs * 1e3, 4) << "  "
+        << FormatFixed(100 * secs[i] / total, 1) << "  #" << i << " " << p.kernel(i).op_type()
+        << "\n";
+  }
+  std::vector<std::pair<double, std::string>> types;
+  for (const auto& [type, t] : by_type) types.emplace_back(t, type);
+  std::sort(types.rbegin(), types.rend());
+  out << "  by type:";
+  for (const auto& [t, type] : types)
+    out << " " << type << " " << FormatFixed(100 * t / total, 1) << "%";
+  out << "\n";
+}
+
+}  // namespace fleet

@@ -1,0 +1,189 @@
+#include "job/run.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
+#include <thread>
+#include <utility>
+
+#include "checkpoint/checkpoint.h"
+#include "collective/job.h"
+#include "job/pipeline.h"
+#include "job/train.h"
+#include "job/train_devices.h"
+#include "passes/builtin_passes.h"
+#include "plugin/host_api.h"
+#include "plugin/registry.h"
+#include "plugin/selection.h"
+#include "plugin/transport.h"
+#include "pserver/server.h"
+#include "pserver/trainer.h"
+#include "roles/role.h"
+
+namespace fleet {
+namespace {
+
+// The strategy and the role must describe the same kind of job.
+Status CheckStrategy(const Config& config, const Role& role) {
+  if (role.is_pserver() && config.strategy_mode != "pserver") {
+    return InvalidArgument("this process is a parameter server (role from " +
+                           role.source.at("role") + ") but strategy.mode is \"" +
+                           config.strategy_mode + "\"; use \"pserver\" or \"auto\"");
+  }
+  if (config.strategy_mode == "pserver" && !config.pserver.sync_mode &&
+      !config.checkpoint.dir.empty()) {
+    return FailedPrecondition("[checkpoint] dir is set, but checkpoints need a sync "
+                              "parameter-server job (strategy.sync_mode): in async "
+                              "mode no step is the same on every server");
+  }
+  if (config.strategy_mode == "none" && role.world_size > 1) {
+    return InvalidArgument("the job has " + std::to_string(role.world_size) +
+                           " trainers (world_size from " + role.source.at("world_size") +
+                           ") but strategy.mode is \"none\"; use \"collective\" or \"auto\"");
+  }
+  return OkStatus();
+}
+
+// Trainers sharing a machine share its cores, unless [train] threads says otherwise.
+int64_t DefaultThreads(const std::map<std::string, std::string>& env) {
+  // torchrun's and fleet-host launch's name, else Open MPI's.
+  int64_t local = 1;
+  for (const char* name : {"LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE"}) {
+    auto it = env.find(name);
+    if (it != env.end() && std::atoll(it->second.c_str()) > 0) {
+      local = std::atoll(it->second.c_str());
+      break;
+    }
+  }
+  const int64_t cores = static_cast<int64_t>(std::thread::hardware_concurrency());
+  if (local > 1 && cores > 0) return std::max<int64_t>(1, cores / local);
+  return 0;
+}
+
+// A trainer of a collective or parameter-server job, or a job of one.
+Status RunTrainer(const Config& config, const Role& role, const frontend::ParsedProgram& programs,
+                  std::map<std::string, ir::Program>& transpiled, const PluginRegistry& registry,
+                  const Selection& selection, const std::string& program_hash,
+                  const JobRequest& request, std::ostream& out,
+                  const std::function<void(const std::string&)>& warn) {
+  const std::string& file = request.program;
+  frontend::ParsedProgram trainer = programs;
+  trainer.startup = std::move(transpiled["startup"]);
+  trainer.main = std::move(transpiled["main"]);
+  TrainDist dist;
+  dist.program_hash = program_hash;
+  auto local = transpiled.find("main.local");
+  if (local != transpiled.end()) {
+    dist.main_local = &local->second;
+    dist.k_steps = config.collective.local_sgd_k_steps;
+  }
+  std::unique_ptr<Job> job;
+  if (config.strategy_mode == "collective") {
+    FLEET_ASSIGN_OR_RETURN(job,
+                           Job::Open(config, role, selection.comm, selection.device, request.env));
+    dist.job = job.get();
+    SetJobStore(job->store());
+    if (role.rank == 0) {
+      out << "collective job: " << role.world_size << " trainers, " << config.comm.backend
+          << " communicator, store " << job->store_description() << "\n";
+    }
+  }
+  std::unique_ptr<PsTrainerRuntime> ps;
+  if (config.strategy_mode == "pserver") {
+    if (selection.transport == nullptr) {
+      return FailedPrecondition("a parameter-server trainer needs a transport, and none was "
+                                "selected (transport.backend)");
+    }
+    ps = std::make_unique<PsTrainerRuntime>(
+        *selection.transport, role.pserver_endpoints, static_cast<int32_t>(role.rank),
+        TransportOptionsFrom(config), selection.device);
+    if (Status s = ps->WaitServersReady(); !s.ok()) {
+      return s.WithContext(file + " (trainer " + std::to_string(role.rank) + ")");
+    }
+    dist.host_kernels = ps.get();
+    dist.trainer_id = role.rank;
+    dist.trainers = role.world_size;
+    dist.pservers = static_cast<int64_t>(role.pserver_endpoints.size());
+    if (role.rank == 0) {
+      out << "pserver job: " << role.world_size << " trainers, " << role.pserver_endpoints.size()
+          << " pservers (" << (config.pserver.sync_mode ? "sync" : "async") << "), "
+          << config.transport.backend << " transport\n";
+    }
+  }
+  auto summary = Train(config, trainer, registry, selection.device->name, out, dist);
+  SetJobStore(nullptr);  // the job's store goes with `job`
+  if (ps != nullptr) {
+    // Only a trainer that finished tells the servers so: one that failed leaves them waiting
+    // for it until their deadline, which fails the job rather than training on without it.
+    if (summary.ok()) {
+      if (Status s = ps->Complete(); !s.ok()) {
+        warn("the parameter servers were not all told that this trainer finished: " +
+             s.ToString());
+      }
+    }
+    ps->Close();
+  }
+  if (!summary.ok()) {
+    // Release peers blocked on this rank at once instead of at their timeout.
+    if (job != nullptr && job->collectives() != nullptr) job->collectives()->AbortAll();
+    return summary.status().WithContext(
+        role.world_size > 1 ? file + " (rank " + std::to_string(role.rank) + ")" : file);
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Status RunJob(const JobRequest& request, std::ostream& out,
+              const std::function<void(const std::string&)>& warn) {
+  const std::string& file = request.program;
+  Config config = request.config;
+  if (request.resume) {
+    if (config.checkpoint.dir.empty()) {
+      return InvalidArgument("--resume needs checkpoint.dir (in [checkpoint] of " +
+                             config.source + ", or --set checkpoint.dir=DIR)");
+    }
+    config.checkpoint.resume = true;
+  }
+  FLEET_ASSIGN_OR_RETURN(Role role, ResolveRole(config, request.env));
+  config.strategy_mode = EffectiveStrategy(config, role);
+  FLEET_RETURN_IF_ERROR(CheckStrategy(config, role));
+  if (config.train.threads == 0) config.train.threads = DefaultThreads(request.env);
+
+  FLEET_ASSIGN_OR_RETURN(frontend::ParsedProgram programs,
+                         BuildPrograms(file, Stage::kOptimized));
+  PluginRegistry registry(LoadOptionsFor(config));
+  FLEET_RETURN_IF_ERROR(RegisterBuiltinPasses(registry));
+  FLEET_ASSIGN_OR_RETURN(Selection selection, LoadSelected(config, registry));
+  for (const std::string& w : selection.warnings) warn(w);
+
+  if (config.collective.mode == "single_process_multi_thread" &&
+      config.strategy_mode == "collective") {
+    if (role.world_size > 1) {
+      return Unimplemented("strategy.collective_mode \"single_process_multi_thread\" drives the "
+                           "devices of one process; this job has " +
+                           std::to_string(role.world_size) + " trainers");
+    }
+    auto summary = TrainOnDevices(config, programs, registry, selection.device->name,
+                                  static_cast<int32_t>(config.collective.devices), out);
+    return summary.ok() ? OkStatus() : summary.status().WithContext(file);
+  }
+  // Every process of a job hashes the same programs: the optimized ones, before each role's
+  // transpiling, so trainers and servers recognise each other's checkpoints.
+  const std::string program_hash = checkpoint::ProgramHash({&programs.startup, &programs.main});
+  auto transpiled = Transpile(config, role, programs, registry);
+  if (!transpiled.ok()) return transpiled.status().WithContext(file);
+  if (role.is_pserver()) {
+    if (selection.transport == nullptr) {
+      return FailedPrecondition("a parameter server needs a transport, and none was selected "
+                                "(transport.backend)");
+    }
+    Status s = RunPserver(config, role, *transpiled, registry, selection.device->name,
+                          *selection.transport, program_hash, out);
+    return s.ok() ? s : s.WithContext(file + " (pserver " + std::to_string(role.rank) + ")");
+  }
+  return RunTrainer(config, role, programs, *transpiled, registry, selection, program_hash,
+                    request, out, warn);
+}
+
+}  // namespace fleet

@@ -1,0 +1,108 @@
+#include "job/train_devices.h"
+
+#include <chrono>
+#include <memory>
+#include <vector>
+
+#include "collective/parallel_runner.h"
+#include "data/source.h"
+#include "fleet/fleet_plugin.h"
+#include "job/data_sources.h"
+#include "job/pipeline.h"
+#include "job/train_state.h"
+#include "roles/role.h"
+
+namespace fleet {
+
+StatusOr<TrainSummary> TrainOnDevices(const Config& config,
+                                      const frontend::ParsedProgram& programs,
+                                      const PluginRegistry& registry, const std::string& device,
+                                      int32_t num_devices, std::ostream& out) {
+  const Config::Train& train = config.train;
+  if (programs.loss.empty() || !programs.optimizer) {
+    return InvalidArgument(
+        "strategy.collective_mode single_process_multi_thread needs a program with "
+        "minimize(..., optimizer=...)");
+  }
+  if (!config.checkpoint.dir.empty()) {
+    return Unimplemented("checkpoint.dir: checkpoints are not supported with strategy."
+                         "collective_mode \"single_process_multi_thread\" yet; run the devices "
+                         "as trainers of a collective job instead (fleet-host launch --nproc N)");
+  }
+  const ComponentRecord* comm = registry.Find(FLEET_COMPONENT_COMMUNICATOR, config.comm.backend);
+  if (comm == nullptr) {
+    return NotFound("communicator '" + config.comm.backend + "' is not registered (is plugin '" +
+                    config.comm.plugin + "' loaded?)");
+  }
+  FLEET_ASSIGN_OR_RETURN(std::vector<data::FeedSpec> feeds,
+                         data::FeedSpecs(programs.main, programs.feeds));
+  FLEET_ASSIGN_OR_RETURN(std::unique_ptr<data::DataSource> source,
+                         MakeDataSource(config, programs, feeds, 0, 1));
+
+  exec::ParallelOptions options;
+  options.num_devices = num_devices;
+  options.executor.num_threads = static_cast<int32_t>(train.threads);
+  options.executor.seed = static_cast<uint64_t>(train.seed);
+  options.timeout = std::chrono::milliseconds(static_cast<int64_t>(config.comm_timeout_s * 1e3));
+  // Every device is rank d of num_devices of a grad_allreduce job (Paddle's
+  // SingleProcessMultiThread is GradAllReduce with the process's places as the ranks).
+  auto transpile = [&](int32_t rank, int32_t world) -> StatusOr<exec::ProgramSet> {
+    Config c = config;
+    c.strategy_mode = "collective";
+    Role role;
+    role.rank = rank;
+    role.world_size = world;
+    return Transpile(c, role, programs, registry);
+  };
+  FLEET_ASSIGN_OR_RETURN(std::unique_ptr<exec::ParallelRunner> runner,
+                         exec::ParallelRunner::Create(registry, device, *comm, options, transpile));
+  FLEET_RETURN_IF_ERROR(runner->RunStartup().WithContext("startup program"));
+  if (!train.init_from.empty()) {
+    for (int32_t d = 0; d < runner->num_devices(); ++d) {
+      FLEET_RETURN_IF_ERROR(InitFrom(train.init_from, runner->executor(d), programs, d == 0));
+    }
+  }
+
+  // [train] batch_size is per device, as it is per trainer: each step draws batch_size * N rows
+  // and every device gets batch_size of them.
+  const int64_t rows = train.batch_size * num_devices;
+  exec::FeedShapes shapes;
+  for (const data::FeedSpec& f : feeds) {
+    std::vector<int64_t> dims = f.dims;
+    dims[0] = rows;
+    shapes[f.name] = dims;
+  }
+  FLEET_RETURN_IF_ERROR(runner->Prepare(shapes, {programs.loss}).WithContext("main program"));
+
+  ProgressLog progress(train, rows, std::to_string(num_devices) + " devices", out);
+  FLEET_RETURN_IF_ERROR(progress.Open(true));
+  exec::FeedMap batch;
+  exec::ParallelFetch fetched;
+  double loss = 0;
+  for (int64_t step = 1; step <= train.steps; ++step) {
+    if (Status s = source->Next(rows, batch); !s.ok()) {
+      return s.WithContext("data at step " + std::to_string(step));
+    }
+    if (Status s = runner->Run(batch, {programs.loss}, fetched); !s.ok()) {
+      return s.WithContext("step " + std::to_string(step));
+    }
+    // The loss of the step: the mean of the devices' losses.
+    loss = 0;
+    for (int32_t d = 0; d < num_devices; ++d) {
+      FLEET_ASSIGN_OR_RETURN(double l, LossValue(fetched.per_device[static_cast<size_t>(d)][0],
+                                                 programs.loss));
+      loss += l / num_devices;
+    }
+    FLEET_RETURN_IF_ERROR(CheckLoss(loss, step, programs.loss));
+    if (progress.Due(step)) FLEET_RETURN_IF_ERROR(progress.Log(step, loss, progress.Rate(step)));
+  }
+  if (!train.save_params_dir.empty()) {
+    FLEET_RETURN_IF_ERROR(
+        SaveParams(runner->executor(0), ParamNames(programs.main), train.save_params_dir));
+  }
+  TrainSummary summary = progress.Finish(loss, rows);
+  ReportSkippedLines(*source, out);
+  return summary;
+}
+
+}  // namespace fleet
