@@ -1,0 +1,307 @@
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <list>
+#include <map>
+
+#include "rendezvous/tcp_store.h"
+#include "rendezvous/tcp_wire.h"
+
+namespace fleet {
+
+// The wire format and its helpers (tcp_wire.h).
+using tcp_store::Clock;
+using tcp_store::kMaxTimeoutMs;
+using tcp_store::ErrnoText;
+using tcp_store::Address;
+using tcp_store::PutU8;
+using tcp_store::PutU64;
+using tcp_store::PutI64;
+using tcp_store::PollMs;
+using tcp_store::AddrInfoPtr;
+using tcp_store::Resolve;
+using tcp_store::Request;
+using tcp_store::Parse;
+using tcp_store::ParseRequest;
+using tcp_store::ErrorReply;
+using std::chrono::milliseconds;
+
+struct TcpStoreServer::State {
+  struct Client {
+    int fd = -1;
+    std::string in;
+    std::string out;
+    bool dead = false;
+    bool close_after_flush = false;
+    bool pending = false;
+    Request request;
+    Clock::time_point deadline;
+  };
+  std::map<std::string, std::string> data;
+  std::list<Client> clients;
+  std::string name;
+
+  bool AllPresent(const std::vector<std::string>& keys) const {
+    for (const std::string& k : keys) {
+      if (data.count(k) == 0) return false;
+    }
+    return true;
+  }
+
+  void Answer(Client& c) {
+    PutU8(&c.out, 0);
+    if (c.request.op == tcp_store::kGet) {
+      const std::string& v = data.at(c.request.keys[0]);
+      PutU64(&c.out, v.size());
+      c.out += v;
+    }
+    c.pending = false;
+  }
+
+  void Expire(Client& c) {
+    std::vector<std::string> missing;
+    for (const std::string& k : c.request.keys) {
+      if (data.count(k) == 0) missing.push_back(k);
+    }
+    c.out += ErrorReply(
+        store_internal::MissingKeysError(name, missing, milliseconds(c.request.number)));
+    c.pending = false;
+  }
+
+  void WakeWaiters() {
+    for (Client& c : clients) {
+      if (c.pending && AllPresent(c.request.keys)) Answer(c);
+    }
+  }
+
+  void Handle(Client& c) {
+    Request& r = c.request;
+    switch (r.op) {
+      case tcp_store::kSet:
+        data[r.keys[0]] = std::move(r.value);
+        PutU8(&c.out, 0);
+        WakeWaiters();
+        break;
+      case tcp_store::kAdd: {
+        int64_t sum = r.number;
+        auto it = data.find(r.keys[0]);
+        if (it != data.end()) {
+          StatusOr<int64_t> current = store_internal::ParseCounter(name, r.keys[0], it->second);
+          if (!current.ok()) {
+            c.out += ErrorReply(current.status());
+            break;
+          }
+          sum = static_cast<int64_t>(static_cast<uint64_t>(sum) +
+                                     static_cast<uint64_t>(*current));
+        }
+        data[r.keys[0]] = std::to_string(sum);
+        PutU8(&c.out, 0);
+        PutI64(&c.out, sum);
+        WakeWaiters();
+        break;
+      }
+      default:  // GET and WAIT
+        r.number = std::min(std::max<int64_t>(r.number, 0), kMaxTimeoutMs);
+        c.pending = true;
+        c.deadline = Clock::now() + milliseconds(r.number);
+        if (AllPresent(r.keys)) Answer(c);
+        break;
+    }
+  }
+
+  void Process(Client& c) {
+    while (!c.pending && !c.close_after_flush && !c.in.empty()) {
+      size_t consumed = 0;
+      std::string error;
+      Parse p = ParseRequest(c.in, &c.request, &consumed, &error);
+      if (p == Parse::kIncomplete) return;
+      if (p == Parse::kBad) {
+        c.out += ErrorReply(InvalidArgument(name + ": bad request: " + error));
+        c.close_after_flush = true;
+        c.in.clear();
+        return;
+      }
+      c.in.erase(0, consumed);
+      Handle(c);
+    }
+  }
+
+  void Read(Client& c) {
+    char buffer[65536];
+    while (true) {
+      ssize_t n = ::recv(c.fd, buffer, sizeof(buffer), 0);
+      if (n > 0) {
+        if (!c.close_after_flush) c.in.append(buffer, static_cast<size_t>(n));
+        // The parser rejects oversized lengths as soon as it sees them; this bounds what a
+        // client may queue behind a blocked request.
+        if (c.in.size() > tcp_store::kMaxValueBytes + 2 * tcp_store::kMaxKeyBytes + 64) {
+          c.dead = true;
+          return;
+        }
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+      c.dead = true;  // closed by the client, or reset
+      return;
+    }
+  }
+
+  void Flush(Client& c) {
+    while (!c.out.empty()) {
+      ssize_t n = ::send(c.fd, c.out.data(), c.out.size(), MSG_NOSIGNAL);
+      if (n > 0) {
+        c.out.erase(0, static_cast<size_t>(n));
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+      c.dead = true;
+      return;
+    }
+    if (c.close_after_flush) c.dead = true;
+  }
+};
+
+StatusOr<std::unique_ptr<TcpStoreServer>> TcpStoreServer::Start(const std::string& host,
+                                                                 int port) {
+  if (port < 0 || port > 65535) {
+    return InvalidArgument("tcp store: port " + std::to_string(port) + " is out of range");
+  }
+  FLEET_ASSIGN_OR_RETURN(AddrInfoPtr addrs, Resolve(host, port, true));
+  std::string address = Address(host, port);
+  Status last = Unavailable("tcp store: no address to listen on for " + address);
+  for (addrinfo* a = addrs.get(); a != nullptr; a = a->ai_next) {
+    int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                      a->ai_protocol);
+    if (fd < 0) {
+      last = Unavailable("tcp store: cannot create a socket for " + address + ": " +
+                         ErrnoText(errno));
+      continue;
+    }
+    // Lets a restarted server reuse a port in TIME_WAIT; Linux still refuses a port that has
+    // a live listener.
+    int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0 || ::listen(fd, 1024) != 0) {
+      int err = errno;
+      ::close(fd);
+      if (err == EADDRINUSE) {
+        return Unavailable("tcp store: cannot listen on " + address +
+                           ": the port is already in use");
+      }
+      last = Unavailable("tcp store: cannot listen on " + address + ": " + ErrnoText(err));
+      continue;
+    }
+    sockaddr_storage bound{};
+    socklen_t len = sizeof(bound);
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
+    int actual = bound.ss_family == AF_INET6
+                     ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
+                     : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+    int wake[2];
+    if (::pipe2(wake, O_CLOEXEC | O_NONBLOCK) != 0) {
+      int err = errno;
+      ::close(fd);
+      return Internal("tcp store: cannot create a pipe: " + ErrnoText(err));
+    }
+    std::unique_ptr<TcpStoreServer> server(
+        new TcpStoreServer(host, actual, fd, wake[0], wake[1]));
+    server->thread_ = std::thread([s = server.get()] { s->Serve(); });
+    return server;
+  }
+  return last;
+}
+
+TcpStoreServer::TcpStoreServer(std::string host, int port, int listen_fd, int wake_read,
+                               int wake_write)
+    : host_(std::move(host)),
+      port_(port),
+      listen_fd_(listen_fd),
+      wake_read_(wake_read),
+      wake_write_(wake_write),
+      state_(std::make_unique<State>()) {
+  state_->name = "tcp store " + Address(host_, port_);
+}
+
+TcpStoreServer::~TcpStoreServer() { Stop(); }
+
+void TcpStoreServer::Stop() {
+  std::lock_guard<std::mutex> lock(stop_mu_);
+  if (stopped_) return;
+  stopped_ = true;
+  char byte = 1;
+  while (::write(wake_write_, &byte, 1) < 0 && errno == EINTR) {
+  }
+  if (thread_.joinable()) thread_.join();
+  for (auto& c : state_->clients) ::close(c.fd);
+  state_->clients.clear();
+  ::close(listen_fd_);
+  ::close(wake_read_);
+  ::close(wake_write_);
+}
+
+void TcpStoreServer::Serve() {
+  State& st = *state_;
+  std::vector<pollfd> fds;
+  std::vector<State::Client*> polled;
+  while (true) {
+    fds.clear();
+    polled.clear();
+    fds.push_back({wake_read_, POLLIN, 0});
+    fds.push_back({listen_fd_, POLLIN, 0});
+    bool any_deadline = false;
+    Clock::time_point next{};
+    for (State::Client& c : st.clients) {
+      short events = POLLIN;
+      if (!c.out.empty()) events |= POLLOUT;
+      fds.push_back({c.fd, events, 0});
+      polled.push_back(&c);
+      if (c.pending && (!any_deadline || c.deadline < next)) {
+        next = c.deadline;
+        any_deadline = true;
+      }
+    }
+    int timeout = any_deadline ? PollMs(next) : -1;
+    int rc = ::poll(fds.data(), fds.size(), timeout);
+    if (rc < 0 && errno != EINTR) return;
+    if (rc > 0 && (fds[0].revents & POLLIN)) return;  // Stop()
+    if (rc > 0 && (fds[1].revents & POLLIN)) {
+      while (true) {
+        int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) break;
+        int one = 1;
+        ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        st.clients.emplace_back();
+        st.clients.back().fd = fd;
+      }
+    }
+    for (size_t i = 0; i < polled.size(); ++i) {
+      short revents = fds[i + 2].revents;
+      State::Client& c = *polled[i];
+      if (revents & (POLLIN | POLLHUP | POLLERR)) st.Read(c);
+      if (!c.dead) st.Process(c);
+    }
+    auto now = Clock::now();
+    for (State::Client& c : st.clients) {
+      if (c.pending && c.deadline <= now) st.Expire(c);
+      if (!c.dead && (!c.out.empty() || c.close_after_flush)) st.Flush(c);
+    }
+    for (auto it = st.clients.begin(); it != st.clients.end();) {
+      if (it->dead) {
+        ::close(it->fd);
+        it = st.clients.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+}
+
+}  // namespace fleet
