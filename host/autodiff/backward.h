@@ -1,3 +1,6 @@
+// host/autodiff: append_backward, the gradient ops of a program's loss.
+// Depends on: ir/, ops/, support/.
+//
 // append_backward: differentiates a program's loss with respect to its trainable parameters,
 // appending Paddle-style gradient ops to the same block.
 #pragma once

@@ -1,3 +1,6 @@
+// host/checkpoint: checkpoints, safetensors, init_from, inference exports and conversions.
+// Depends on: data/, executor/, ir/, ops/, support/.
+//
 // Checkpoints: the whole persistable state of a training job, saved every N steps so a job that
 // dies can resume where it stopped and reach what an uninterrupted job reaches, bit for bit.
 //

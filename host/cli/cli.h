@@ -1,3 +1,6 @@
+// host/cli: the command line, one file per command: arguments in, a library call, output.
+// Depends on: checkpoint/, config/, ir/, job/, launch/, ops/, passes/, plugin/, roles/, support/.
+//
 // The fleet-host command line: global options, then a command with its own arguments.
 #pragma once
 

@@ -1,3 +1,8 @@
+// host/collective: communicators and the collective runtime (the host kernels of the c_*
+// ops), the collective job a trainer joins (job.h) and several devices of one process trained
+// as one group (parallel_runner.h).
+// Depends on: config/, executor/, ir/, plugin/, rendezvous/, roles/, support/.
+//
 // The collective ops' runtime: the communicators of a process, one per ring, and the host
 // kernels that run c_comm_init, c_broadcast, c_allreduce_*, c_allgather, c_reducescatter and the
 // stream syncs through them (DESIGN.md §5: collective ops are host ops whose kernels call the

@@ -1,3 +1,7 @@
+// host/config: fleet.toml read with TOML++ into a typed Config, every key checked against
+// its schema with file:line:col errors.
+// Depends on: support/.
+//
 // fleet.toml as a typed configuration.
 //
 // The file says everything about a run except the model: which plugins to load and from where,

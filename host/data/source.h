@@ -1,3 +1,7 @@
+// host/data: where batches come from: synthetic, .npy, CSV and MultiSlot datasets, file lists
+// and shards, the reader thread.
+// Depends on: executor/, ir/, support/.
+//
 // Data sources: where the training loop's batches come from. A source knows the feed vars of
 // the program (name, dtype, shape with -1 for the batch) and fills one host tensor per feed on
 // each Next, reusing the tensors' storage so that steady-state batches allocate nothing.

@@ -1,3 +1,7 @@
+// host/executor: prepares a program once and runs its kernels step after step; the scope,
+// host tensors and the memory plan.
+// Depends on: ir/, ops/, plugin/, support/.
+//
 // The executor: turns a program into kernel calls once (Prepare), then runs them step after step
 // (Run) without allocating.
 //

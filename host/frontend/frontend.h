@@ -1,3 +1,6 @@
+// host/frontend: the program-file language, run once to build the startup and main programs.
+// Depends on: ir/, ops/, optim/, support/.
+//
 // The program file: a small Python-like language mirroring paddle.static (see docs/program.md).
 // Parsing runs the file: each statement calls a layer, an op or data(), which appends ops and
 // vars to a main program and initializers to a startup program.

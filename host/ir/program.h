@@ -1,3 +1,6 @@
+// host/ir: the program IR (Program, Block, Var, Op) and its text form (printer and parser).
+// Depends on: support/.
+//
 // The program IR: Program -> Blocks -> Vars and Ops, with Paddle's vocabulary.
 //
 // A Program is plain data: copying one copies everything, and nothing here allocates behind the

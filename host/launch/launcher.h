@@ -1,3 +1,7 @@
+// host/launch: `fleet-host launch`, the local launcher of a job's processes, and its
+// failure report.
+// Depends on: rendezvous/, roles/, support/.
+//
 // `fleet-host launch`: starts the local ranks of one job as child processes, serves the job's
 // rendezvous store, collects every rank's output into a log file and stops the whole job when
 // one rank fails or the user presses Ctrl-C (the role Paddle's `paddle.distributed.launch` and

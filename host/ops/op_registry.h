@@ -1,3 +1,7 @@
+// host/ops: the op schemas (slots, attributes, shape inference, gradient rules) and the
+// verifier that checks whole programs against them.
+// Depends on: ir/, support/.
+//
 // Op schemas: for every op type the host knows, its slots, attributes with defaults, shape
 // inference and gradient rule. Kernels live in device plugins; everything else about an op
 // lives here, so a program can be checked, differentiated and shaped without any plugin.

@@ -1,3 +1,7 @@
+// host/optim: optimizers, learning-rate schedules, regularization and clipping, as ops
+// appended to a program.
+// Depends on: autodiff/, ir/, ops/, support/.
+//
 // Optimizers: append update ops (and their accumulators) for each (param, grad) pair, with the
 // learning rate as a var computed by schedule ops in the program.
 #pragma once

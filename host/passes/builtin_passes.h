@@ -1,3 +1,7 @@
+// host/passes: the transpile passes the host provides (collective, local SGD, fusion,
+// parameter-server split), registered like plugin passes.
+// Depends on: ir/, ops/, plugin/, support/.
+//
 // The transpile passes the host itself provides (plugin "host"), registered as ordinary
 // FLEET_COMPONENT_PASS components so they are found, option-checked, run and verified through
 // the same registry and RunPass as plugin passes. They edit the C++ IR directly (through

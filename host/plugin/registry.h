@@ -1,3 +1,8 @@
+// host/plugin: plugin discovery, loading and version negotiation, the registry of
+// components, the services the host hands to plugins, component selection from the config,
+// and the C++ wrappers over the C tables (the only code that calls into a plugin).
+// Depends on: config/, ir/, ops/, rendezvous/, support/.
+//
 // Plugin discovery, loading, version negotiation and the registry of components.
 //
 // A plugin is a file named libfleet_NAME.so in one of the search directories (fleet.toml

@@ -1,3 +1,7 @@
+// host/pserver: parameter-server training at run time: the server loop, its checkpoints, and
+// the trainer's side of the RPC ops.
+// Depends on: checkpoint/, config/, data/, executor/, ir/, ops/, plugin/, roles/, support/.
+//
 // A parameter server: runs one pserver program ("pserver.<i>" with its startup) and answers
 // trainers through the TransportHandler interface.
 //

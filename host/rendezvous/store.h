@@ -1,3 +1,7 @@
+// host/rendezvous: the key-value stores the processes of a job meet in (memory, file, TCP)
+// and the abortable wrapper. The plugin ABI's view of a store is plugin/store_abi.h.
+// Depends on: support/.
+//
 // The rendezvous store: a key-value store shared by the ranks of one job (DESIGN.md §6). NCCL's
 // unique id, Gloo's pair addresses and barrier counters travel through it.
 //

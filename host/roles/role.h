@@ -1,3 +1,7 @@
+// host/roles: which part of a job this process plays, resolved from fleet.toml and the
+// environment variables of the launchers.
+// Depends on: config/, support/.
+//
 // Which part of a job this process plays: trainer or parameter server, its rank, the number of
 // trainers and everyone's endpoints.
 //

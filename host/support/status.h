@@ -1,3 +1,7 @@
+// host/support: what every other folder uses: Status and StatusOr, logging (spdlog), durable
+// files (written whole or not at all) and small text helpers.
+// Depends on: nothing else in host/.
+//
 // Status and StatusOr: how the host reports errors. Every fallible host function returns one of
 // these; exceptions do not leave a module. Codes are the canonical set of the plugin ABI
 // (FLEET_CODE_*), so a plugin's status converts without loss.
