@@ -17,6 +17,8 @@ void RegisterElementwiseOps(OpRegistry& registry);  // math_elementwise_ops.cc: 
 void RegisterReduceOps(OpRegistry& registry);       // math_reduce_ops.cc: sum, mean, reduce_*
 void RegisterActivationOps(OpRegistry& registry);   // math_activation_ops.cc: activations,
                                                     // softmax, log_softmax
+void RegisterUnaryOps(OpRegistry& registry);        // math_unary_ops.cc: unary math, more
+                                                    // activations, prelu, cumsum
 
 // Known dims must agree; an unknown (-1) one agrees with anything.
 inline bool DimsAgree(int64_t a, int64_t b) { return a < 0 || b < 0 || a == b; }
