@@ -1,5 +1,5 @@
 // More layout ops: unsqueeze2, squeeze2, expand_v2, expand_as_v2, tile, stack, unstack, flip,
-// roll, tril_triu and strided_slice, with their gradient ops.
+// roll, tril_triu, strided_slice and pad3d, with their gradient ops.
 //
 // unsqueeze2 and squeeze2 write the XShape marker as reshape2 does, so their grads are
 // reshape-like copies reading only XShape. expand_v2, expand_as_v2 and tile repeat elements;
@@ -476,6 +476,74 @@ void RegisterStridedSlice(OpRegistry& registry) {
   RegisterBuiltin(registry, std::move(g));
 }
 
+// ---- pad3d ----------------------------------------------------------------------------------
+
+std::vector<AttrSpec> Pad3dAttrs() {
+  return {{"paddings", std::vector<int32_t>{0, 0, 0, 0, 0, 0}},
+          {"mode", std::string("constant")},
+          {"value", 0.0f},
+          {"data_format", std::string("NCDHW")}};
+}
+
+// paddings are [left, right, top, bottom, front, back]: W's first, then H's, then D's.
+Status InferPad3d(ShapeContext& c) {
+  const TensorInfo& x = c.Input("X");
+  if (x.dims.size() != 5) return c.Error("X must be 5-D, got " + ir::ShapeText(x.dims));
+  const std::string format = c.StringAttr("data_format");
+  const std::string mode = c.StringAttr("mode");
+  if (format != "NCDHW" && format != "NDHWC") {
+    return c.Error("data_format must be NCDHW or NDHWC, got '" + format + "'");
+  }
+  if (mode != "constant" && mode != "reflect" && mode != "replicate" && mode != "circular") {
+    return c.Error("mode must be constant, reflect, replicate or circular, got '" + mode + "'");
+  }
+  const std::vector<int64_t> pads = c.IntsAttr("paddings");
+  if (pads.size() != 6) {
+    return c.Error("paddings " + ir::ShapeText(pads) +
+                   " must have 6 entries [left, right, top, bottom, front, back]");
+  }
+  std::vector<int64_t> out = x.dims;
+  for (size_t k = 0; k < 3; ++k) {  // d, h, w
+    const size_t dim = format == "NDHWC" ? 1 + k : 2 + k;
+    const int64_t before = pads[4 - 2 * k], after = pads[5 - 2 * k];
+    const int64_t n = x.dims[dim];
+    if (before < 0 || after < 0) {
+      return c.Error("paddings " + ir::ShapeText(pads) + " must not be negative");
+    }
+    if (mode == "reflect" && n >= 0 && (before >= n || after >= n)) {
+      return c.Error("reflect paddings " + ir::ShapeText(pads) +
+                     " must be smaller than the padded dims of X " + ir::ShapeText(x.dims));
+    }
+    out[dim] = n < 0 ? -1 : n + before + after;
+  }
+  c.Output("Out") = {x.dtype, std::move(out)};
+  return OkStatus();
+}
+
+void RegisterPad3d(OpRegistry& registry) {
+  OpSchema s;
+  s.type = "pad3d";
+  s.summary = "Out = X padded on D, H and W (constant value, reflect, replicate or circular)";
+  s.inputs = {{"X"}};
+  s.outputs = {{"Out"}};
+  s.attrs = Pad3dAttrs();
+  s.infer_shape = InferPad3d;
+  s.grad = [](const ir::Op& fwd) {
+    return std::vector<ir::Op>{GradOp(fwd, "pad3d_grad", {"X"}, {"Out"}, {"X"})};
+  };
+  RegisterBuiltin(registry, std::move(s));
+
+  OpSchema g;
+  g.type = "pad3d_grad";
+  g.summary = "X@GRAD = the sum of Out@GRAD over every output element that copied X's";
+  g.inputs = {{"X", false, false, true}, {"Out@GRAD"}};
+  g.outputs = {{"X@GRAD", true}};
+  g.attrs = Pad3dAttrs();
+  g.kernel_dtype_slot = "Out@GRAD";
+  g.infer_shape = InferGradLikeX;
+  RegisterBuiltin(registry, std::move(g));
+}
+
 // A grad op whose one input gradient `in`@GRAD has the shape of its output gradient.
 OpSchema SameShapeGrad(std::string type, std::string out_grad, std::string in_grad,
                        std::vector<AttrSpec> attrs, std::string summary, bool reads_x) {
@@ -689,6 +757,7 @@ void RegisterTensorShapeExtOps(OpRegistry& registry) {
   RegisterStackOps(registry);
   RegisterFlipRollTril(registry);
   RegisterStridedSlice(registry);
+  RegisterPad3d(registry);
 }
 
 }  // namespace tensor_ops

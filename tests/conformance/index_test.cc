@@ -1,10 +1,10 @@
 // Conformance of the shape and indexing ops: unsqueeze2, squeeze2, tril_triu, gather,
 // expand_v2, tile, stack, unstack, index_select, one_hot_v2, flip, roll, expand_as_v2,
-// gather_nd, scatter and strided_slice. Forward results against NumPy (ref/ref_index.py),
-// every gradient against finite differences in float64, float32 against float64 for the
-// summing grads, bad shapes and attributes refused at shape inference or prepare, and
-// out-of-range indices refused at launch with the op, the index slot, the position, the value
-// and the bound named.
+// gather_nd, scatter, strided_slice and pad3d. Forward results against NumPy
+// (ref/ref_index.py), every gradient against finite differences in float64, float32 against
+// float64 for the summing grads, bad shapes and attributes refused at shape inference or
+// prepare, and out-of-range indices refused at launch with the op, the index slot, the
+// position, the value and the bound named.
 #include <string>
 
 #include "harness.h"
@@ -574,6 +574,39 @@ TEST(IndexConformance, StridedSliceMatchesNumpy) {
   EXPECT_MENTIONS(e, "wrong sides");
   e = RunError(*runner, StridedSlice({0}, {0}, {3}, {0}), vars);
   EXPECT_MENTIONS(e, "strided_slice: strides[0] is 0");
+}
+
+// ---- pad3d ----------------------------------------------------------------------------------
+
+ir::Op Pad3d(Ints paddings, const std::string& mode, float value = 0.0f,
+             const std::string& format = "NCDHW") {
+  return MakeOp("pad3d", {{"X", {"x"}}}, {{"Out", {"out"}}},
+                {{"paddings", paddings},
+                 {"mode", mode},
+                 {"value", value},
+                 {"data_format", format}});
+}
+
+TEST(IndexConformance, Pad3dMatchesNumpy) {
+  FLEET_CONFORMANCE_RUNNER(runner);
+  const HostTensor x = RandomTensor<float>({2, 3, 2, 3, 4}, 90);
+  for (const char* mode : {"constant", "reflect", "replicate", "circular"}) {
+    SCOPED_TRACE(mode);
+    ExpectMatchesNumpy(*runner, Pad3d({1, 2, 0, 2, 1, 1}, mode, 0.5f), {{"x", x}});
+    ExpectMatchesNumpy(*runner, Pad3d({3, 0, 1, 1, 0, 1}, mode, 0.0f, "NDHWC"),
+                       {{"x", RandomTensor<double>({1, 2, 3, 4, 2}, 91)}});
+    EXPECT_TRUE(CheckGradients(*runner, Pad3d({2, 1, 1, 0, 1, 1}, mode),
+                               {{"x", RandomTensor<double>({1, 2, 2, 2, 3}, 92)}}, {}));
+  }
+  std::string e = RunError(*runner, Pad3d({4, 0, 0, 0, 0, 0}, "reflect"), {{"x", x}});
+  EXPECT_MENTIONS(e, "pad3d: reflect paddings [4, 0, 0, 0, 0, 0] must be smaller");
+  e = RunError(*runner, Pad3d({1, 1, 1, 1}, "constant"), {{"x", x}});
+  EXPECT_MENTIONS(e, "pad3d: paddings [1, 1, 1, 1] must have 6 entries");
+  e = RunError(*runner, Pad3d({0, 0, 0, 0, 0, 0}, "edge"), {{"x", x}});
+  EXPECT_MENTIONS(e, "pad3d: mode must be");
+  e = RunError(*runner, Pad3d({0, 0, 0, 0, 0, 0}, "constant"),
+               {{"x", RandomTensor<float>({2, 3, 4}, 93)}});
+  EXPECT_MENTIONS(e, "pad3d: X must be 5-D");
 }
 
 }  // namespace

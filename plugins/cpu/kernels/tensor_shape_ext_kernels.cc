@@ -2,13 +2,14 @@
 // flip, roll, strided_slice and their copy-only gradients run as copy plans
 // (plugins/common/shape_plan.h, through the layout kernels of tensor_kernels.cc); the repeat
 // ops' gradients sum with a RepeatSumPlan made at prepare; tril_triu (+ grad) masks with the
-// shared TrilKeeps rule.
+// shared TrilKeeps rule; pad3d (+ grad) runs pad_plan.h's per-element functions.
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "index_plan.h"
 #include "kernels/tensor_kernel_util.h"
+#include "pad_plan.h"
 #include "shape_plan.h"
 
 namespace fleet_cpu::tensor {
@@ -132,6 +133,47 @@ FleetStatus* TrilLaunch(void*, const FleetKernelContext* kc, void* state) {
   });
 }
 
+// ---- pad3d ----------------------------------------------------------------------------------
+
+template <bool kGrad>
+FleetStatus* Pad3dPrepare(void*, const FleetKernelContext* kc, void** state, size_t*) {
+  return Guard(kc, [&]() -> FleetStatus* {
+    auto p = std::make_unique<plan::Pad3dPlan>();
+    if (FleetStatus* err = plan::ToFleetStatus(plan::PlanPad3d(kc, kGrad, p.get()), Error)) {
+      return err;
+    }
+    *state = p.release();
+    return nullptr;
+  });
+}
+
+void Pad3dRelease(void*, void* state) { delete static_cast<plan::Pad3dPlan*>(state); }
+
+// Every element is computed by the shared per-element functions of pad_plan.h.
+template <typename T, bool kGrad>
+FleetStatus* Pad3dLaunch(void*, const FleetKernelContext* kc, void* state) {
+  return Guard(kc, [&]() -> FleetStatus* {
+    const auto* p = static_cast<const plan::Pad3dPlan*>(state);
+    if (p == nullptr) return InvalidArgument(std::string(kc->op_type) + ": not prepared");
+    const FleetTensor* x = Input(kc, "X");
+    const FleetTensor* o = kGrad ? Input(kc, "Out@GRAD") : Output(kc, "Out");
+    const FleetTensor* dx = kGrad ? Output(kc, "X@GRAD") : nullptr;
+    if (kGrad && dx == nullptr) return nullptr;
+    const int64_t in_n = p->n * p->c * p->in[0] * p->in[1] * p->in[2];
+    const int64_t out_n = p->n * p->c * p->out[0] * p->out[1] * p->out[2];
+    if (x == nullptr || o == nullptr || Numel(x) != in_n || Numel(o) != out_n ||
+        (kGrad && Numel(dx) != in_n)) {
+      return InvalidArgument(std::string(kc->op_type) + ": shapes changed after prepare");
+    }
+    if constexpr (kGrad) {
+      for (int64_t e = 0; e < in_n; ++e) plan::Pad3dGradValue(*p, e, Data<const T>(o), Data<T>(dx));
+    } else {
+      for (int64_t e = 0; e < out_n; ++e) plan::Pad3dValue(*p, e, Data<const T>(x), Data<T>(o));
+    }
+    return nullptr;
+  });
+}
+
 constexpr char kX[] = "X";
 constexpr char kOut[] = "Out";
 constexpr char kOutGrad[] = "Out@GRAD";
@@ -170,6 +212,15 @@ void AddTensorShapeExtKernels(KernelList& list) {
       RepeatSumRelease);
 
   // Masking only moves elements or writes zero bits, so the element size is all that matters.
+  Add(list, "pad3d", FLEET_DTYPE_FLOAT32, Pad3dLaunch<float, false>, Pad3dPrepare<false>,
+      Pad3dRelease);
+  Add(list, "pad3d", FLEET_DTYPE_FLOAT64, Pad3dLaunch<double, false>, Pad3dPrepare<false>,
+      Pad3dRelease);
+  Add(list, "pad3d_grad", FLEET_DTYPE_FLOAT32, Pad3dLaunch<float, true>, Pad3dPrepare<true>,
+      Pad3dRelease);
+  Add(list, "pad3d_grad", FLEET_DTYPE_FLOAT64, Pad3dLaunch<double, true>, Pad3dPrepare<true>,
+      Pad3dRelease);
+
   constexpr auto fwd = TrilPrepare<kX, kOut>;
   Add(list, "tril_triu", FLEET_DTYPE_BOOL, TrilLaunch<uint8_t, kX, kOut>, fwd, TrilRelease);
   Add(list, "tril_triu", FLEET_DTYPE_INT32, TrilLaunch<uint32_t, kX, kOut>, fwd, TrilRelease);

@@ -4,13 +4,15 @@
 // run as the copy plans of plugins/common/shape_plan.h through tensor_shape.cu's layout
 // kernels; the repeat ops' gradients are sums over the repeats on the math group's
 // deterministic group-sum engine (math_groups.h: a fixed order, in double, no atomics);
-// tril_triu (+ grad) masks element by element with the shared TrilKeeps rule.
+// tril_triu (+ grad) masks element by element with the shared TrilKeeps rule; pad3d (+ grad)
+// runs pad_plan.h's per-element functions, a thread per element.
 #include <memory>
 #include <new>
 
 #include "index_plan.h"
 #include "kernels/math_groups.h"
 #include "kernels/tensor_groups.h"
+#include "pad_plan.h"
 #include "shape_plan.h"
 
 namespace fleet_cuda {
@@ -119,6 +121,64 @@ FleetStatus* TrilLaunch(void*, const FleetKernelContext* kc, void* state) {
   });
 }
 
+// ---- pad3d ----------------------------------------------------------------------------------
+
+template <bool kGrad>
+FleetStatus* Pad3dPrepare(void*, const FleetKernelContext* kc, void** state, size_t*) {
+  return math::Guard(kc, [&]() -> FleetStatus* {
+    auto p = std::make_unique<plan::Pad3dPlan>();
+    if (FleetStatus* err = plan::ToFleetStatus(plan::PlanPad3d(kc, kGrad, p.get()), Error)) {
+      return err;
+    }
+    *state = p.release();
+    return nullptr;
+  });
+}
+
+void Pad3dRelease(void*, void* state) { delete static_cast<plan::Pad3dPlan*>(state); }
+
+// One thread per element, each running the CPU's per-element function (pad_plan.h); a
+// gradient element sums its copies itself, in the CPU's order, so nothing is shared.
+template <typename T, bool kGrad>
+__global__ void Pad3dKernel(plan::Pad3dPlan p, int64_t n, const T* src, T* dst) {
+  FLEET_CUDA_LOOP(e, n) {
+    if constexpr (kGrad) {
+      plan::Pad3dGradValue(p, e, src, dst);
+    } else {
+      plan::Pad3dValue(p, e, src, dst);
+    }
+  }
+}
+
+template <typename T, bool kGrad>
+FleetStatus* Pad3dLaunch(void*, const FleetKernelContext* kc, void* state) {
+  const auto* p = static_cast<const plan::Pad3dPlan*>(state);
+  if (p == nullptr) return InvalidArgument(OpName(kc) + ": not prepared");
+  const FleetTensor* x = Input(kc, "X");
+  const FleetTensor* o = kGrad ? Input(kc, "Out@GRAD") : Output(kc, "Out");
+  const FleetTensor* dx = kGrad ? Output(kc, "X@GRAD") : nullptr;
+  if (kGrad && dx == nullptr) return nullptr;
+  const int64_t in_n = p->n * p->c * p->in[0] * p->in[1] * p->in[2];
+  const int64_t out_n = p->n * p->c * p->out[0] * p->out[1] * p->out[2];
+  if (x == nullptr || o == nullptr || Numel(x) != in_n || Numel(o) != out_n ||
+      (kGrad && Numel(dx) != in_n)) {
+    return InvalidArgument(OpName(kc) + ": shapes changed after prepare");
+  }
+  const int64_t n = kGrad ? in_n : out_n;
+  return Run(kc, [&](FleetStream* s) -> FleetStatus* {
+    if (n > 0) {
+      if constexpr (kGrad) {
+        Pad3dKernel<T, true><<<Blocks(n), kThreads, 0, s->native>>>(*p, n, Data<const T>(o),
+                                                                    Data<T>(dx));
+      } else {
+        Pad3dKernel<T, false><<<Blocks(n), kThreads, 0, s->native>>>(*p, n, Data<const T>(x),
+                                                                     Data<T>(o));
+      }
+    }
+    return nullptr;
+  });
+}
+
 constexpr char kX[] = "X";
 constexpr char kOut[] = "Out";
 constexpr char kOutGrad[] = "Out@GRAD";
@@ -156,6 +216,15 @@ void AddTensorShapeExtKernels(KernelList& list) {
       RepeatSumRelease);
   Add(list, "tile_grad", FLEET_DTYPE_FLOAT64, RepeatSumLaunch<double>, RepeatSumPrepare<true>,
       RepeatSumRelease);
+
+  Add(list, "pad3d", FLEET_DTYPE_FLOAT32, Pad3dLaunch<float, false>, Pad3dPrepare<false>,
+      Pad3dRelease);
+  Add(list, "pad3d", FLEET_DTYPE_FLOAT64, Pad3dLaunch<double, false>, Pad3dPrepare<false>,
+      Pad3dRelease);
+  Add(list, "pad3d_grad", FLEET_DTYPE_FLOAT32, Pad3dLaunch<float, true>, Pad3dPrepare<true>,
+      Pad3dRelease);
+  Add(list, "pad3d_grad", FLEET_DTYPE_FLOAT64, Pad3dLaunch<double, true>, Pad3dPrepare<true>,
+      Pad3dRelease);
 
   constexpr auto fwd = TrilPrepare<kX, kOut>;
   Add(list, "tril_triu", FLEET_DTYPE_BOOL, TrilLaunch<uint8_t, kX, kOut>, fwd, TrilRelease);

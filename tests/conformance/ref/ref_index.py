@@ -1,6 +1,6 @@
 """NumPy references for the shape and indexing ops (see run_reference.py for the calling
 convention): unsqueeze2, squeeze2, expand_v2, expand_as_v2, tile, stack, unstack, flip, roll,
-tril_triu, gather, index_select, gather_nd, scatter, one_hot_v2 and strided_slice.
+tril_triu, gather, index_select, gather_nd, scatter, one_hot_v2, strided_slice and pad3d.
 
 Attributes arrive as the op sets them (schema defaults are not filled in), so every function
 applies Paddle's defaults itself. Each is written from Paddle's documented semantics with NumPy's
@@ -154,6 +154,23 @@ def strided_slice(inputs, attrs):
     return {"Out": out}
 
 
+def pad3d(inputs, attrs):
+    x = inputs["X"][0]
+    p = list(attrs.get("paddings", [0] * 6))  # left, right, top, bottom, front, back
+    spatial = [(p[4], p[5]), (p[2], p[3]), (p[0], p[1])]
+    if attrs.get("data_format", "NCDHW") == "NDHWC":
+        widths = [(0, 0)] + spatial + [(0, 0)]
+    else:
+        widths = [(0, 0), (0, 0)] + spatial
+    mode = attrs.get("mode", "constant")
+    if mode == "constant":
+        out = np.pad(x, widths, mode="constant", constant_values=attrs.get("value", 0.0))
+    else:
+        out = np.pad(x, widths, mode={"reflect": "reflect", "replicate": "edge",
+                                      "circular": "wrap"}[mode])
+    return {"Out": out.astype(x.dtype)}
+
+
 REFERENCES = {
     "unsqueeze2": unsqueeze2,
     "squeeze2": squeeze2,
@@ -171,4 +188,5 @@ REFERENCES = {
     "scatter": scatter,
     "one_hot_v2": one_hot_v2,
     "strided_slice": strided_slice,
+    "pad3d": pad3d,
 }
