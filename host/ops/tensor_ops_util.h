@@ -39,7 +39,7 @@ OpSchema XShapeGradSchema(std::string type, std::vector<AttrSpec> attrs, std::st
 void RegisterTensorCreateOps(OpRegistry& registry);
 
 // unsqueeze2, squeeze2, expand_v2, expand_as_v2, tile, stack, unstack, flip, roll, tril_triu,
-// strided_slice, pad3d (tensor_shape_ext_ops.cc).
+// strided_slice, pad3d, pad (tensor_shape_ext_ops.cc).
 void RegisterTensorShapeExtOps(OpRegistry& registry);
 
 // gather, gather_nd, index_select, scatter, one_hot_v2 (tensor_index_ops.cc).

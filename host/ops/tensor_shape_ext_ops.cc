@@ -1,5 +1,5 @@
 // More layout ops: unsqueeze2, squeeze2, expand_v2, expand_as_v2, tile, stack, unstack, flip,
-// roll, tril_triu, strided_slice and pad3d, with their gradient ops.
+// roll, tril_triu, strided_slice, pad3d and pad, with their gradient ops.
 //
 // unsqueeze2 and squeeze2 write the XShape marker as reshape2 does, so their grads are
 // reshape-like copies reading only XShape. expand_v2, expand_as_v2 and tile repeat elements;
@@ -544,6 +544,72 @@ void RegisterPad3d(OpRegistry& registry) {
   RegisterBuiltin(registry, std::move(g));
 }
 
+// ---- pad ------------------------------------------------------------------------------------
+
+// paddings = [before_0, after_0, before_1, after_1, ...], one pair per dim of `t`.
+Status CheckPaddings(ShapeContext& c, const TensorInfo& t, const std::string& slot) {
+  const std::vector<int64_t> pads = c.IntsAttr("paddings");
+  if (pads.size() != 2 * t.dims.size()) {
+    return c.Error("paddings " + ir::ShapeText(pads) + " must have 2 entries per dim of " + slot +
+                   " " + ir::ShapeText(t.dims));
+  }
+  for (int64_t p : pads) {
+    if (p < 0) return c.Error("paddings " + ir::ShapeText(pads) + " must not be negative");
+  }
+  return OkStatus();
+}
+
+void RegisterPad(OpRegistry& registry) {
+  const std::vector<AttrSpec> attrs = {{"paddings", std::vector<int32_t>{}},
+                                       {"pad_value", 0.0f}};
+  OpSchema s;
+  s.type = "pad";
+  s.summary = "Out = X with paddings[2k] / paddings[2k + 1] entries of pad_value before / after "
+              "dim k";
+  s.inputs = {{"X"}};
+  s.outputs = {{"Out"}};
+  s.attrs = attrs;
+  s.infer_shape = [](ShapeContext& c) {
+    const TensorInfo& x = c.Input("X");
+    FLEET_RETURN_IF_ERROR(CheckPaddings(c, x, "X"));
+    const std::vector<int64_t> pads = c.IntsAttr("paddings");
+    std::vector<int64_t> out = x.dims;
+    for (size_t k = 0; k < out.size(); ++k) {
+      if (out[k] >= 0) out[k] += pads[2 * k] + pads[2 * k + 1];
+    }
+    c.Output("Out") = {x.dtype, std::move(out)};
+    return OkStatus();
+  };
+  s.grad = [](const ir::Op& fwd) {
+    return std::vector<ir::Op>{GradOp(fwd, "pad_grad", {}, {"Out"}, {"X"})};
+  };
+  RegisterBuiltin(registry, std::move(s));
+
+  OpSchema g;
+  g.type = "pad_grad";
+  g.summary = "X@GRAD = the part of Out@GRAD that X filled";
+  g.inputs = {{"Out@GRAD"}};
+  g.outputs = {{"X@GRAD", true}};
+  g.attrs = attrs;
+  g.kernel_dtype_slot = "Out@GRAD";
+  g.infer_shape = [](ShapeContext& c) {
+    const TensorInfo& dout = c.Input("Out@GRAD");
+    FLEET_RETURN_IF_ERROR(CheckPaddings(c, dout, "Out@GRAD"));
+    const std::vector<int64_t> pads = c.IntsAttr("paddings");
+    std::vector<int64_t> x = dout.dims;
+    for (size_t k = 0; k < x.size(); ++k) {
+      if (x[k] >= 0) x[k] -= pads[2 * k] + pads[2 * k + 1];
+      if (x[k] < -1) {
+        return c.Error("Out@GRAD " + ir::ShapeText(dout.dims) + " is smaller than paddings " +
+                       ir::ShapeText(pads));
+      }
+    }
+    if (c.HasOutput("X@GRAD")) c.Output("X@GRAD") = {dout.dtype, std::move(x)};
+    return OkStatus();
+  };
+  RegisterBuiltin(registry, std::move(g));
+}
+
 // A grad op whose one input gradient `in`@GRAD has the shape of its output gradient.
 OpSchema SameShapeGrad(std::string type, std::string out_grad, std::string in_grad,
                        std::vector<AttrSpec> attrs, std::string summary, bool reads_x) {
@@ -758,6 +824,7 @@ void RegisterTensorShapeExtOps(OpRegistry& registry) {
   RegisterFlipRollTril(registry);
   RegisterStridedSlice(registry);
   RegisterPad3d(registry);
+  RegisterPad(registry);
 }
 
 }  // namespace tensor_ops

@@ -1,4 +1,5 @@
-// PlanPad3d (pad_plan.h): pad3d's attribute and shape checks, worded once for both plugins.
+// PlanPad3d and PlanPad (pad_plan.h): the attribute and shape checks of pad3d and pad, worded
+// once for both plugins.
 #include "pad_plan.h"
 
 #include <string>
@@ -106,6 +107,40 @@ PlanStatus PlanPad3d(const FleetKernelContext* kc, bool grad, Pad3dPlan* plan) {
       return PlanInvalid(OpName(kc) + ": X@GRAD " + DimsText(Dims(dx)) + " differs from X " +
                          DimsText(xd));
     }
+  }
+  return PlanOk();
+}
+
+PlanStatus PlanPad(const FleetKernelContext* kc, bool grad, PadPlan* plan) {
+  const char* in_slot = grad ? "X@GRAD" : "X";
+  const char* out_slot = grad ? "Out@GRAD" : "Out";
+  const FleetTensor* x = grad ? Output(kc, in_slot) : Input(kc, in_slot);
+  const FleetTensor* out = grad ? Input(kc, out_slot) : Output(kc, out_slot);
+  if (out == nullptr) return PlanInvalid(OpName(kc) + ": " + out_slot + " is missing");
+  if (x == nullptr && !grad) return PlanInvalid(OpName(kc) + ": X is missing");
+  const std::vector<int64_t> od = Dims(out);
+  const std::vector<int64_t> pads = IntsAttr(kc, "paddings");
+  const size_t rank = od.size();
+  if (rank > static_cast<size_t>(kMaxPadRank) || pads.size() != 2 * rank) {
+    return PlanInvalid(OpName(kc) + ": paddings " + DimsText(pads) + " must have 2 entries per "
+                       "dim of " + out_slot + " " + DimsText(od) + " (rank <= " +
+                       std::to_string(kMaxPadRank) + ")");
+  }
+  *plan = PadPlan{};
+  plan->rank = static_cast<int>(rank);
+  plan->value = FloatAttr(kc, "pad_value", 0.0);
+  std::vector<int64_t> xd(rank);
+  for (size_t k = 0; k < rank; ++k) {
+    if (pads[2 * k] < 0 || pads[2 * k + 1] < 0) {
+      return PlanInvalid(OpName(kc) + ": paddings " + DimsText(pads) + " must not be negative");
+    }
+    plan->before[k] = pads[2 * k];
+    plan->out[k] = od[k];
+    plan->in[k] = xd[k] = od[k] - pads[2 * k] - pads[2 * k + 1];
+  }
+  if (x != nullptr && Dims(x) != xd) {
+    return PlanInvalid(OpName(kc) + ": " + in_slot + " " + DimsText(Dims(x)) + " padded by " +
+                       DimsText(pads) + " does not give " + out_slot + " " + DimsText(od));
   }
   return PlanOk();
 }

@@ -1,5 +1,6 @@
-// Planning and per-element arithmetic of pad3d and pad3d_grad, shared by the CPU and CUDA
-// plugins so both accept the same shapes and compute every element with the same code.
+// Planning and per-element arithmetic of pad3d, pad3d_grad and pad (constant padding of any
+// rank; its grad is a copy plan, shape_plan.h), shared by the CPU and CUDA plugins so both
+// accept the same shapes and compute every element with the same code.
 //
 // Contract:
 //   - PlanPad3d reads shapes and attributes only, once, at prepare; errors are the op's
@@ -105,6 +106,35 @@ FLEET_HOST_DEVICE inline void Pad3dGradValue(const Pad3dPlan& p, int64_t e, cons
   }
   dx[n * p.in_strides[0] + c * p.in_strides[1] + d * p.in_strides[2] + h * p.in_strides[3] +
      w * p.in_strides[4]] = static_cast<T>(acc);
+}
+
+// pad: Out (rank <= kMaxPadRank) is X with before[k] / after entries of `value` around dim k.
+inline constexpr int kMaxPadRank = 8;
+
+struct PadPlan {
+  int rank = 0;
+  int64_t in[kMaxPadRank] = {};
+  int64_t out[kMaxPadRank] = {};
+  int64_t before[kMaxPadRank] = {};
+  double value = 0;
+};
+
+// Reads X, Out (or, with `grad`, Out@GRAD and X@GRAD) and paddings = [before_0, after_0, ...].
+PlanStatus PlanPad(const FleetKernelContext* kc, bool grad, PadPlan* plan);
+
+// Output element `e` (row-major) of pad.
+template <typename T>
+FLEET_HOST_DEVICE inline void PadValue(const PadPlan& p, int64_t e, const T* x, T* out) {
+  int64_t src = 0, scale = 1, rem = e;
+  bool inside = true;
+  for (int k = p.rank - 1; k >= 0; --k) {
+    const int64_t i = rem % p.out[k] - p.before[k];
+    rem /= p.out[k];
+    if (i < 0 || i >= p.in[k]) inside = false;
+    src += i * scale;
+    scale *= p.in[k];
+  }
+  out[e] = inside ? x[src] : static_cast<T>(p.value);
 }
 
 }  // namespace fleet::kernel

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernel_context.h"
+#include "pad_plan.h"
 
 namespace fleet::kernel {
 namespace {
@@ -355,6 +356,21 @@ PlanStatus BuildStridedSlice(const FleetKernelContext* kc, LayoutPlan* plan) {
 }
 PlanStatus BuildStridedSliceGrad(const FleetKernelContext* kc, LayoutPlan* plan) {
   return BuildStridedSliceImpl(kc, plan, true);
+}
+
+// pad_grad: X@GRAD is the box of Out@GRAD that X filled.
+PlanStatus BuildPadGrad(const FleetKernelContext* kc, LayoutPlan* plan) {
+  if (Output(kc, "X@GRAD") == nullptr) return PlanOk();
+  PadPlan p;
+  PlanStatus st = PlanPad(kc, true, &p);
+  if (!st.ok()) return st;
+  const std::vector<int64_t> od(p.out, p.out + p.rank);
+  const std::vector<int64_t> box(p.in, p.in + p.rank);
+  const std::vector<int64_t> strides = DenseStrides(od);
+  int64_t offset = 0;
+  for (int k = 0; k < p.rank; ++k) offset += p.before[k] * strides[static_cast<size_t>(k)];
+  return AddStep(kc, plan, "Out@GRAD", 0, "X@GRAD", 0, box, strides, DenseStrides(box), offset,
+                 0);
 }
 
 PlanStatus BuildExpand(const FleetKernelContext* kc, LayoutPlan* plan) {

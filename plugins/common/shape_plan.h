@@ -33,6 +33,7 @@ PlanStatus BuildRoll(const FleetKernelContext* kc, LayoutPlan* plan);
 PlanStatus BuildRollGrad(const FleetKernelContext* kc, LayoutPlan* plan);
 PlanStatus BuildStridedSlice(const FleetKernelContext* kc, LayoutPlan* plan);
 PlanStatus BuildStridedSliceGrad(const FleetKernelContext* kc, LayoutPlan* plan);
+PlanStatus BuildPadGrad(const FleetKernelContext* kc, LayoutPlan* plan);  // pad_grad
 
 // X@GRAD of a repeat op: element k of X@GRAD (row-major) is the sum of Out@GRAD over every
 // repeat of X's element k. The entries run outer to inner over Out@GRAD's dims, each split in

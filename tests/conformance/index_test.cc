@@ -1,6 +1,6 @@
 // Conformance of the shape and indexing ops: unsqueeze2, squeeze2, tril_triu, gather,
 // expand_v2, tile, stack, unstack, index_select, one_hot_v2, flip, roll, expand_as_v2,
-// gather_nd, scatter, strided_slice and pad3d. Forward results against NumPy
+// gather_nd, scatter, strided_slice, pad3d and pad. Forward results against NumPy
 // (ref/ref_index.py), every gradient against finite differences in float64, float32 against
 // float64 for the summing grads, bad shapes and attributes refused at shape inference or
 // prepare, and out-of-range indices refused at launch with the op, the index slot, the
@@ -607,6 +607,27 @@ TEST(IndexConformance, Pad3dMatchesNumpy) {
   e = RunError(*runner, Pad3d({0, 0, 0, 0, 0, 0}, "constant"),
                {{"x", RandomTensor<float>({2, 3, 4}, 93)}});
   EXPECT_MENTIONS(e, "pad3d: X must be 5-D");
+}
+
+// ---- pad ------------------------------------------------------------------------------------
+
+ir::Op Pad(Ints paddings, float value = 0.0f) {
+  return MakeOp("pad", {{"X", {"x"}}}, {{"Out", {"out"}}},
+                {{"paddings", paddings}, {"pad_value", value}});
+}
+
+TEST(IndexConformance, PadMatchesNumpy) {
+  FLEET_CONFORMANCE_RUNNER(runner);
+  ExpectMatchesNumpy(*runner, Pad({1, 2, 0, 3}, 1.5f), {{"x", RandomTensor<float>({2, 3}, 94)}});
+  ExpectMatchesNumpy(*runner, Pad({0, 0, 2, 1, 1, 1}),
+                     {{"x", RandomTensor<double>({2, 3, 2}, 95)}});
+  ExpectMatchesNumpy(*runner, Pad({1, 1}, -2.0f), {{"x", RandomTensor<float>({0}, 96)}});
+  EXPECT_TRUE(CheckGradients(*runner, Pad({1, 0, 2, 1}, 3.0f),
+                             {{"x", RandomTensor<double>({3, 2}, 97)}}, {}));
+  std::string e = RunError(*runner, Pad({1, 1}), {{"x", RandomTensor<float>({2, 3}, 98)}});
+  EXPECT_MENTIONS(e, "pad: paddings [1, 1] must have 2 entries per dim of X [2, 3]");
+  e = RunError(*runner, Pad({1, -1, 0, 0}), {{"x", RandomTensor<float>({2, 3}, 98)}});
+  EXPECT_MENTIONS(e, "pad: paddings [1, -1, 0, 0] must not be negative");
 }
 
 }  // namespace

@@ -2,7 +2,8 @@
 // flip, roll, strided_slice and their copy-only gradients run as copy plans
 // (plugins/common/shape_plan.h, through the layout kernels of tensor_kernels.cc); the repeat
 // ops' gradients sum with a RepeatSumPlan made at prepare; tril_triu (+ grad) masks with the
-// shared TrilKeeps rule; pad3d (+ grad) runs pad_plan.h's per-element functions.
+// shared TrilKeeps rule; pad3d (+ grad) and pad run pad_plan.h's per-element functions, and
+// pad_grad is a copy plan.
 #include <memory>
 #include <string>
 #include <vector>
@@ -174,6 +175,41 @@ FleetStatus* Pad3dLaunch(void*, const FleetKernelContext* kc, void* state) {
   });
 }
 
+// ---- pad ------------------------------------------------------------------------------------
+
+FleetStatus* PadPrepare(void*, const FleetKernelContext* kc, void** state, size_t*) {
+  return Guard(kc, [&]() -> FleetStatus* {
+    auto p = std::make_unique<plan::PadPlan>();
+    if (FleetStatus* err = plan::ToFleetStatus(plan::PlanPad(kc, false, p.get()), Error)) {
+      return err;
+    }
+    *state = p.release();
+    return nullptr;
+  });
+}
+
+void PadRelease(void*, void* state) { delete static_cast<plan::PadPlan*>(state); }
+
+template <typename T>
+FleetStatus* PadLaunch(void*, const FleetKernelContext* kc, void* state) {
+  return Guard(kc, [&]() -> FleetStatus* {
+    const auto* p = static_cast<const plan::PadPlan*>(state);
+    if (p == nullptr) return InvalidArgument(std::string(kc->op_type) + ": not prepared");
+    const FleetTensor* x = Input(kc, "X");
+    const FleetTensor* out = Output(kc, "Out");
+    int64_t in_n = 1, out_n = 1;
+    for (int k = 0; k < p->rank; ++k) {
+      in_n *= p->in[k];
+      out_n *= p->out[k];
+    }
+    if (x == nullptr || out == nullptr || Numel(x) != in_n || Numel(out) != out_n) {
+      return InvalidArgument(std::string(kc->op_type) + ": shapes changed after prepare");
+    }
+    for (int64_t e = 0; e < out_n; ++e) plan::PadValue(*p, e, Data<const T>(x), Data<T>(out));
+    return nullptr;
+  });
+}
+
 constexpr char kX[] = "X";
 constexpr char kOut[] = "Out";
 constexpr char kOutGrad[] = "Out@GRAD";
@@ -220,6 +256,10 @@ void AddTensorShapeExtKernels(KernelList& list) {
       Pad3dRelease);
   Add(list, "pad3d_grad", FLEET_DTYPE_FLOAT64, Pad3dLaunch<double, true>, Pad3dPrepare<true>,
       Pad3dRelease);
+
+  Add(list, "pad", FLEET_DTYPE_FLOAT32, PadLaunch<float>, PadPrepare, PadRelease);
+  Add(list, "pad", FLEET_DTYPE_FLOAT64, PadLaunch<double>, PadPrepare, PadRelease);
+  AddLayoutKernel(list, "pad_grad", PrepareLayoutWith<plan::BuildPadGrad>);
 
   constexpr auto fwd = TrilPrepare<kX, kOut>;
   Add(list, "tril_triu", FLEET_DTYPE_BOOL, TrilLaunch<uint8_t, kX, kOut>, fwd, TrilRelease);

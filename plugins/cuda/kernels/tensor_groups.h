@@ -23,7 +23,7 @@ FleetStatus* PrepareLayoutWith(void*, const FleetKernelContext* kc, void** state
 void AddLayoutKernel(KernelList& list, const char* op, PrepareFn prepare);
 
 // tensor_shape_ext.cu: unsqueeze2, squeeze2, expand_v2, expand_as_v2, tile, stack, unstack,
-// flip, roll, tril_triu, strided_slice, pad3d and their gradients.
+// flip, roll, tril_triu, strided_slice, pad3d, pad and their gradients.
 void AddTensorShapeExtKernels(KernelList& list);
 
 // tensor_index.cu: gather, index_select, gather_nd, scatter, one_hot_v2 and their gradients.

@@ -5,7 +5,8 @@
 // kernels; the repeat ops' gradients are sums over the repeats on the math group's
 // deterministic group-sum engine (math_groups.h: a fixed order, in double, no atomics);
 // tril_triu (+ grad) masks element by element with the shared TrilKeeps rule; pad3d (+ grad)
-// runs pad_plan.h's per-element functions, a thread per element.
+// and pad run pad_plan.h's per-element functions, a thread per element; pad_grad is a copy
+// plan.
 #include <memory>
 #include <new>
 
@@ -179,6 +180,49 @@ FleetStatus* Pad3dLaunch(void*, const FleetKernelContext* kc, void* state) {
   });
 }
 
+// ---- pad ------------------------------------------------------------------------------------
+
+FleetStatus* PadPrepare(void*, const FleetKernelContext* kc, void** state, size_t*) {
+  return math::Guard(kc, [&]() -> FleetStatus* {
+    auto p = std::make_unique<plan::PadPlan>();
+    if (FleetStatus* err = plan::ToFleetStatus(plan::PlanPad(kc, false, p.get()), Error)) {
+      return err;
+    }
+    *state = p.release();
+    return nullptr;
+  });
+}
+
+void PadRelease(void*, void* state) { delete static_cast<plan::PadPlan*>(state); }
+
+template <typename T>
+__global__ void PadKernel(plan::PadPlan p, int64_t n, const T* x, T* out) {
+  FLEET_CUDA_LOOP(e, n) { plan::PadValue(p, e, x, out); }
+}
+
+template <typename T>
+FleetStatus* PadLaunch(void*, const FleetKernelContext* kc, void* state) {
+  const auto* p = static_cast<const plan::PadPlan*>(state);
+  if (p == nullptr) return InvalidArgument(OpName(kc) + ": not prepared");
+  const FleetTensor* x = Input(kc, "X");
+  const FleetTensor* out = Output(kc, "Out");
+  int64_t in_n = 1, out_n = 1;
+  for (int k = 0; k < p->rank; ++k) {
+    in_n *= p->in[k];
+    out_n *= p->out[k];
+  }
+  if (x == nullptr || out == nullptr || Numel(x) != in_n || Numel(out) != out_n) {
+    return InvalidArgument(OpName(kc) + ": shapes changed after prepare");
+  }
+  return Run(kc, [&](FleetStream* s) -> FleetStatus* {
+    if (out_n > 0) {
+      PadKernel<T><<<Blocks(out_n), kThreads, 0, s->native>>>(*p, out_n, Data<const T>(x),
+                                                              Data<T>(out));
+    }
+    return nullptr;
+  });
+}
+
 constexpr char kX[] = "X";
 constexpr char kOut[] = "Out";
 constexpr char kOutGrad[] = "Out@GRAD";
@@ -225,6 +269,10 @@ void AddTensorShapeExtKernels(KernelList& list) {
       Pad3dRelease);
   Add(list, "pad3d_grad", FLEET_DTYPE_FLOAT64, Pad3dLaunch<double, true>, Pad3dPrepare<true>,
       Pad3dRelease);
+
+  Add(list, "pad", FLEET_DTYPE_FLOAT32, PadLaunch<float>, PadPrepare, PadRelease);
+  Add(list, "pad", FLEET_DTYPE_FLOAT64, PadLaunch<double>, PadPrepare, PadRelease);
+  AddLayoutKernel(list, "pad_grad", PrepareLayoutWith<plan::BuildPadGrad>);
 
   constexpr auto fwd = TrilPrepare<kX, kOut>;
   Add(list, "tril_triu", FLEET_DTYPE_BOOL, TrilLaunch<uint8_t, kX, kOut>, fwd, TrilRelease);

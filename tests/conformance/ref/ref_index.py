@@ -1,6 +1,6 @@
 """NumPy references for the shape and indexing ops (see run_reference.py for the calling
 convention): unsqueeze2, squeeze2, expand_v2, expand_as_v2, tile, stack, unstack, flip, roll,
-tril_triu, gather, index_select, gather_nd, scatter, one_hot_v2, strided_slice and pad3d.
+tril_triu, gather, index_select, gather_nd, scatter, one_hot_v2, strided_slice, pad3d and pad.
 
 Attributes arrive as the op sets them (schema defaults are not filled in), so every function
 applies Paddle's defaults itself. Each is written from Paddle's documented semantics with NumPy's
@@ -171,6 +171,14 @@ def pad3d(inputs, attrs):
     return {"Out": out.astype(x.dtype)}
 
 
+def pad(inputs, attrs):
+    x = inputs["X"][0]
+    p = attrs["paddings"]
+    widths = [(p[2 * k], p[2 * k + 1]) for k in range(x.ndim)]
+    out = np.pad(x, widths, mode="constant", constant_values=attrs.get("pad_value", 0.0))
+    return {"Out": out.astype(x.dtype)}
+
+
 REFERENCES = {
     "unsqueeze2": unsqueeze2,
     "squeeze2": squeeze2,
@@ -189,4 +197,5 @@ REFERENCES = {
     "one_hot_v2": one_hot_v2,
     "strided_slice": strided_slice,
     "pad3d": pad3d,
+    "pad": pad,
 }
