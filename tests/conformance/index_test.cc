@@ -61,15 +61,28 @@ HostTensor Ids64(std::vector<int64_t> dims, const std::vector<int64_t>& v) {
   return MakeTensor<int64_t>(std::move(dims), v);
 }
 
+struct VarDecl {
+  std::string name;
+  ir::DataType dtype;
+  std::vector<int64_t> dims;
+};
+
+// Output shapes inferred for `op` over the declared vars, or the error.
+StatusOr<ops::SlotInfos> InferWith(const ir::Op& op, const std::vector<VarDecl>& vars) {
+  ir::Program p;
+  for (const VarDecl& d : vars) {
+    ir::Var v;
+    v.name = d.name;
+    v.dtype = d.dtype;
+    v.shape = d.dims;
+    FLEET_RETURN_IF_ERROR(p.global().AddVar(v).status());
+  }
+  return ops::InferOpShapes(ops::BuiltinOps(), p, 0, op);
+}
+
 // Output shapes inferred for `op` over x with dims `x_dims` (float32), or the error.
 StatusOr<ops::SlotInfos> Infer(const ir::Op& op, std::vector<int64_t> x_dims) {
-  ir::Program p;
-  ir::Var x;
-  x.name = "x";
-  x.dtype = ir::DataType::kFloat32;
-  x.shape = std::move(x_dims);
-  FLEET_RETURN_IF_ERROR(p.global().AddVar(x).status());
-  return ops::InferOpShapes(ops::BuiltinOps(), p, 0, op);
+  return InferWith(op, {{"x", ir::DataType::kFloat32, std::move(x_dims)}});
 }
 
 // Runs grad op `grad` (from the schema's rule for `fwd`) with float64 and with float32 inputs;
@@ -628,6 +641,53 @@ TEST(IndexConformance, PadMatchesNumpy) {
   EXPECT_MENTIONS(e, "pad: paddings [1, 1] must have 2 entries per dim of X [2, 3]");
   e = RunError(*runner, Pad({1, -1, 0, 0}), {{"x", RandomTensor<float>({2, 3}, 98)}});
   EXPECT_MENTIONS(e, "pad: paddings [1, -1, 0, 0] must not be negative");
+}
+
+// ---- the batch dim before run time ---------------------------------------------------------
+
+// An unknown (-1) batch dim flows through every op whose output keeps it.
+TEST(IndexConformance, UnknownBatchPropagates) {
+  using D = ir::DataType;
+  const std::vector<VarDecl> vars = {{"x", D::kFloat32, {-1, 4, 3}},
+                                     {"y", D::kFloat32, {-1, 4, 3}},
+                                     {"v", D::kFloat32, {-1, 2, 3, 4, 5}},
+                                     {"index", D::kInt64, {5}},
+                                     {"ids", D::kInt64, {-1}},
+                                     {"nd", D::kInt32, {-1, 2}}};
+  struct Case {
+    ir::Op op;
+    std::string slot;
+    Longs dims;
+  };
+  auto take = [](const char* type, const char* index, ir::AttrMap attrs) {
+    return MakeOp(type, {{"X", {"x"}}, {"Index", {index}}}, {{"Out", {"out"}}}, attrs);
+  };
+  const std::vector<Case> cases = {
+      {take("gather", "index", {{"axis", int32_t{1}}}), "Out", {-1, 5, 3}},
+      {take("gather", "ids", {}), "Out", {-1, 4, 3}},
+      {take("index_select", "index", {{"dim", int32_t{-1}}}), "Out", {-1, 4, 5}},
+      {take("gather_nd", "nd", {}), "Out", {-1, 3}},
+      {MakeOp("one_hot_v2", {{"X", {"ids"}}}, {{"Out", {"out"}}}, {{"depth", int32_t{7}}}),
+       "Out", {-1, 7}},
+      {MakeOp("stack", {{"X", {"x", "y"}}}, {{"Y", {"out"}}}, {{"axis", int32_t{1}}}), "Y",
+       {-1, 2, 4, 3}},
+      {Tril(0, true), "Out", {-1, 4, 3}},
+      {Flip({0, 2}), "Out", {-1, 4, 3}},
+      {MakeOp("strided_slice", {{"Input", {"x"}}}, {{"Out", {"out"}}},
+              {{"axes", Ints{0, 1}}, {"starts", Ints{0, 3}}, {"ends", Ints{2, 0}},
+               {"strides", Ints{1, -1}}}),
+       "Out", {-1, 3, 3}},
+      {MakeOp("pad3d", {{"X", {"v"}}}, {{"Out", {"out"}}},
+              {{"paddings", Ints{1, 1, 0, 2, 1, 0}}}),
+       "Out", {-1, 2, 4, 6, 7}},
+      {MakeOp("expand_as_v2", {{"X", {"y"}}, {"Y", {"x"}}}, {{"Out", {"out"}}}), "Out",
+       {-1, 4, 3}},
+  };
+  for (const Case& c : cases) {
+    auto out = InferWith(c.op, vars);
+    ASSERT_TRUE(out.ok()) << c.op.type << ": " << out.status().ToString();
+    EXPECT_EQ(out->at(c.slot)[0].dims, c.dims) << c.op.type;
+  }
 }
 
 }  // namespace
