@@ -15,6 +15,7 @@
 
 #include <climits>
 #include <cmath>
+#include <exception>
 #include <memory>
 #include <new>
 #include <type_traits>
@@ -620,6 +621,19 @@ FleetStatus* OneHotLaunch(void*, const FleetKernelContext* kc, void* state) {
   });
 }
 
+// Planning builds host strings and vectors, which may throw, and nothing may cross the ABI.
+template <PrepareFn kPrepare>
+FleetStatus* Guarded(void* ctx, const FleetKernelContext* kc, void** state,
+                     size_t* scratch_bytes) {
+  try {
+    return kPrepare(ctx, kc, state, scratch_bytes);
+  } catch (const std::exception& e) {
+    return Error(FLEET_CODE_INTERNAL, OpName(kc) + ": " + e.what());
+  } catch (...) {
+    return Error(FLEET_CODE_INTERNAL, OpName(kc) + ": unknown exception");
+  }
+}
+
 template <typename P>
 void ReleasePlan(void*, void* state) {
   delete static_cast<P*>(state);
@@ -650,38 +664,38 @@ struct GatherNdFn {
 }  // namespace
 
 void AddTensorIndexKernels(KernelList& list) {
-  AddTake<TakeFn>(list, "gather", TakePrepare<kAxis>, ReleasePlan<TakePlan>);
-  AddTake<TakeFn>(list, "index_select", TakePrepare<kDim>, ReleasePlan<TakePlan>);
-  AddTake<GatherNdFn>(list, "gather_nd", GatherNdPrepare, ReleasePlan<GatherNdPlan>);
-  Add(list, "gather_grad", FLEET_DTYPE_FLOAT32, TakeGradLaunch<float>, TakeGradPrepare<kAxis>,
-      ReleasePlan<TakeGradState>);
-  Add(list, "gather_grad", FLEET_DTYPE_FLOAT64, TakeGradLaunch<double>, TakeGradPrepare<kAxis>,
-      ReleasePlan<TakeGradState>);
+  AddTake<TakeFn>(list, "gather", Guarded<TakePrepare<kAxis>>, ReleasePlan<TakePlan>);
+  AddTake<TakeFn>(list, "index_select", Guarded<TakePrepare<kDim>>, ReleasePlan<TakePlan>);
+  AddTake<GatherNdFn>(list, "gather_nd", Guarded<GatherNdPrepare>, ReleasePlan<GatherNdPlan>);
+  Add(list, "gather_grad", FLEET_DTYPE_FLOAT32, TakeGradLaunch<float>,
+      Guarded<TakeGradPrepare<kAxis>>, ReleasePlan<TakeGradState>);
+  Add(list, "gather_grad", FLEET_DTYPE_FLOAT64, TakeGradLaunch<double>,
+      Guarded<TakeGradPrepare<kAxis>>, ReleasePlan<TakeGradState>);
   Add(list, "index_select_grad", FLEET_DTYPE_FLOAT32, TakeGradLaunch<float>,
-      TakeGradPrepare<kDim>, ReleasePlan<TakeGradState>);
+      Guarded<TakeGradPrepare<kDim>>, ReleasePlan<TakeGradState>);
   Add(list, "index_select_grad", FLEET_DTYPE_FLOAT64, TakeGradLaunch<double>,
-      TakeGradPrepare<kDim>, ReleasePlan<TakeGradState>);
+      Guarded<TakeGradPrepare<kDim>>, ReleasePlan<TakeGradState>);
   Add(list, "gather_nd_grad", FLEET_DTYPE_FLOAT32, GatherNdGradLaunch<float>,
-      GatherNdGradPrepare, ReleasePlan<GatherNdGradState>);
+      Guarded<GatherNdGradPrepare>, ReleasePlan<GatherNdGradState>);
   Add(list, "gather_nd_grad", FLEET_DTYPE_FLOAT64, GatherNdGradLaunch<double>,
-      GatherNdGradPrepare, ReleasePlan<GatherNdGradState>);
+      Guarded<GatherNdGradPrepare>, ReleasePlan<GatherNdGradState>);
 
-  Add(list, "scatter", FLEET_DTYPE_INT32, ScatterLaunch<int32_t>, ScatterPrepare,
+  Add(list, "scatter", FLEET_DTYPE_INT32, ScatterLaunch<int32_t>, Guarded<ScatterPrepare>,
       ReleasePlan<ScatterState>);
-  Add(list, "scatter", FLEET_DTYPE_INT64, ScatterLaunch<int64_t>, ScatterPrepare,
+  Add(list, "scatter", FLEET_DTYPE_INT64, ScatterLaunch<int64_t>, Guarded<ScatterPrepare>,
       ReleasePlan<ScatterState>);
-  Add(list, "scatter", FLEET_DTYPE_FLOAT32, ScatterLaunch<float>, ScatterPrepare,
+  Add(list, "scatter", FLEET_DTYPE_FLOAT32, ScatterLaunch<float>, Guarded<ScatterPrepare>,
       ReleasePlan<ScatterState>);
-  Add(list, "scatter", FLEET_DTYPE_FLOAT64, ScatterLaunch<double>, ScatterPrepare,
+  Add(list, "scatter", FLEET_DTYPE_FLOAT64, ScatterLaunch<double>, Guarded<ScatterPrepare>,
       ReleasePlan<ScatterState>);
-  Add(list, "scatter_grad", FLEET_DTYPE_FLOAT32, ScatterGradLaunch<float>, ScatterGradPrepare,
-      ReleasePlan<ScatterPlan>);
-  Add(list, "scatter_grad", FLEET_DTYPE_FLOAT64, ScatterGradLaunch<double>, ScatterGradPrepare,
-      ReleasePlan<ScatterPlan>);
+  Add(list, "scatter_grad", FLEET_DTYPE_FLOAT32, ScatterGradLaunch<float>,
+      Guarded<ScatterGradPrepare>, ReleasePlan<ScatterPlan>);
+  Add(list, "scatter_grad", FLEET_DTYPE_FLOAT64, ScatterGradLaunch<double>,
+      Guarded<ScatterGradPrepare>, ReleasePlan<ScatterPlan>);
 
-  Add(list, "one_hot_v2", FLEET_DTYPE_INT32, OneHotLaunch, OneHotPrepare,
+  Add(list, "one_hot_v2", FLEET_DTYPE_INT32, OneHotLaunch, Guarded<OneHotPrepare>,
       ReleasePlan<OneHotPlan>);
-  Add(list, "one_hot_v2", FLEET_DTYPE_INT64, OneHotLaunch, OneHotPrepare,
+  Add(list, "one_hot_v2", FLEET_DTYPE_INT64, OneHotLaunch, Guarded<OneHotPrepare>,
       ReleasePlan<OneHotPlan>);
 }
 
