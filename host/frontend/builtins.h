@@ -47,11 +47,22 @@ Value VarValue(std::string name, Pos pos);
 // Argument `name` of `a` as Paddle's ParamAttr._to_attr reads it: None/True (defaults), False
 // (disabled), a string (the name), an initializer, a regularizer, or ParamAttr(...).
 StatusOr<ParamAttrSpec> ParamAttrArg(const Args& a, std::string_view name);
-// Argument `name` as an optimizer spec: sgd(...), momentum(...), adam(...), adamw(...).
+// Argument `name` as an optimizer spec: sgd(...), momentum(...), adam(...), adamw(...),
+// adagrad(...), rmsprop(...), lamb(...), adamax(...).
 StatusOr<optim::OptimizerSpec> OptimizerArg(const Args& a, std::string_view name);
 // regularization=L2Decay(c) -> c (0 when absent).
 StatusOr<double> L2CoeffArg(const Args& a, std::string_view name);
-// grad_clip=ClipGradByGlobalNorm(c) -> c (0 when absent).
-StatusOr<double> ClipNormArg(const Args& a, std::string_view name);
+// grad_clip=ClipGradByGlobalNorm(c), ClipGradByNorm(c) or ClipGradByValue(max, min) as the
+// clipping fields of an optimizer spec (all zero / false when absent).
+struct GradClip {
+  double global_norm = 0.0;
+  double norm = 0.0;
+  bool by_value = false;
+  double min = 0.0, max = 0.0;
+  bool any() const { return global_norm > 0 || norm > 0 || by_value; }
+  // Sets the clipping fields of `spec`.
+  void ApplyTo(optim::OptimizerSpec& spec) const;
+};
+StatusOr<GradClip> GradClipArg(const Args& a, std::string_view name);
 
 }  // namespace fleet::frontend

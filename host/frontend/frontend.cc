@@ -343,16 +343,16 @@ class Interpreter {
     FLEET_ASSIGN_OR_RETURN(std::string loss, a.Var("loss"));
     FLEET_ASSIGN_OR_RETURN(optim::OptimizerSpec spec, OptimizerArg(a, "optimizer"));
     FLEET_ASSIGN_OR_RETURN(double l2, L2CoeffArg(a, "regularization"));
-    FLEET_ASSIGN_OR_RETURN(double clip, ClipNormArg(a, "grad_clip"));
+    FLEET_ASSIGN_OR_RETURN(GradClip clip, GradClipArg(a, "grad_clip"));
     if (l2 > 0 && spec.l2_coeff > 0) {
       return a.ErrorAt("regularization", "regularization is given both here and in the "
                                          "optimizer; keep one");
     }
-    if (clip > 0 && spec.clip_global_norm > 0) {
+    if (clip.any() && (spec.clip_global_norm > 0 || spec.clip_norm > 0 || spec.clip_by_value)) {
       return a.ErrorAt("grad_clip", "grad_clip is given both here and in the optimizer; keep one");
     }
     if (l2 > 0) spec.l2_coeff = l2;
-    if (clip > 0) spec.clip_global_norm = clip;
+    if (clip.any()) clip.ApplyTo(spec);
     const ir::Var* v = s.builder.FindVar(loss);
     if (v == nullptr) return a.ErrorAt("loss", "variable '" + loss + "' is not declared");
     if (v->dtype != ir::DataType::kFloat32 && v->dtype != ir::DataType::kFloat64) {

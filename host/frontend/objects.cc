@@ -14,9 +14,13 @@ const std::set<std::string, std::less<>> kInitKinds = {
     "Constant", "Normal", "TruncatedNormal", "Uniform", "Xavier", "XavierUniform",
     "XavierNormal", "MSRA", "KaimingNormal", "KaimingUniform"};
 const std::set<std::string, std::less<>> kRegularizerKinds = {"L2Decay", "L1Decay"};
-const std::set<std::string, std::less<>> kOptimizerKinds = {"sgd", "momentum", "adam", "adamw"};
+const std::set<std::string, std::less<>> kOptimizerKinds = {
+    "sgd", "momentum", "adam", "adamw", "adagrad", "rmsprop", "lamb", "adamax"};
 const std::set<std::string, std::less<>> kScheduleKinds = {
-    "piecewise_decay", "exponential_decay", "cosine_decay", "linear_warmup"};
+    "piecewise_decay", "exponential_decay",  "cosine_decay",       "linear_warmup",
+    "polynomial_decay", "noam_decay",        "natural_exp_decay", "inverse_time_decay"};
+const std::set<std::string, std::less<>> kClipKinds = {"ClipGradByGlobalNorm", "ClipGradByNorm",
+                                                       "ClipGradByValue"};
 
 const Object* ObjectOf(const Arg* arg) {
   return arg != nullptr && arg->value.kind == Value::Kind::kObject ? arg->value.object.get()
@@ -151,6 +155,40 @@ StatusOr<optim::LrSchedule> ScheduleFromObject(const Object& o) {
     if (t_max <= 0) return a.ErrorAt("T_max", "T_max must be positive");
     s.args["T_max"] = t_max;
     s.args["eta_min"] = eta_min;
+  } else if (o.kind == "polynomial_decay") {
+    s.type = "polynomial";
+    FLEET_ASSIGN_OR_RETURN(s.learning_rate, a.Float("learning_rate"));
+    FLEET_ASSIGN_OR_RETURN(int64_t steps, a.Int("decay_steps"));
+    FLEET_ASSIGN_OR_RETURN(double end, a.Float("end_learning_rate", 0.0001));
+    FLEET_ASSIGN_OR_RETURN(double power, a.Float("power", 1.0));
+    FLEET_ASSIGN_OR_RETURN(bool cycle, a.Bool("cycle", false));
+    if (steps <= 0) return a.ErrorAt("decay_steps", "decay_steps must be positive");
+    if (end < 0) return a.ErrorAt("end_learning_rate", "end_learning_rate must not be negative");
+    if (power <= 0) return a.ErrorAt("power", "power must be positive");
+    s.args["decay_steps"] = steps;
+    s.args["end_learning_rate"] = end;
+    s.args["power"] = power;
+    s.args["cycle"] = cycle;
+  } else if (o.kind == "noam_decay") {
+    s.type = "noam";
+    FLEET_ASSIGN_OR_RETURN(s.learning_rate, a.Float("learning_rate", 1.0));
+    FLEET_ASSIGN_OR_RETURN(double d_model, a.Float("d_model"));
+    FLEET_ASSIGN_OR_RETURN(int64_t warmup, a.Int("warmup_steps"));
+    if (d_model <= 0) return a.ErrorAt("d_model", "d_model must be positive");
+    if (warmup <= 0) return a.ErrorAt("warmup_steps", "warmup_steps must be positive");
+    s.args["d_model"] = d_model;
+    s.args["warmup_steps"] = warmup;
+  } else if (o.kind == "natural_exp_decay" || o.kind == "inverse_time_decay") {
+    s.type = o.kind == "natural_exp_decay" ? "natural_exp" : "inverse_time";
+    FLEET_ASSIGN_OR_RETURN(s.learning_rate, a.Float("learning_rate"));
+    FLEET_ASSIGN_OR_RETURN(int64_t steps, a.Int("decay_steps"));
+    FLEET_ASSIGN_OR_RETURN(double rate, a.Float("decay_rate"));
+    FLEET_ASSIGN_OR_RETURN(bool staircase, a.Bool("staircase", false));
+    if (steps <= 0) return a.ErrorAt("decay_steps", "decay_steps must be positive");
+    if (rate < 0) return a.ErrorAt("decay_rate", "decay_rate must not be negative");
+    s.args["decay_steps"] = steps;
+    s.args["decay_rate"] = rate;
+    s.args["staircase"] = staircase;
   } else {
     s.type = "linear_warmup";
     FLEET_ASSIGN_OR_RETURN(int64_t warmup, a.Int("warmup_steps"));
@@ -199,7 +237,7 @@ StatusOr<optim::OptimizerSpec> OptimizerFromObject(const Object& o) {
     FLEET_ASSIGN_OR_RETURN(bool nesterov, a.Bool("use_nesterov", false));
     s.options["momentum"] = mu;
     s.options["use_nesterov"] = nesterov;
-  } else if (s.type == "adam" || s.type == "adamw") {
+  } else if (s.type == "adam" || s.type == "adamw" || s.type == "adamax") {
     FLEET_ASSIGN_OR_RETURN(double beta1, a.Float("beta1", 0.9));
     FLEET_ASSIGN_OR_RETURN(double beta2, a.Float("beta2", 0.999));
     FLEET_ASSIGN_OR_RETURN(double epsilon, a.Float("epsilon", 1e-8));
@@ -209,14 +247,47 @@ StatusOr<optim::OptimizerSpec> OptimizerFromObject(const Object& o) {
     s.options["beta1"] = beta1;
     s.options["beta2"] = beta2;
     s.options["epsilon"] = epsilon;
-    s.options["lazy_mode"] = lazy;
+    if (s.type != "adamax") s.options["lazy_mode"] = lazy;
     if (s.type == "adamw") {
       FLEET_ASSIGN_OR_RETURN(double wd, a.Float("weight_decay", 0.01));
       s.options["weight_decay"] = wd;
     }
+  } else if (s.type == "adagrad") {
+    FLEET_ASSIGN_OR_RETURN(double epsilon, a.Float("epsilon", 1e-6));
+    FLEET_ASSIGN_OR_RETURN(double init, a.Float("initial_accumulator_value", 0.0));
+    if (epsilon <= 0) return a.ErrorAt("epsilon", "epsilon must be positive");
+    if (init < 0) return a.ErrorAt("initial_accumulator_value", "must not be negative");
+    s.options["epsilon"] = epsilon;
+    s.options["initial_accumulator_value"] = init;
+  } else if (s.type == "rmsprop") {
+    FLEET_ASSIGN_OR_RETURN(double rho, a.Float("rho", 0.95));
+    FLEET_ASSIGN_OR_RETURN(double epsilon, a.Float("epsilon", 1e-6));
+    FLEET_ASSIGN_OR_RETURN(double momentum, a.Float("momentum", 0.0));
+    FLEET_ASSIGN_OR_RETURN(bool centered, a.Bool("centered", false));
+    if (rho < 0 || rho >= 1) return a.ErrorAt("rho", "rho must be in [0, 1)");
+    if (epsilon <= 0) return a.ErrorAt("epsilon", "epsilon must be positive");
+    if (momentum < 0) return a.ErrorAt("momentum", "momentum must not be negative");
+    s.options["rho"] = rho;
+    s.options["epsilon"] = epsilon;
+    s.options["momentum"] = momentum;
+    s.options["centered"] = centered;
+  } else if (s.type == "lamb") {
+    FLEET_ASSIGN_OR_RETURN(double wd, a.Float("lamb_weight_decay", 0.01));
+    FLEET_ASSIGN_OR_RETURN(double beta1, a.Float("beta1", 0.9));
+    FLEET_ASSIGN_OR_RETURN(double beta2, a.Float("beta2", 0.999));
+    FLEET_ASSIGN_OR_RETURN(double epsilon, a.Float("epsilon", 1e-6));
+    if (wd < 0) return a.ErrorAt("lamb_weight_decay", "lamb_weight_decay must not be negative");
+    if (beta1 < 0 || beta1 >= 1) return a.ErrorAt("beta1", "beta1 must be in [0, 1)");
+    if (beta2 < 0 || beta2 >= 1) return a.ErrorAt("beta2", "beta2 must be in [0, 1)");
+    if (epsilon <= 0) return a.ErrorAt("epsilon", "epsilon must be positive");
+    s.options["weight_decay"] = wd;
+    s.options["beta1"] = beta1;
+    s.options["beta2"] = beta2;
+    s.options["epsilon"] = epsilon;
   }
   FLEET_ASSIGN_OR_RETURN(s.l2_coeff, L2CoeffArg(a, "regularization"));
-  FLEET_ASSIGN_OR_RETURN(s.clip_global_norm, ClipNormArg(a, "grad_clip"));
+  FLEET_ASSIGN_OR_RETURN(GradClip clip, GradClipArg(a, "grad_clip"));
+  clip.ApplyTo(s);
   return s;
 }
 
@@ -282,8 +353,9 @@ StatusOr<optim::OptimizerSpec> OptimizerArg(const Args& a, std::string_view name
   const Object* o = ObjectOf(arg);
   if (o == nullptr || !kOptimizerKinds.count(o->kind)) {
     return a.ErrorAt(name, "argument '" + std::string(name) +
-                               "' must be an optimizer: sgd(...), momentum(...), adam(...) or "
-                               "adamw(...), got " +
+                               "' must be an optimizer: sgd(...), momentum(...), adam(...), "
+                               "adamw(...), adagrad(...), rmsprop(...), lamb(...) or "
+                               "adamax(...), got " +
                                (arg ? DescribeValue(arg->value) : std::string("nothing")));
   }
   return OptimizerFromObject(*o);
@@ -302,18 +374,50 @@ StatusOr<double> L2CoeffArg(const Args& a, std::string_view name) {
   return r.coeff;
 }
 
-StatusOr<double> ClipNormArg(const Args& a, std::string_view name) {
+void GradClip::ApplyTo(optim::OptimizerSpec& spec) const {
+  spec.clip_global_norm = global_norm;
+  spec.clip_norm = norm;
+  spec.clip_by_value = by_value;
+  spec.clip_min = min;
+  spec.clip_max = max;
+}
+
+namespace {
+
+StatusOr<GradClip> GradClipFromObject(const Object& o) {
+  GradClip c;
+  const Args& a = o.args;
+  if (o.kind == "ClipGradByValue") {
+    FLEET_ASSIGN_OR_RETURN(c.max, a.Float("max"));
+    FLEET_ASSIGN_OR_RETURN(std::optional<double> min, a.OptFloat("min"));
+    c.min = min.has_value() ? *min : -c.max;
+    if (c.min > c.max) {
+      return a.ErrorAt(min.has_value() ? "min" : "max",
+                       "min (" + std::to_string(c.min) + ") must not exceed max (" +
+                           std::to_string(c.max) + ")");
+    }
+    c.by_value = true;
+    return c;
+  }
+  FLEET_ASSIGN_OR_RETURN(double n, a.Float("clip_norm"));
+  if (n <= 0) return a.ErrorAt("clip_norm", "clip_norm must be positive");
+  (o.kind == "ClipGradByNorm" ? c.norm : c.global_norm) = n;
+  return c;
+}
+
+}  // namespace
+
+StatusOr<GradClip> GradClipArg(const Args& a, std::string_view name) {
   const Arg* arg = a.Get(name);
-  if (arg == nullptr) return 0.0;
+  if (arg == nullptr) return GradClip{};
   const Object* o = ObjectOf(arg);
-  if (o == nullptr || o->kind != "ClipGradByGlobalNorm") {
+  if (o == nullptr || !kClipKinds.count(o->kind)) {
     return a.ErrorAt(name, "argument '" + std::string(name) +
-                               "' must be ClipGradByGlobalNorm(clip_norm), got " +
+                               "' must be ClipGradByGlobalNorm(clip_norm), ClipGradByNorm("
+                               "clip_norm) or ClipGradByValue(max, min), got " +
                                DescribeValue(arg->value));
   }
-  FLEET_ASSIGN_OR_RETURN(double c, o->args.Float("clip_norm"));
-  if (c <= 0) return o->args.ErrorAt("clip_norm", "clip_norm must be positive");
-  return c;
+  return GradClipFromObject(*o);
 }
 
 void AddObjectBuiltins(BuiltinTable& t) {
@@ -337,12 +441,11 @@ void AddObjectBuiltins(BuiltinTable& t) {
   auto reg = Check(RegularizerFromObject);
   AddObject(t, "L2Decay", {"L2DecayRegularizer"}, {{"coeff"}, {"regularization_coeff"}}, reg);
   AddObject(t, "L1Decay", {"L1DecayRegularizer"}, {{"coeff"}, {"regularization_coeff"}}, reg);
+  auto clip = Check(GradClipFromObject);
   AddObject(t, "ClipGradByGlobalNorm", {"GradientClipByGlobalNorm"}, {{"clip_norm", true}},
-            [](const Object& o) -> Status {
-              FLEET_ASSIGN_OR_RETURN(double c, o.args.Float("clip_norm"));
-              if (c <= 0) return o.args.ErrorAt("clip_norm", "clip_norm must be positive");
-              return OkStatus();
-            });
+            clip);
+  AddObject(t, "ClipGradByNorm", {"GradientClipByNorm"}, {{"clip_norm", true}}, clip);
+  AddObject(t, "ClipGradByValue", {"GradientClipByValue"}, {{"max", true}, {"min"}}, clip);
   auto opt = Check(OptimizerFromObject);
   AddObject(t, "sgd", {"SGD"}, {{"learning_rate"}, {"regularization"}, {"grad_clip"}}, opt);
   AddObject(t, "momentum", {"Momentum"},
@@ -357,11 +460,39 @@ void AddObjectBuiltins(BuiltinTable& t) {
             {{"learning_rate"}, {"beta1"}, {"beta2"}, {"epsilon"}, {"weight_decay"},
              {"lazy_mode"}, {"grad_clip"}},
             opt);
+  AddObject(t, "adagrad", {"Adagrad"},
+            {{"learning_rate"}, {"epsilon"}, {"initial_accumulator_value"}, {"regularization"},
+             {"grad_clip"}},
+            opt);
+  AddObject(t, "rmsprop", {"RMSProp"},
+            {{"learning_rate"}, {"rho"}, {"epsilon"}, {"momentum"}, {"centered"},
+             {"regularization"}, {"grad_clip"}},
+            opt);
+  AddObject(t, "adamax", {"Adamax"},
+            {{"learning_rate"}, {"beta1"}, {"beta2"}, {"epsilon"}, {"regularization"},
+             {"grad_clip"}},
+            opt);
+  AddObject(t, "lamb", {"Lamb"},
+            {{"learning_rate"}, {"lamb_weight_decay"}, {"beta1"}, {"beta2"}, {"epsilon"},
+             {"grad_clip"}},
+            opt);
   auto sched = Check(ScheduleFromObject);
   AddObject(t, "piecewise_decay", {}, {{"boundaries", true}, {"values", true}}, sched);
   AddObject(t, "exponential_decay", {},
             {{"learning_rate", true}, {"gamma", true}, {"decay_steps"}, {"staircase"}}, sched);
   AddObject(t, "cosine_decay", {}, {{"learning_rate", true}, {"T_max", true}, {"eta_min"}},
+            sched);
+  AddObject(t, "polynomial_decay", {},
+            {{"learning_rate", true}, {"decay_steps", true}, {"end_learning_rate"}, {"power"},
+             {"cycle"}},
+            sched);
+  AddObject(t, "noam_decay", {}, {{"d_model", true}, {"warmup_steps", true}, {"learning_rate"}},
+            sched);
+  AddObject(t, "natural_exp_decay", {},
+            {{"learning_rate", true}, {"decay_steps", true}, {"decay_rate", true}, {"staircase"}},
+            sched);
+  AddObject(t, "inverse_time_decay", {},
+            {{"learning_rate", true}, {"decay_steps", true}, {"decay_rate", true}, {"staircase"}},
             sched);
   AddObject(t, "linear_warmup", {},
             {{"learning_rate", true}, {"warmup_steps", true}, {"start_lr", true},

@@ -105,6 +105,7 @@ bool DimsMatch(int64_t a, int64_t b) { return a < 0 || b < 0 || a == b; }
 
 void RegisterNnOps(OpRegistry& registry) {
   RegisterNnLossOps(registry);
+  RegisterNnLossExtOps(registry);
   RegisterNnConvOps(registry);
   RegisterNnNormOps(registry);
   RegisterNnMiscOps(registry);

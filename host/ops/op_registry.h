@@ -170,6 +170,8 @@ void RegisterTensorOps(OpRegistry& registry);     // tensor_ops.cc: reshape2, tr
                                                   // assign, random initializers
 void RegisterOptimizerOps(OpRegistry& registry);  // optimizer_ops.cc: sgd, momentum, adam(w),
                                                   // learning-rate schedules, clipping helpers
+void RegisterOptimizerExtOps(OpRegistry& registry);  // optimizer_ext_ops.cc: adagrad, rmsprop,
+                                                     // lamb, clip_by_norm
 void RegisterCollectiveOps(OpRegistry& registry);  // collective_ops.cc: c_allreduce_*,
                                                   // c_broadcast, c_comm_init, syncs
 void RegisterPserverOps(OpRegistry& registry);    // pserver_ops.cc: send, recv, send_barrier,

@@ -186,7 +186,8 @@ void RegisterLrSchedule(OpRegistry& registry) {
       "Out[0] = learning rate at step Step[0]: constant (learning_rate); piecewise (values[i] "
       "for the first i with step < boundaries[i], else values.back()); exponential "
       "(learning_rate * gamma^(step / decay_steps), floored with staircase); cosine (eta_min "
-      "+ (learning_rate - eta_min) * (1 + cos(pi * step / T_max)) / 2); warmup_steps > 0 puts "
+      "+ (learning_rate - eta_min) * (1 + cos(pi * step / T_max)) / 2); polynomial, noam, "
+      "natural_exp, inverse_time (plugins/common/lr_formulas.h); warmup_steps > 0 puts "
       "a linear ramp start_lr -> end_lr first and shifts the step by warmup_steps";
   s.inputs = {{"Step"}};
   s.outputs = {{"Out"}};
@@ -201,7 +202,13 @@ void RegisterLrSchedule(OpRegistry& registry) {
              {"eta_min", 0.0f},
              {"warmup_steps", int64_t{0}},
              {"start_lr", 0.0f},
-             {"end_lr", 0.0f}};
+             {"end_lr", 0.0f},
+             {"end_learning_rate", 0.0001f},
+             {"power", 1.0f},
+             {"cycle", false},
+             {"d_model", 1.0f},
+             {"noam_warmup_steps", int64_t{1}},
+             {"decay_rate", 0.0f}};
   s.kernel_dtype_slot = "Step";
   s.infer_shape = [](ShapeContext& c) {
     const TensorInfo& step = c.Input("Step");
@@ -219,13 +226,18 @@ void RegisterLrSchedule(OpRegistry& registry) {
         return c.Error("piecewise needs one more value than boundaries, got " +
                        std::to_string(nb) + " boundaries and " + std::to_string(nv) + " values");
       }
-    } else if (type == "exponential") {
+    } else if (type == "exponential" || type == "polynomial" || type == "natural_exp" ||
+               type == "inverse_time") {
       if (c.IntAttr("decay_steps") <= 0) return c.Error("decay_steps must be positive");
+    } else if (type == "noam") {
+      if (c.IntAttr("noam_warmup_steps") <= 0) return c.Error("noam_warmup_steps must be positive");
+      if (!(c.FloatAttr("d_model") > 0)) return c.Error("d_model must be positive");
     } else if (type == "cosine") {
       if (c.IntAttr("T_max") <= 0) return c.Error("T_max must be positive");
     } else if (type != "constant") {
       return c.Error("unknown schedule type \"" + type +
-                     "\" (expected constant, piecewise, exponential or cosine)");
+                     "\" (expected constant, piecewise, exponential, cosine, polynomial, "
+                     "noam, natural_exp or inverse_time)");
     }
     if (c.IntAttr("warmup_steps") < 0) return c.Error("warmup_steps must not be negative");
     c.Output("Out") = TensorInfo{ir::DataType::kFloat32, {1}};
@@ -243,6 +255,7 @@ void RegisterOptimizerOps(OpRegistry& registry) {
   RegisterAdamLike(registry, /*adamw=*/true);
   RegisterSquaredL2Norm(registry);
   RegisterLrSchedule(registry);
+  RegisterOptimizerExtOps(registry);
 }
 
 }  // namespace fleet::ops

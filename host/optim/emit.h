@@ -65,6 +65,14 @@ Status AppendGlobalNormClip(ir::Program& main, ir::Program& startup,
                             const std::vector<autodiff::ParamGrad>& params_grads,
                             double clip_norm);
 
+// ClipGradByNorm: every grad is rewritten in place by clip_by_norm (max_norm = clip_norm).
+Status AppendNormClip(ir::Program& main, const std::vector<autodiff::ParamGrad>& params_grads,
+                      double clip_norm);
+
+// ClipGradByValue: every grad is rewritten in place by Paddle's `clip` op (attributes min, max).
+Status AppendValueClip(ir::Program& main, const std::vector<autodiff::ParamGrad>& params_grads,
+                       double min, double max);
+
 // Weight decay added to the gradient in place: grad = sum(grad, coeff * param) for "l2" (and
 // coeff * sign(param) for "l1"), with the param's own regularizer or the global l2 coefficient.
 Status AppendRegularization(ir::Program& main, ir::Program& startup,

@@ -1,6 +1,7 @@
 // Gradient transforms applied before the update ops, in Paddle's order (apply_gradients):
-// clipping by global norm first, then regularization. Both rewrite each gradient in place, so
-// the gradient keeps its name ("<param>@GRAD") for the passes that look for it.
+// clipping (by global norm, per-tensor norm or value) first, then regularization. Each
+// rewrites every gradient in place, so the gradient keeps its name ("<param>@GRAD") for the
+// passes that look for it.
 #include <cmath>
 
 #include "ops/op_registry.h"
@@ -50,6 +51,25 @@ Status AppendGlobalNormClip(ir::Program& main, ir::Program& startup,
   for (const auto& pg : params_grads) {
     block.ops.push_back(MakeOp("elementwise_mul", {{"X", {pg.grad}}, {"Y", {factor}}},
                                {{"Out", {pg.grad}}}, {{"axis", int32_t{-1}}}));
+  }
+  return OkStatus();
+}
+
+Status AppendNormClip(ir::Program& main, const std::vector<autodiff::ParamGrad>& params_grads,
+                      double clip_norm) {
+  for (const auto& pg : params_grads) {
+    main.global().ops.push_back(MakeOp("clip_by_norm", {{"X", {pg.grad}}}, {{"Out", {pg.grad}}},
+                                       {{"max_norm", static_cast<float>(clip_norm)}}));
+  }
+  return OkStatus();
+}
+
+Status AppendValueClip(ir::Program& main, const std::vector<autodiff::ParamGrad>& params_grads,
+                       double min, double max) {
+  for (const auto& pg : params_grads) {
+    main.global().ops.push_back(MakeOp("clip", {{"X", {pg.grad}}}, {{"Out", {pg.grad}}},
+                                       {{"min", static_cast<float>(min)},
+                                        {"max", static_cast<float>(max)}}));
   }
   return OkStatus();
 }

@@ -1,7 +1,10 @@
 // Learning-rate schedules. A schedule becomes one lr_schedule op (host/ops/optimizer_ops.cc)
 // evaluated at the step counter each step, where Paddle emits several small ops with the same
 // values. Paddle's step counter is kept: @LR_DECAY_COUNTER@ (int64 [1]) starts at -1 in startup
-// and is incremented by the first op of main, so step 0 is the first step.
+// and is incremented by the first op of main, so step 0 is the first step. That is Paddle 1.8's
+// origin for every schedule except noam_decay, whose counter starts at 1; the noam formula
+// (plugins/common/lr_formulas.h) adds the 1 itself.
+#include <algorithm>
 #include <cmath>
 
 #include "optim/emit.h"
@@ -43,8 +46,9 @@ Status CheckRate(double v, const std::string& name, const std::string& what) {
 
 // Fills the attributes of a non-warm-up schedule into `attrs`; `value0` gets its rate at step 0.
 Status PlanInner(const LrSchedule& s, ir::AttrMap& attrs, double* value0) {
-  static const std::vector<std::string> kTypes = {"constant", "piecewise", "exponential",
-                                                  "cosine", "linear_warmup"};
+  static const std::vector<std::string> kTypes = {
+      "constant", "piecewise",   "exponential",  "cosine",       "polynomial",
+      "noam",     "natural_exp", "inverse_time", "linear_warmup"};
   const std::string what = "learning-rate schedule '" + s.type + "'";
   bool known = false;
   for (const auto& t : kTypes) known = known || t == s.type;
@@ -115,6 +119,51 @@ Status PlanInner(const LrSchedule& s, ir::AttrMap& attrs, double* value0) {
     FLEET_RETURN_IF_ERROR(CheckRate(eta_min, "eta_min", what));
     attrs["T_max"] = t_max;
     attrs["eta_min"] = static_cast<float>(eta_min);
+    return OkStatus();
+  }
+  if (s.type == "polynomial") {
+    FLEET_RETURN_IF_ERROR(
+        CheckNames(s.args, {"decay_steps", "end_learning_rate", "power", "cycle"}, what));
+    FLEET_ASSIGN_OR_RETURN(int64_t steps, IntArg(s, "decay_steps", std::nullopt, what));
+    FLEET_ASSIGN_OR_RETURN(double end, DoubleOption(s.args, "end_learning_rate", 0.0001, what));
+    FLEET_ASSIGN_OR_RETURN(double power, DoubleOption(s.args, "power", 1.0, what));
+    FLEET_ASSIGN_OR_RETURN(bool cycle, BoolOption(s.args, "cycle", false, what));
+    if (steps <= 0) return InvalidArgument(what + ": decay_steps must be positive");
+    FLEET_RETURN_IF_ERROR(CheckRate(end, "end_learning_rate", what));
+    if (!(power > 0) || !std::isfinite(power)) {
+      return InvalidArgument(what + ": power must be a positive number");
+    }
+    attrs["decay_steps"] = steps;
+    attrs["end_learning_rate"] = static_cast<float>(end);
+    attrs["power"] = static_cast<float>(power);
+    attrs["cycle"] = cycle;
+    return OkStatus();
+  }
+  if (s.type == "noam") {
+    FLEET_RETURN_IF_ERROR(CheckNames(s.args, {"d_model", "warmup_steps"}, what));
+    FLEET_ASSIGN_OR_RETURN(double d_model, RequiredDouble(s, "d_model", what));
+    FLEET_ASSIGN_OR_RETURN(int64_t warmup, IntArg(s, "warmup_steps", std::nullopt, what));
+    if (!(d_model > 0) || !std::isfinite(d_model)) {
+      return InvalidArgument(what + ": d_model must be positive");
+    }
+    if (warmup <= 0) return InvalidArgument(what + ": warmup_steps must be positive");
+    attrs["d_model"] = static_cast<float>(d_model);
+    attrs["noam_warmup_steps"] = warmup;
+    // The rate of the first step (Paddle's noam counter starts at 1).
+    *value0 = s.learning_rate / std::sqrt(d_model) *
+              std::min(1.0, std::pow(static_cast<double>(warmup), -1.5));
+    return OkStatus();
+  }
+  if (s.type == "natural_exp" || s.type == "inverse_time") {
+    FLEET_RETURN_IF_ERROR(CheckNames(s.args, {"decay_steps", "decay_rate", "staircase"}, what));
+    FLEET_ASSIGN_OR_RETURN(int64_t steps, IntArg(s, "decay_steps", std::nullopt, what));
+    FLEET_ASSIGN_OR_RETURN(double rate, RequiredDouble(s, "decay_rate", what));
+    FLEET_ASSIGN_OR_RETURN(bool staircase, BoolOption(s.args, "staircase", false, what));
+    if (steps <= 0) return InvalidArgument(what + ": decay_steps must be positive");
+    FLEET_RETURN_IF_ERROR(CheckRate(rate, "decay_rate", what));
+    attrs["decay_steps"] = steps;
+    attrs["decay_rate"] = static_cast<float>(rate);
+    attrs["staircase"] = staircase;
     return OkStatus();
   }
   return InvalidArgument(what + ": linear_warmup cannot be nested in another warm-up");

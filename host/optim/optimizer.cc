@@ -26,11 +26,47 @@ struct Options {
   double epsilon = 1e-8;
   bool lazy_mode = false;
   double weight_decay = 0.01;
+  double initial_accumulator_value = 0.0;  // adagrad
+  double rho = 0.95;                       // rmsprop
+  bool centered = false;                   // rmsprop
 };
 
 const std::vector<std::string>& OptimizerTypes() {
-  static const std::vector<std::string> types = {"sgd", "momentum", "adam", "adamw"};
+  static const std::vector<std::string> types = {"sgd",     "momentum", "adam", "adamw",
+                                                  "adagrad", "rmsprop",  "lamb", "adamax"};
   return types;
+}
+
+// adagrad: epsilon, initial_accumulator_value; rmsprop: rho, epsilon, momentum, centered.
+Status ParseAdagradRmsprop(const OptimizerSpec& spec, const std::string& what, Options& o) {
+  const auto& opts = spec.options;
+  if (spec.type == "adagrad") {
+    FLEET_RETURN_IF_ERROR(
+        internal::CheckNames(opts, {"epsilon", "initial_accumulator_value"}, what));
+    FLEET_ASSIGN_OR_RETURN(o.initial_accumulator_value,
+                           internal::DoubleOption(opts, "initial_accumulator_value", 0.0, what));
+    if (!(o.initial_accumulator_value >= 0)) {
+      return InvalidArgument(what + ": initial_accumulator_value must not be negative");
+    }
+  } else {
+    FLEET_RETURN_IF_ERROR(
+        internal::CheckNames(opts, {"rho", "epsilon", "momentum", "centered"}, what));
+    FLEET_ASSIGN_OR_RETURN(o.rho, internal::DoubleOption(opts, "rho", 0.95, what));
+    FLEET_ASSIGN_OR_RETURN(o.momentum, internal::DoubleOption(opts, "momentum", 0.0, what));
+    FLEET_ASSIGN_OR_RETURN(o.centered, internal::BoolOption(opts, "centered", false, what));
+    if (!(o.rho >= 0 && o.rho < 1)) {
+      return InvalidArgument(what + ": rho must be in [0, 1), got " + std::to_string(o.rho));
+    }
+    if (!(o.momentum >= 0)) {
+      return InvalidArgument(what + ": momentum must not be negative, got " +
+                             std::to_string(o.momentum));
+    }
+  }
+  FLEET_ASSIGN_OR_RETURN(o.epsilon, internal::DoubleOption(opts, "epsilon", 1e-6, what));
+  if (!(o.epsilon > 0)) {
+    return InvalidArgument(what + ": epsilon must be positive, got " + std::to_string(o.epsilon));
+  }
+  return OkStatus();
 }
 
 StatusOr<Options> ParseOptions(const OptimizerSpec& spec) {
@@ -48,13 +84,19 @@ StatusOr<Options> ParseOptions(const OptimizerSpec& spec) {
       return InvalidArgument(what + ": momentum must not be negative, got " +
                              std::to_string(o.momentum));
     }
+  } else if (spec.type == "adagrad" || spec.type == "rmsprop") {
+    FLEET_RETURN_IF_ERROR(ParseAdagradRmsprop(spec, what, o));
   } else {
-    std::vector<std::string> names = {"beta1", "beta2", "epsilon", "lazy_mode"};
-    if (spec.type == "adamw") names.push_back("weight_decay");
+    // adam, adamw, lamb and adamax; lamb's weight_decay is Paddle's lamb_weight_decay.
+    std::vector<std::string> names = {"beta1", "beta2", "epsilon"};
+    if (spec.type == "adam" || spec.type == "adamw") names.push_back("lazy_mode");
+    if (spec.type == "adamw" || spec.type == "lamb") names.push_back("weight_decay");
     FLEET_RETURN_IF_ERROR(internal::CheckNames(opts, names, what));
     FLEET_ASSIGN_OR_RETURN(o.beta1, internal::DoubleOption(opts, "beta1", 0.9, what));
     FLEET_ASSIGN_OR_RETURN(o.beta2, internal::DoubleOption(opts, "beta2", 0.999, what));
-    FLEET_ASSIGN_OR_RETURN(o.epsilon, internal::DoubleOption(opts, "epsilon", 1e-8, what));
+    const double default_eps = spec.type == "lamb" ? 1e-6 : 1e-8;
+    FLEET_ASSIGN_OR_RETURN(o.epsilon,
+                           internal::DoubleOption(opts, "epsilon", default_eps, what));
     FLEET_ASSIGN_OR_RETURN(o.lazy_mode, internal::BoolOption(opts, "lazy_mode", false, what));
     FLEET_ASSIGN_OR_RETURN(o.weight_decay,
                            internal::DoubleOption(opts, "weight_decay", 0.01, what));
@@ -158,6 +200,64 @@ Status AppendUpdate(ir::Program& main, ir::Program& startup, const OptimizerSpec
         {{"mu", static_cast<float>(o.momentum)}, {"use_nesterov", o.use_nesterov}}));
     return OkStatus();
   }
+  if (spec.type == "adagrad") {
+    FLEET_ASSIGN_OR_RETURN(std::string m, Accumulator(main, startup, param, "moment", param.shape,
+                                                      o.initial_accumulator_value));
+    ops.push_back(MakeOp("adagrad",
+                         {{"Param", {p}}, {"Grad", {g}}, {"Moment", {m}}, {"LearningRate", {lr}}},
+                         {{"ParamOut", {p}}, {"MomentOut", {m}}},
+                         {{"epsilon", static_cast<float>(o.epsilon)}}));
+    return OkStatus();
+  }
+  if (spec.type == "rmsprop") {
+    FLEET_ASSIGN_OR_RETURN(std::string mom,
+                           Accumulator(main, startup, param, "momentum", param.shape, 0.0));
+    FLEET_ASSIGN_OR_RETURN(std::string ms,
+                           Accumulator(main, startup, param, "mean_square", param.shape, 0.0));
+    ir::SlotMap ins = {{"Param", {p}},
+                       {"Grad", {g}},
+                       {"Moment", {mom}},
+                       {"MeanSquare", {ms}},
+                       {"LearningRate", {lr}}};
+    ir::SlotMap outs = {{"ParamOut", {p}}, {"MomentOut", {mom}}, {"MeanSquareOut", {ms}}};
+    if (o.centered) {
+      FLEET_ASSIGN_OR_RETURN(std::string mg,
+                             Accumulator(main, startup, param, "mean_grad", param.shape, 0.0));
+      ins["MeanGrad"] = {mg};
+      outs["MeanGradOut"] = {mg};
+    }
+    ops.push_back(MakeOp("rmsprop", std::move(ins), std::move(outs),
+                         {{"decay", static_cast<float>(o.rho)},
+                          {"epsilon", static_cast<float>(o.epsilon)},
+                          {"momentum", static_cast<float>(o.momentum)},
+                          {"centered", o.centered}}));
+    return OkStatus();
+  }
+  if (spec.type == "adamax") {
+    FLEET_ASSIGN_OR_RETURN(std::string m,
+                           Accumulator(main, startup, param, "moment", param.shape, 0.0));
+    FLEET_ASSIGN_OR_RETURN(std::string u,
+                           Accumulator(main, startup, param, "inf_norm", param.shape, 0.0));
+    FLEET_ASSIGN_OR_RETURN(std::string b1,
+                           Accumulator(main, startup, param, "beta1_pow_acc", {1}, o.beta1));
+    ops.push_back(MakeOp("adamax",
+                         {{"Param", {p}},
+                          {"Grad", {g}},
+                          {"LearningRate", {lr}},
+                          {"Moment", {m}},
+                          {"InfNorm", {u}},
+                          {"Beta1Pow", {b1}}},
+                         {{"ParamOut", {p}}, {"MomentOut", {m}}, {"InfNormOut", {u}}},
+                         {{"beta1", static_cast<float>(o.beta1)},
+                          {"beta2", static_cast<float>(o.beta2)},
+                          {"epsilon", static_cast<float>(o.epsilon)}}));
+    // Paddle's Adamax advances its beta1 power with a scale op after the update.
+    ops.push_back(MakeOp("scale", {{"X", {b1}}}, {{"Out", {b1}}},
+                         {{"scale", static_cast<float>(o.beta1)},
+                          {"bias", 0.0f},
+                          {"bias_after_scale", true}}));
+    return OkStatus();
+  }
   FLEET_ASSIGN_OR_RETURN(std::string m1,
                          Accumulator(main, startup, param, "moment1", param.shape, 0.0));
   FLEET_ASSIGN_OR_RETURN(std::string m2,
@@ -168,8 +268,12 @@ Status AppendUpdate(ir::Program& main, ir::Program& startup, const OptimizerSpec
                          Accumulator(main, startup, param, "beta2_pow_acc", {1}, o.beta2));
   ir::AttrMap attrs = {{"beta1", static_cast<float>(o.beta1)},
                        {"beta2", static_cast<float>(o.beta2)},
-                       {"epsilon", static_cast<float>(o.epsilon)},
-                       {"lazy_mode", o.lazy_mode}};
+                       {"epsilon", static_cast<float>(o.epsilon)}};
+  if (spec.type == "lamb") {
+    attrs["weight_decay"] = static_cast<float>(o.weight_decay);
+  } else {
+    attrs["lazy_mode"] = o.lazy_mode;
+  }
   if (spec.type == "adamw") {
     attrs["coeff"] = static_cast<float>(o.weight_decay);
     attrs["lr_ratio"] = 1.0f;
@@ -198,6 +302,12 @@ Status Emit(ir::Program& main, ir::Program& startup, const std::vector<autodiff:
   if (spec.clip_global_norm > 0) {
     FLEET_RETURN_IF_ERROR(
         internal::AppendGlobalNormClip(main, startup, pairs, spec.clip_global_norm));
+  }
+  if (spec.clip_norm > 0) {
+    FLEET_RETURN_IF_ERROR(internal::AppendNormClip(main, pairs, spec.clip_norm));
+  }
+  if (spec.clip_by_value) {
+    FLEET_RETURN_IF_ERROR(internal::AppendValueClip(main, pairs, spec.clip_min, spec.clip_max));
   }
   for (const auto& pg : pairs) {
     FLEET_RETURN_IF_ERROR(internal::AppendRegularization(main, startup, pg, spec.l2_coeff));
@@ -232,6 +342,20 @@ Status ApplyOptimizer(ir::Program& main, ir::Program& startup,
     return InvalidArgument("optimizer: grad_clip global norm must be a finite non-negative "
                            "number (0 = no clipping), got " +
                            std::to_string(spec.clip_global_norm));
+  }
+  if (!std::isfinite(spec.clip_norm) || spec.clip_norm < 0) {
+    return InvalidArgument("optimizer: grad_clip ClipGradByNorm needs a finite positive "
+                           "clip_norm (0 = no clipping), got " + std::to_string(spec.clip_norm));
+  }
+  if (spec.clip_by_value && !(std::isfinite(spec.clip_min) && std::isfinite(spec.clip_max) &&
+                              spec.clip_min <= spec.clip_max)) {
+    return InvalidArgument("optimizer: grad_clip ClipGradByValue needs finite min <= max, got "
+                           "min " + std::to_string(spec.clip_min) + " and max " +
+                           std::to_string(spec.clip_max));
+  }
+  if ((spec.clip_global_norm > 0) + (spec.clip_norm > 0) + spec.clip_by_value > 1) {
+    return InvalidArgument("optimizer: only one grad_clip may be given (by global norm, by "
+                           "norm or by value)");
   }
   if (params_grads.empty()) {
     return InvalidArgument("optimizer: no (parameter, gradient) pairs to optimize; does any "

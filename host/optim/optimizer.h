@@ -20,7 +20,9 @@ namespace fleet::optim {
 
 // A learning-rate schedule. `type` is "constant", "piecewise" (boundaries, values),
 // "exponential" (gamma, decay_steps, staircase), "cosine" (T_max / decay_steps, eta_min) or
-// "linear_warmup" (warmup_steps, start_lr, end_lr, wrapping `inner` or a constant end_lr).
+// "linear_warmup" (warmup_steps, start_lr, end_lr, wrapping `inner` or a constant end_lr),
+// "polynomial" (decay_steps, end_learning_rate, power, cycle), "noam" (d_model, warmup_steps),
+// "natural_exp" or "inverse_time" (decay_steps, decay_rate, staircase).
 struct LrSchedule {
   std::string type = "constant";
   double learning_rate = 0.01;                 // base rate (constant, exponential, cosine)
@@ -29,13 +31,24 @@ struct LrSchedule {
 };
 
 struct OptimizerSpec {
-  std::string type = "sgd";                    // sgd | momentum | adam | adamw
+  // sgd | momentum | adam | adamw | adagrad | rmsprop | lamb | adamax
+  std::string type = "sgd";
   LrSchedule lr;
   // The type's options with Paddle's names: momentum, use_nesterov (momentum); beta1, beta2,
-  // epsilon, lazy_mode (adam, adamw); weight_decay (adamw's decoupled coefficient).
+  // epsilon, lazy_mode (adam, adamw); weight_decay (adamw's decoupled coefficient, lamb's
+  // lamb_weight_decay); beta1, beta2, epsilon (lamb); epsilon, initial_accumulator_value
+  // (adagrad); rho, epsilon, momentum, centered (rmsprop); beta1, beta2, epsilon (adamax).
   std::map<std::string, ir::Attribute> options;
   double l2_coeff = 0.0;           // regularization=L2Decay(c) for every param without its own
   double clip_global_norm = 0.0;   // grad_clip=ClipGradByGlobalNorm(c); 0 = no clipping
+  // grad_clip=ClipGradByNorm(c): each gradient scaled to L2 norm at most c (a clip_by_norm op
+  // per gradient); 0 = none.
+  double clip_norm = 0.0;
+  // grad_clip=ClipGradByValue(max, min): each gradient element limited to [clip_min, clip_max]
+  // (a `clip` op per gradient).
+  bool clip_by_value = false;
+  double clip_min = 0.0;
+  double clip_max = 0.0;
 };
 
 // Appends to `main`: regularization, clipping, the learning-rate ops and one update op per

@@ -16,7 +16,8 @@
 // block i always goes where parameter block i goes. The other optimize ops (regularization,
 // per-parameter learning-rate scales, clipping of one parameter) go with the parameter whose
 // gradient, accumulators or temporaries they touch. Accumulators are cut with their parameter
-// following Paddle's table (momentum: Velocity; adam, adamw: Moment1, Moment2); the others
+// following Paddle's table (momentum: Velocity; adam, adamw: Moment1, Moment2; adagrad: Moment;
+// rmsprop: Moment, MeanSquare, MeanGrad; adamax: Moment, InfNorm); the others
 // (Beta1Pow, Beta2Pow) stay whole, one copy per block.
 //
 // Trainer "main": the learning-rate and optimize ops and the vars only they used are removed;
@@ -59,7 +60,8 @@
 //   - The pserver startup is built from the original startup (Paddle's depends on call order).
 //   - An asynchronous job with a learning-rate schedule is refused (Paddle counts steps with
 //     per-trainer counters sent to every server); clipping by global norm is refused (it
-//     combines every gradient); only sgd, momentum, adam and adamw are supported.
+//     combines every gradient); only sgd, momentum, adam, adamw, adagrad, rmsprop and adamax are
+//     supported (lamb's trust ratio needs the whole parameter).
 //   - No sparse/distributed lookup tables, DC-ASGD, runtime split, GEO or half-async modes.
 #pragma once
 

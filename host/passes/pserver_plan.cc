@@ -37,6 +37,9 @@ const std::set<std::string>* SlicedSlots(const std::string& type) {
       {"momentum", {"Velocity"}},
       {"adam", {"Moment1", "Moment2"}},
       {"adamw", {"Moment1", "Moment2"}},
+      {"adagrad", {"Moment"}},
+      {"rmsprop", {"Moment", "MeanSquare", "MeanGrad"}},
+      {"adamax", {"Moment", "InfNorm"}},
   };
   auto it = table.find(type);
   return it == table.end() ? nullptr : &it->second;
@@ -190,7 +193,7 @@ StatusOr<Plan> MakePlan(const ir::Program& main, const PassContextInfo& ctx,
     if (sliced == nullptr) {
       return InvalidArgument(Where(i, op) + ": optimizer '" + op.type + "' is not supported "
                              "for parameter-server training (supported: sgd, momentum, adam, "
-                             "adamw)");
+                             "adamw, adagrad, rmsprop, adamax)");
     }
     ParamPlan p;
     p.param = std::string(op.InputOne("Param"));

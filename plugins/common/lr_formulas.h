@@ -1,10 +1,13 @@
 // The learning rate of the lr_schedule op at a given step, written once for the CPU and the
 // CUDA plugin so the two schedules cannot drift apart.
 //
-// Contract: LrAt is a pure function of the parameters and the step. The caller parses and
-// validates the attributes (decay_steps and T_max positive; for piecewise, num_boundaries + 1
-// values) and owns the piecewise table; LrSchedule only points at it, in host memory on the
-// CPU and in device memory on the CUDA side, so the struct can be passed to a kernel by value.
+// Contract: LrAt is a pure function of the parameters and the step, which counts from 0 at
+// the first training step (the host's @LR_DECAY_COUNTER@, as Paddle 1.8's counter does for
+// every schedule but noam, whose counter starts at 1: LrAt shifts noam's step itself). The
+// caller parses and validates the attributes (decay_steps, T_max, noam_warmup_steps and d_model
+// positive; for piecewise, num_boundaries + 1 values) and owns the piecewise table; LrSchedule
+// only points at it, in host memory on the CPU and in device memory on the CUDA side, so the
+// struct can be passed to a kernel by value.
 //
 // Rounding: the formulas use plain operators on both sides, as each plugin did before they were
 // shared (the CUDA kernel has always let nvcc contract them; pow and cos come from different
@@ -20,7 +23,16 @@
 
 namespace fleet::kernel {
 
-enum class LrScheduleType : int32_t { kConstant, kPiecewise, kExponential, kCosine };
+enum class LrScheduleType : int32_t {
+  kConstant,
+  kPiecewise,
+  kExponential,
+  kCosine,
+  kPolynomial,   // Paddle's polynomial_decay
+  kNoam,         // noam_decay
+  kNaturalExp,   // natural_exp_decay
+  kInverseTime,  // inverse_time_decay
+};
 
 struct LrSchedule {
   LrScheduleType type = LrScheduleType::kConstant;
@@ -33,6 +45,12 @@ struct LrSchedule {
   double warmup_steps = 0; // linear warm-up from start_lr to end_lr before the schedule
   double start_lr = 0;
   double end_lr = 0;
+  double end_learning_rate = 0.0001;  // polynomial: the rate reached at decay_steps
+  double power = 1;                   // polynomial: exponent
+  bool cycle = false;                 // polynomial: restart every decay_steps
+  double d_model = 1;                 // noam: model width
+  double noam_warmup_steps = 1;       // noam: steps of rising rate
+  double decay_rate = 0;              // natural_exp, inverse_time
   int64_t num_boundaries = 0;
   const int64_t* boundaries = nullptr;  // piecewise: num_boundaries entries
   const double* values = nullptr;       // piecewise: num_boundaries + 1 entries
@@ -65,6 +83,34 @@ FLEET_HOST_DEVICE inline double LrAt(const LrSchedule& s, double step) {
     case LrScheduleType::kCosine:
       return s.eta_min +
              (s.learning_rate - s.eta_min) * 0.5 * (1.0 + cos(kLrPi * step / s.t_max));
+    case LrScheduleType::kPolynomial: {
+      double steps = s.decay_steps;
+      if (s.cycle) {
+        // The period grows to the next multiple of decay_steps at or above the step.
+        double periods = ceil(step / s.decay_steps);
+        if (periods < 1) periods = 1;
+        steps = s.decay_steps * periods;
+      } else if (step > steps) {
+        step = steps;
+      }
+      return (s.learning_rate - s.end_learning_rate) * pow(1.0 - step / steps, s.power) +
+             s.end_learning_rate;
+    }
+    case LrScheduleType::kNoam: {
+      // Paddle 1.8 counts noam's steps from 1 (its counter starts there), so step 0 here is
+      // its step 1 and the first rate is not 0.
+      const double t = step + 1;
+      const double a = pow(t, -0.5);
+      const double b = pow(s.noam_warmup_steps, -1.5) * t;
+      return s.learning_rate * pow(s.d_model, -0.5) * (a < b ? a : b);
+    }
+    case LrScheduleType::kNaturalExp:
+    case LrScheduleType::kInverseTime: {
+      double e = step / s.decay_steps;
+      if (s.staircase) e = floor(e);
+      if (s.type == LrScheduleType::kNaturalExp) return s.learning_rate * exp(-s.decay_rate * e);
+      return s.learning_rate / (1.0 + s.decay_rate * e);
+    }
   }
   return s.learning_rate;
 }

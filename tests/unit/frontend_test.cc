@@ -557,7 +557,8 @@ TEST(FrontendTest, MinimizeOnceWithAScalarLoss) {
             "'x' has shape [-1, 3]");
   EXPECT_EQ(ErrorOf("x = data('x', shape=[-1, 3])\nl = mean(x)\nminimize(l, optimizer=0.1)\n"),
             "t.fleet:3:23: minimize: argument 'optimizer' must be an optimizer: sgd(...), "
-            "momentum(...), adam(...) or adamw(...), got a float");
+            "momentum(...), adam(...), adamw(...), adagrad(...), rmsprop(...), lamb(...) or "
+            "adamax(...), got a float");
   EXPECT_EQ(ErrorOf("o = sgd(learning_rate=piecewise_decay([10], [0.1]))\n"),
             "t.fleet:1:45: piecewise_decay: needs one more value than boundaries (1 "
             "boundaries, 1 values)");

@@ -293,8 +293,8 @@ TEST(OptimTest, Errors) {
   OptimizerSpec spec;
   spec.type = "momentun";
   EXPECT_TRUE(FailsWith(spec, "did you mean 'momentum'"));
-  spec.type = "rmsprop";
-  EXPECT_TRUE(FailsWith(spec, "unknown optimizer 'rmsprop'"));
+  spec.type = "ftrl";
+  EXPECT_TRUE(FailsWith(spec, "unknown optimizer 'ftrl'"));
 
   spec = {};
   spec.type = "adam";

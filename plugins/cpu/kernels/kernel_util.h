@@ -35,6 +35,7 @@ void AddMathKernels(KernelList& list);       // math_kernels.cc (+ any files it 
 void AddNnKernels(KernelList& list);         // nn_kernels.cc
 void AddTensorKernels(KernelList& list);     // tensor_kernels.cc
 void AddOptimizerKernels(KernelList& list);  // optimizer_kernels.cc
+void AddOptimizerExtKernels(KernelList& list);  // optimizer_ext_kernels.cc (from the above)
 
 // The whole list, built once.
 const KernelList& AllKernels();

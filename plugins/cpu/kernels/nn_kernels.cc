@@ -30,6 +30,7 @@ FleetStatus* ResolveWindow(const FleetKernelContext* kc, const int64_t in[2], co
 
 void AddNnKernels(KernelList& list) {
   AddNnLossKernels(list);
+  AddNnLossExtKernels(list);
   AddNnConvKernels(list);
   AddNnPoolKernels(list);
   AddNnNormKernels(list);

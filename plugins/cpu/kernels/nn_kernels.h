@@ -12,6 +12,7 @@ namespace fleet_cpu {
 
 // One per file, all called from AddNnKernels (nn_kernels.cc).
 void AddNnLossKernels(KernelList& list);   // nn_loss_kernels.cc
+void AddNnLossExtKernels(KernelList& list);  // nn_loss_ext_kernels.cc
 void AddNnConvKernels(KernelList& list);   // nn_conv_kernels.cc
 void AddNnPoolKernels(KernelList& list);   // nn_pool_kernels.cc
 void AddNnNormKernels(KernelList& list);   // nn_norm_kernels.cc

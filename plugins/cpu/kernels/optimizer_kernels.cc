@@ -216,6 +216,14 @@ FleetStatus* LrPrepare(void*, const FleetKernelContext* kc, void** state, size_t
       p.type = LrScheduleType::kExponential;
     } else if (type == "cosine") {
       p.type = LrScheduleType::kCosine;
+    } else if (type == "polynomial") {
+      p.type = LrScheduleType::kPolynomial;
+    } else if (type == "noam") {
+      p.type = LrScheduleType::kNoam;
+    } else if (type == "natural_exp") {
+      p.type = LrScheduleType::kNaturalExp;
+    } else if (type == "inverse_time") {
+      p.type = LrScheduleType::kInverseTime;
     } else {
       return InvalidArgument("lr_schedule: unknown schedule type \"" + std::string(type) + "\"");
     }
@@ -238,6 +246,15 @@ FleetStatus* LrPrepare(void*, const FleetKernelContext* kc, void** state, size_t
     p.warmup_steps = static_cast<double>(IntAttr(kc, "warmup_steps", 0));
     p.start_lr = FloatAttr(kc, "start_lr", 0.0);
     p.end_lr = FloatAttr(kc, "end_lr", 0.0);
+    p.end_learning_rate = FloatAttr(kc, "end_learning_rate", 0.0001);
+    p.power = FloatAttr(kc, "power", 1.0);
+    p.cycle = BoolAttr(kc, "cycle", false);
+    p.d_model = FloatAttr(kc, "d_model", 1.0);
+    p.noam_warmup_steps = static_cast<double>(IntAttr(kc, "noam_warmup_steps", 1));
+    p.decay_rate = FloatAttr(kc, "decay_rate", 0.0);
+    if (p.noam_warmup_steps <= 0 || p.d_model <= 0) {
+      return InvalidArgument("lr_schedule: noam_warmup_steps and d_model must be positive");
+    }
     if (p.decay_steps <= 0 || p.t_max <= 0) {
       return InvalidArgument("lr_schedule: decay_steps and T_max must be positive");
     }
@@ -276,6 +293,7 @@ void AddOptimizerKernels(KernelList& list) {
   for (int32_t dtype : {FLEET_DTYPE_INT64, FLEET_DTYPE_FLOAT32, FLEET_DTYPE_FLOAT64}) {
     Add(list, "lr_schedule", dtype, LrLaunch, LrPrepare, LrRelease);
   }
+  AddOptimizerExtKernels(list);
 }
 
 }  // namespace fleet_cpu

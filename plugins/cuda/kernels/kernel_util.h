@@ -45,6 +45,7 @@ void AddMathKernels(KernelList& list);       // math_*.cu: elementwise, activati
 void AddDenseKernels(KernelList& list);      // dense_*.cu: matmul, conv, pool, batch/layer norm
 void AddNnKernels(KernelList& list);         // nn_*.cu: losses, dropout, embedding, top-k, random
 void AddOptimizerKernels(KernelList& list);  // optimizer_kernels.cu
+void AddOptimizerExtKernels(KernelList& list);  // optimizer_ext.cu (from the above)
 void AddTensorKernels(KernelList& list);     // tensor_*.cu: reshape, concat, slice, cast, fill
 
 // The whole list, built once.

@@ -21,6 +21,7 @@ namespace fleet_cuda {
 
 // One per file, both called from AddNnKernels (nn_kernels.cu).
 void AddNnLossKernels(KernelList& list);  // nn_loss.cu
+void AddNnLossExtKernels(KernelList& list);  // nn_loss_ext.cu
 void AddNnMiscKernels(KernelList& list);  // nn_misc.cu
 
 // The helpers get their own namespace: other kernel groups have helpers of the same names.

@@ -108,6 +108,7 @@ FleetStatus* ReadFlag(const FleetKernelContext* kc, FleetStream* stream,
 
 void AddNnKernels(KernelList& list) {
   AddNnLossKernels(list);
+  AddNnLossExtKernels(list);
   AddNnMiscKernels(list);
 }
 

@@ -104,6 +104,24 @@ def _schedule_at(attrs, step):
         eta_min = attrs.get("eta_min", 0.0)
         t_max = attrs.get("T_max", 1)
         return eta_min + (base - eta_min) * (1 + math.cos(math.pi * step / t_max)) / 2
+    if kind == "polynomial":
+        steps = attrs.get("decay_steps", 1)
+        end = attrs.get("end_learning_rate", _f32(0.0001))
+        if attrs.get("cycle", False):
+            steps = steps * max(math.ceil(step / steps), 1)
+        else:
+            step = min(step, steps)
+        return (base - end) * (1 - step / steps) ** attrs.get("power", 1.0) + end
+    if kind == "noam":
+        t = step + 1  # Paddle 1.8's noam counter starts at 1
+        warmup = attrs.get("noam_warmup_steps", 1)
+        return base * attrs.get("d_model", 1.0) ** -0.5 * min(t ** -0.5, warmup ** -1.5 * t)
+    if kind in ("natural_exp", "inverse_time"):
+        e = step / attrs.get("decay_steps", 1)
+        if attrs.get("staircase", False):
+            e = math.floor(e)
+        rate = attrs.get("decay_rate", 0.0)
+        return base * math.exp(-rate * e) if kind == "natural_exp" else base / (1 + rate * e)
     raise ValueError("unknown schedule " + kind)
 
 
