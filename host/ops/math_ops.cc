@@ -84,6 +84,8 @@ void RegisterMathOps(OpRegistry& registry) {
   math::RegisterElementwiseOps(registry);
   math::RegisterReduceOps(registry);
   math::RegisterActivationOps(registry);
+  math::RegisterCompareOps(registry);
+  math::RegisterReduceExtOps(registry);
 }
 
 }  // namespace fleet::ops
