@@ -53,6 +53,8 @@ void AddMathKernels(KernelList& list) {
   math::AddElementwiseKernels(list);
   math::AddReduceKernels(list);
   math::AddActivationKernels(list);
+  math::AddCompareKernels(list);
+  math::AddReduceExtKernels(list);
 }
 
 }  // namespace fleet_cpu
