@@ -41,6 +41,8 @@ void AddMathKernels(KernelList& list) {
   AddMathElementwiseKernels(list);
   AddMathReduceKernels(list);
   AddMathActivationKernels(list);
+  AddMathCompareKernels(list);
+  AddMathReduceExtKernels(list);
 }
 
 }  // namespace fleet_cuda
