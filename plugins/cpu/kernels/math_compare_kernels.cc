@@ -1,9 +1,10 @@
 // Comparisons, logic ops, where, isfinite_v2 and elementwise_pow / mod / floordiv (+ the grads
 // of pow and where). Plain loops over the broadcast plan made at prepare (Paddle's axis rule,
 // plugins/common/broadcast_plan.h); the element formulas are shared with the CUDA plugin
-// (plugins/common/logic_formulas.h). oneDNN's binary primitive has no comparison with Paddle's
-// float equality and no integer types, so these stay plain C++. Broadcast grads accumulate in
-// element order, which is the reduction over the broadcast dims.
+// (plugins/common/logic_formulas.h). oneDNN's binary primitive compares only exactly (Paddle's
+// float equality has a tolerance), takes no 32- or 64-bit integers and broadcasts only its
+// second operand, so these stay plain C++, like the elementwise ops beside them. Broadcast grads
+// accumulate in element order, which is the reduction over the broadcast dims.
 #include <algorithm>
 #include <memory>
 #include <string>

@@ -2,9 +2,9 @@
 // (+ grad) and p_norm (+ grad). The groups each output element folds (plugins/common/
 // reduce_plan.h) are planned at prepare; a launch walks each group in element order, so the
 // result does not depend on the thread count. The formulas are shared with the CUDA plugin
-// (plugins/common/logic_formulas.h). oneDNN's reduction primitive is not used: it has no
-// integer or bool types and no NaN rule for max / min, and a plain loop over the planned groups
-// gives every dtype one code path.
+// (plugins/common/logic_formulas.h). oneDNN's reduction primitive is not used: it would serve
+// float32 alone and leaves NaN in max / min unspecified, while one loop over the planned groups
+// gives every dtype, on both devices, the same NaN rule and order (reduce_sum is a loop too).
 #include <algorithm>
 #include <memory>
 #include <string>
