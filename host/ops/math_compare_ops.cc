@@ -39,7 +39,12 @@ Status RequireBool(const ShapeContext& c, std::string_view slot) {
 }
 
 Status InferCompare(ShapeContext& c) {
-  FLEET_RETURN_IF_ERROR(RequireNumeric(c, "X"));
+  // equal and not_equal also compare bool tensors, as Paddle's do.
+  const std::string& type = c.op().type;
+  const bool eq = type == "equal" || type == "not_equal";
+  if (!(eq && c.Input("X").dtype == ir::DataType::kBool)) {
+    FLEET_RETURN_IF_ERROR(RequireNumeric(c, "X"));
+  }
   FLEET_RETURN_IF_ERROR(InferBroadcastBinary(c, c.IntAttr("axis")));
   c.Output("Out").dtype = ir::DataType::kBool;
   return OkStatus();
@@ -95,7 +100,8 @@ Status InferXYGrads(ShapeContext& c) {
 
 void RegisterCompare(OpRegistry& registry) {
   const char* const kinds[][2] = {
-      {"equal", "Out = (X == Y), broadcast at axis; floats equal within 1e-8 (Paddle's rule)"},
+      {"equal", "Out = (X == Y), broadcast at axis; floats equal within 1e-8 (Paddle's rule); "
+                "also bool"},
       {"not_equal", "Out = !(X == Y), broadcast at axis (equal's float rule)"},
       {"less_than", "Out = X < Y, broadcast at axis"},
       {"less_equal", "Out = X <= Y, broadcast at axis"},

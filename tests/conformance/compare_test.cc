@@ -118,6 +118,15 @@ TEST(CompareConformance, ComparisonsMatchNumpy) {
   }
 }
 
+// equal and not_equal also take bool tensors.
+TEST(CompareConformance, BoolEquality) {
+  FLEET_CONFORMANCE_RUNNER(runner);
+  for (const char* type : {"equal", "not_equal"}) {
+    ExpectRef(*runner, Binary(type), {{"x", SmallValues({3, 4}, 21, DataType::kBool, 0, 2)},
+                                      {"y", SmallValues({4}, 22, DataType::kBool, 0, 2)}});
+  }
+}
+
 // Paddle's float equality: within 1e-8, an infinity equals only itself, NaN nothing.
 TEST(CompareConformance, FloatEqualityRule) {
   FLEET_CONFORMANCE_RUNNER(runner);
@@ -550,7 +559,8 @@ TEST(CompareShapes, BadInputsAreRejected) {
   ExpectShapeError(Binary("less_than"), {{"X", {Info(f32, {5, 4})}}, {"Y", {Info(f32, {3})}}},
                    "do not broadcast");
   ExpectShapeError(Binary("equal"), {{"X", {Info(f32, {5, 4})}}, {"Y", {Info(i64, {4})}}}, "int64");
-  ExpectShapeError(Binary("equal"), {{"X", {Info(b, {4})}}, {"Y", {Info(b, {4})}}}, "X is bool");
+  ExpectShapeError(Binary("less_than"), {{"X", {Info(b, {4})}}, {"Y", {Info(b, {4})}}},
+                   "X is bool");
   ExpectShapeError(Binary("greater_equal", {{"axis", int32_t{2}}}),
                    {{"X", {Info(f32, {5, 4})}}, {"Y", {Info(f32, {4})}}}, "axis 2");
   ExpectShapeError(Binary("logical_and"), {{"X", {Info(f32, {4})}}, {"Y", {Info(b, {4})}}},

@@ -281,6 +281,10 @@ void AddCompareKernels(KernelList& list) {
   AddNumeric<int64_t>(list, FLEET_DTYPE_INT64);
   AddFloatGrads<float>(list, FLEET_DTYPE_FLOAT32);
   AddFloatGrads<double>(list, FLEET_DTYPE_FLOAT64);
+  Add(list, "equal", FLEET_DTYPE_BOOL, CompareLaunch<CompareOp::kEqual, uint8_t>,
+      PlanPrepare<false>, PlanRelease);
+  Add(list, "not_equal", FLEET_DTYPE_BOOL, CompareLaunch<CompareOp::kNotEqual, uint8_t>,
+      PlanPrepare<false>, PlanRelease);
   Add(list, "logical_and", FLEET_DTYPE_BOOL, LogicLaunch<LogicOp::kAnd>, PlanPrepare<false>,
       PlanRelease);
   Add(list, "logical_or", FLEET_DTYPE_BOOL, LogicLaunch<LogicOp::kOr>, PlanPrepare<false>,
