@@ -483,6 +483,36 @@ TEST(CompareConformance, ArgsortIsStableAndMatchesNumpy) {
   }
 }
 
+// argsort_grad reads indices it did not make: one outside the axis is refused, naming the op,
+// the index and where it sits, never written out of bounds.
+TEST(CompareConformance, ArgsortGradRefusesAnIndexOutsideTheAxis) {
+  FLEET_CONFORMANCE_RUNNER(runner);
+  ir::Op g = MakeOp("argsort_grad", {{"X", {"x"}}, {"Indices", {"idx"}}, {"Out@GRAD", {"g"}}},
+                    {{"X@GRAD", {"dx"}}});
+  VarMap vars{{"x", RandomTensor<double>({2, 3}, 1)},
+              {"idx", MakeTensor<int64_t>({2, 3}, {2, 0, 1, 0, 7, 1})},
+              {"g", RandomTensor<double>({2, 3}, 2)}};
+  Status s = runner->Run(g, vars);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("argsort_grad"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("Indices holds 7 at element 4"), std::string::npos)
+      << s.ToString();
+}
+
+// Sizes past the CPU plugin's grain, so the loops split over threads.
+TEST(CompareConformance, LargeInputsMatchNumpy) {
+  FLEET_CONFORMANCE_RUNNER(runner);
+  ExpectRef(*runner, Binary("less_equal"), {{"x", SmallValues({256, 300}, 31, DataType::kFloat32)},
+                                            {"y", SmallValues({300}, 32, DataType::kFloat32)}});
+  ExpectRef(*runner, Binary("elementwise_floordiv"),
+            {{"x", SmallValues({256, 300}, 33, DataType::kInt64, -50, 50)},
+             {"y", SmallValues({256, 300}, 34, DataType::kInt64, 1, 9)}});
+  ExpectRef(*runner, Unary("reduce_max", {{"dim", std::vector<int32_t>{1}}}),
+            {{"x", RandomTensor<double>({300, 256}, 35)}});
+  ExpectRef(*runner, Unary("arg_min", {{"axis", int64_t{0}}}),
+            {{"x", SmallValues({300, 256}, 36, DataType::kInt32, 0, 50)}});
+}
+
 // ---- p_norm ----------------------------------------------------------------------------------
 
 TEST(CompareConformance, PNormMatchesNumpyAndDifferentiates) {
