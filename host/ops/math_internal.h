@@ -17,6 +17,8 @@ void RegisterElementwiseOps(OpRegistry& registry);  // math_elementwise_ops.cc: 
 void RegisterReduceOps(OpRegistry& registry);       // math_reduce_ops.cc: sum, mean, reduce_*
 void RegisterActivationOps(OpRegistry& registry);   // math_activation_ops.cc: activations,
                                                     // softmax, log_softmax
+void RegisterUnaryOps(OpRegistry& registry);        // math_unary_ops.cc: unary math, more
+                                                    // activations, prelu, cumsum
 void RegisterCompareOps(OpRegistry& registry);      // math_compare_ops.cc: comparisons,
                                                     // logical_*, where, isfinite_v2,
                                                     // elementwise_pow / mod / floordiv

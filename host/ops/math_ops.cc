@@ -84,6 +84,7 @@ void RegisterMathOps(OpRegistry& registry) {
   math::RegisterElementwiseOps(registry);
   math::RegisterReduceOps(registry);
   math::RegisterActivationOps(registry);
+  math::RegisterUnaryOps(registry);
   math::RegisterCompareOps(registry);
   math::RegisterReduceExtOps(registry);
 }

@@ -33,15 +33,6 @@ ir::Op GradOpOf(const ir::Op& forward, std::string type) {
   return g;
 }
 
-}  // namespace tensor_ops
-
-namespace {
-
-using tensor_ops::GradOpOf;
-using tensor_ops::NormalizeAxis;
-
-std::string Str(int64_t v) { return std::to_string(v); }
-
 // XShape = [0, x dims...], X's dtype.
 void SetXShape(ShapeContext& c, const TensorInfo& x) {
   if (!c.HasOutput("XShape")) return;
@@ -100,6 +91,19 @@ OpSchema XShapeGradSchema(std::string type, std::vector<AttrSpec> attrs, std::st
   };
   return s;
 }
+
+}  // namespace tensor_ops
+
+namespace {
+
+using tensor_ops::ForwardXInfo;
+using tensor_ops::GradOpOf;
+using tensor_ops::NormalizeAxis;
+using tensor_ops::SetXShape;
+using tensor_ops::XShapeGrad;
+using tensor_ops::XShapeGradSchema;
+
+std::string Str(int64_t v) { return std::to_string(v); }
 
 // ---- reshape2 -------------------------------------------------------------------------------
 
@@ -584,6 +588,8 @@ void RegisterLayoutOps(OpRegistry& registry) {
 void RegisterTensorOps(OpRegistry& registry) {
   RegisterLayoutOps(registry);
   tensor_ops::RegisterTensorCreateOps(registry);
+  tensor_ops::RegisterTensorShapeExtOps(registry);
+  tensor_ops::RegisterTensorIndexOps(registry);
 }
 
 }  // namespace fleet::ops

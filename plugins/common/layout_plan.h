@@ -7,8 +7,9 @@
 //     appends copy steps to a LayoutPlan; it is called once, at a kernel's prepare.
 //   - Every step copies a box of elements between two tensors, strides on both sides, in
 //     elements, simplified (Simplify) so common cases are one dense run.
-//   - Strides are never negative and offsets are element offsets from the tensors' data, so a
-//     plugin may run a step as a loop (CPU), a memcpy or a device kernel (CUDA).
+//   - Offsets are element offsets from the tensors' data, so a plugin may run a step as a loop
+//     (CPU), a memcpy or a device kernel (CUDA). The builders here make non-negative strides;
+//     shape_plan.h's also make source strides of 0 (repeats) and negative ones (flip).
 //   - Before the steps, every tensor in `zero_outputs` is cleared (slice_grad).
 //   - A step whose source or destination tensor is absent or holds no data is skipped at
 //     launch; a `plain` step is also skipped when the destination aliases the source.

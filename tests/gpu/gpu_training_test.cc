@@ -99,6 +99,8 @@ std::vector<double> Losses(const std::string& out) {
   std::istringstream in(out);
   std::string line;
   while (std::getline(in, line)) {
+    // `launch` prefixes each line of a trainer's output with its name: "[trainer.0] step ...".
+    if (line.rfind("[trainer.0] ", 0) == 0) line.erase(0, 12);
     const size_t at = line.find(" loss ");
     if (line.rfind("step ", 0) == 0 && at != std::string::npos) {
       losses.push_back(std::stod(line.substr(at + 6)));

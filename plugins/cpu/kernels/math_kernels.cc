@@ -53,6 +53,7 @@ void AddMathKernels(KernelList& list) {
   math::AddElementwiseKernels(list);
   math::AddReduceKernels(list);
   math::AddActivationKernels(list);
+  math::AddUnaryKernels(list);
   math::AddCompareKernels(list);
   math::AddReduceExtKernels(list);
 }

@@ -21,6 +21,7 @@ void AddMatmulKernels(KernelList& list);       // math_matmul_kernels.cc
 void AddElementwiseKernels(KernelList& list);  // math_elementwise_kernels.cc
 void AddReduceKernels(KernelList& list);       // math_reduce_kernels.cc
 void AddActivationKernels(KernelList& list);   // math_activation_kernels.cc
+void AddUnaryKernels(KernelList& list);        // math_unary_kernels.cc
 void AddCompareKernels(KernelList& list);      // math_compare_kernels.cc
 void AddReduceExtKernels(KernelList& list);    // math_reduce_ext_kernels.cc
 

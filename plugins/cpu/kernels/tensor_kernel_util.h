@@ -79,4 +79,21 @@ bool VisitNumeric(int32_t dtype, F&& f) {
 // The creation kernels (tensor_create_kernels.cc).
 void AddTensorCreateKernels(KernelList& list);
 
+// ---- layout kernels (tensor_kernels.cc) ------------------------------------------------------
+// Prepare of a layout kernel: runs `build` and keeps the plan as the kernel's state.
+FleetStatus* PrepareLayoutPlan(const FleetKernelContext* kc, fleet::kernel::LayoutBuilder build,
+                               void** state);
+template <fleet::kernel::LayoutBuilder kBuild>
+FleetStatus* PrepareLayoutWith(void*, const FleetKernelContext* kc, void** state, size_t*) {
+  return PrepareLayoutPlan(kc, kBuild, state);
+}
+// Registers a layout kernel (launch runs the plan's copy steps) for every dtype, by element
+// size.
+void AddLayoutKernel(KernelList& list, const char* op, PrepareFn prepare);
+
+// The indexing and masking kernels and the layout ops of shape_plan.h
+// (tensor_index_kernels.cc, tensor_shape_ext_kernels.cc).
+void AddTensorIndexKernels(KernelList& list);
+void AddTensorShapeExtKernels(KernelList& list);
+
 }  // namespace fleet_cpu::tensor

@@ -17,12 +17,7 @@ using fleet::kernel::LayoutPlan;
 
 template <LayoutBuilder kBuild>
 FleetStatus* PrepareLayout(void*, const FleetKernelContext* kc, void** state, size_t*) {
-  return Guard(kc, [&]() -> FleetStatus* {
-    auto st = std::make_unique<LayoutPlan>();
-    if (FleetStatus* err = plan::ToFleetStatus(kBuild(kc, st.get()), Error)) return err;
-    *state = st.release();
-    return nullptr;
-  });
+  return tensor::PrepareLayoutPlan(kc, kBuild, state);
 }
 
 void ReleaseLayout(void*, void* state) { delete static_cast<LayoutPlan*>(state); }
@@ -66,6 +61,23 @@ void AddLayout(KernelList& list, const char* op, PrepareFn prepare) {
 
 }  // namespace
 
+namespace tensor {
+
+FleetStatus* PrepareLayoutPlan(const FleetKernelContext* kc, LayoutBuilder build, void** state) {
+  return Guard(kc, [&]() -> FleetStatus* {
+    auto st = std::make_unique<LayoutPlan>();
+    if (FleetStatus* err = plan::ToFleetStatus(build(kc, st.get()), Error)) return err;
+    *state = st.release();
+    return nullptr;
+  });
+}
+
+void AddLayoutKernel(KernelList& list, const char* op, PrepareFn prepare) {
+  AddLayout(list, op, prepare);
+}
+
+}  // namespace tensor
+
 void AddTensorKernels(KernelList& list) {
   AddLayout(list, "reshape2", PrepareLayout<plan::BuildXToOut>);
   AddLayout(list, "reshape2_grad", PrepareLayout<plan::BuildGradToXGrad>);
@@ -81,6 +93,8 @@ void AddTensorKernels(KernelList& list) {
   AddLayout(list, "slice", PrepareLayout<plan::BuildSlice>);
   AddLayout(list, "slice_grad", PrepareLayout<plan::BuildSliceGrad>);
   tensor::AddTensorCreateKernels(list);
+  tensor::AddTensorShapeExtKernels(list);
+  tensor::AddTensorIndexKernels(list);
 }
 
 }  // namespace fleet_cpu

@@ -18,6 +18,8 @@ namespace fleet_cuda {
 void AddMathElementwiseKernels(KernelList& list);  // math_elementwise.cu: elementwise_* (+ grads)
 void AddMathActivationKernels(KernelList& list);   // math_activation.cu: activations, softmax
 void AddMathReduceKernels(KernelList& list);       // math_reduce.cu: sum, mean, reduce_*
+void AddMathUnaryKernels(KernelList& list);        // math_unary.cu: unary math, activations,
+                                                   // prelu, cumsum
 void AddMathCompareKernels(KernelList& list);      // math_compare.cu: comparisons, logic, where
 void AddMathReduceExtKernels(KernelList& list);    // math_reduce_ext.cu: reduce_max.., arg*, p_norm
 

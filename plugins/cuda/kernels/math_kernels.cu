@@ -41,6 +41,7 @@ void AddMathKernels(KernelList& list) {
   AddMathElementwiseKernels(list);
   AddMathReduceKernels(list);
   AddMathActivationKernels(list);
+  AddMathUnaryKernels(list);
   AddMathCompareKernels(list);
   AddMathReduceExtKernels(list);
 }

@@ -7,6 +7,8 @@ namespace fleet_cuda {
 void AddTensorKernels(KernelList& list) {
   AddTensorShapeKernels(list);
   AddTensorCreateKernels(list);
+  AddTensorShapeExtKernels(list);
+  AddTensorIndexKernels(list);
 }
 
 }  // namespace fleet_cuda

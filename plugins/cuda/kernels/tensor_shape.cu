@@ -47,32 +47,36 @@ struct LayoutState {
 };
 
 
-// Fills in what launch needs to know about a finished plan. Strides are never negative here
-// (dense strides, permuted or not), so the last element of the box is its farthest.
+// Fills in what launch needs to know about a finished plan. A negative stride (flip) walks
+// back from the offset, which the builder placed at that dim's last element, so only the
+// positive strides reach past the offset.
 void Describe(Step* step) {
   const CopyPlan& p = step->plan;
   int64_t n = 1, src_span = 0, dst_span = 0;
+  bool negative = false;
   for (int i = 0; i < p.rank; ++i) n *= p.dims[i];
   step->numel = n;
   if (n > 0) {
     for (int i = 0; i < p.rank; ++i) {
-      src_span += (p.dims[i] - 1) * p.src_strides[i];
-      dst_span += (p.dims[i] - 1) * p.dst_strides[i];
+      negative = negative || p.src_strides[i] < 0 || p.dst_strides[i] < 0;
+      if (p.src_strides[i] > 0) src_span += (p.dims[i] - 1) * p.src_strides[i];
+      if (p.dst_strides[i] > 0) dst_span += (p.dims[i] - 1) * p.dst_strides[i];
     }
     step->src_extent = p.src_offset + src_span + 1;
     step->dst_extent = p.dst_offset + dst_span + 1;
   }
   step->dense = p.rank == 0 || (p.rank == 1 && p.src_strides[0] == 1 && p.dst_strides[0] == 1);
-  // The kernel indexes from the offset pointers, so only the spans must fit.
-  step->index32 = n <= kIndex32Limit && src_span < kIndex32Limit && dst_span < kIndex32Limit;
+  // The kernel indexes from the offset pointers, so only the spans must fit; unsigned indices
+  // cannot step backwards.
+  step->index32 = !negative && n <= kIndex32Limit && src_span < kIndex32Limit &&
+                  dst_span < kIndex32Limit;
 }
 
-template <LayoutBuilder kBuild>
-FleetStatus* PrepareLayout(void*, const FleetKernelContext* kc, void** state, size_t*) {
+FleetStatus* PrepareLayoutImpl(const FleetKernelContext* kc, LayoutBuilder build, void** state) {
   // Plans are plain host data; only allocation can throw, and nothing may cross the ABI.
   try {
     plan::LayoutPlan built;
-    if (FleetStatus* err = plan::ToFleetStatus(kBuild(kc, &built), Error)) return err;
+    if (FleetStatus* err = plan::ToFleetStatus(build(kc, &built), Error)) return err;
     auto st = std::make_unique<LayoutState>();
     st->zero_outputs = std::move(built.zero_outputs);
     st->steps.reserve(built.steps.size());
@@ -89,6 +93,11 @@ FleetStatus* PrepareLayout(void*, const FleetKernelContext* kc, void** state, si
   } catch (...) {
     return Error(FLEET_CODE_INTERNAL, OpName(kc) + ": unknown exception");
   }
+}
+
+template <LayoutBuilder kBuild>
+FleetStatus* PrepareLayout(void*, const FleetKernelContext* kc, void** state, size_t*) {
+  return PrepareLayoutImpl(kc, kBuild, state);
 }
 
 void ReleaseLayout(void*, void* state) { delete static_cast<LayoutState*>(state); }
@@ -217,6 +226,14 @@ void AddLayout(KernelList& list, const char* op, PrepareFn prepare) {
 }
 
 }  // namespace
+
+FleetStatus* PrepareLayoutPlan(const FleetKernelContext* kc, LayoutBuilder build, void** state) {
+  return PrepareLayoutImpl(kc, build, state);
+}
+
+void AddLayoutKernel(KernelList& list, const char* op, PrepareFn prepare) {
+  AddLayout(list, op, prepare);
+}
 
 void AddTensorShapeKernels(KernelList& list) {
   AddLayout(list, "reshape2", PrepareLayout<plan::BuildXToOut>);

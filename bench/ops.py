@@ -1,0 +1,179 @@
+"""Per-op kernel time of Fleet against PyTorch, side by side, in one run.
+
+Each case is one op at the layer sizes of a small real model. Fleet's kernel runs through the
+plugin ABI as the executor calls it (build/bin/fleet_op_bench: prepared once, then launched);
+PyTorch runs the equivalent call on tensors of the same shapes and dtype. The two are run
+alternately `--runs` times; each run times `--iters` calls after a warm-up, one call at a time
+(on a GPU each call is followed by a synchronise on both sides). The table gives the median
+microseconds per call of each and the ratio torch/fleet (above 1: Fleet is faster).
+
+  /usr/bin/python3 bench/ops.py [--device cpu|cuda] [--threads 1] [--runs 5] [--iters 200]
+                                [--only NAME,...] [--build build]
+
+On the CPU, PyTorch needs a real BLAS (scripts/install-bench-deps.sh, see train_throughput.py);
+on a GPU it needs a CUDA build of PyTorch. A case whose op this build of Fleet does not have is
+listed as "no kernel" rather than failing the run.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def f32(*dims, low=-1.0, high=1.0):
+    return {"dims": list(dims), "dtype": "float32", "low": low, "high": high}
+
+
+def i64(*dims, high):
+    return {"dims": list(dims), "dtype": "int64", "low": 0, "high": high}
+
+
+def cases(torch, F):
+    """(name, fleet spec, torch builder): the builder takes a device and returns a no-argument
+    callable doing the op on tensors it made once."""
+    def rand(dev, *dims):
+        return torch.rand(*dims, device=dev) * 2 - 1
+
+    def ids(dev, n, high):
+        return torch.randint(0, high, (n,), device=dev)
+
+    return [
+        ("softmax 256x1024", {"type": "softmax", "attrs": {"axis": -1},
+                              "inputs": {"X": [f32(256, 1024)]}},
+         lambda d: (lambda x: lambda: torch.softmax(x, -1))(rand(d, 256, 1024))),
+        ("elementwise_add 256x1024 + 1024",
+         {"type": "elementwise_add", "attrs": {"axis": -1},
+          "inputs": {"X": [f32(256, 1024)], "Y": [f32(1024)]}},
+         lambda d: (lambda x, y: lambda: x + y)(rand(d, 256, 1024), rand(d, 1024))),
+        ("matmul_v2 512x512x512", {"type": "matmul_v2",
+                                   "inputs": {"X": [f32(512, 512)], "Y": [f32(512, 512)]}},
+         lambda d: (lambda x, y: lambda: x @ y)(rand(d, 512, 512), rand(d, 512, 512))),
+        ("conv2d 32x64x32x32 k3 p1", {"type": "conv2d",
+                                      "attrs": {"strides": [1, 1], "paddings": [1, 1]},
+                                      "inputs": {"Input": [f32(32, 64, 32, 32)],
+                                                 "Filter": [f32(64, 64, 3, 3)]}},
+         lambda d: (lambda x, w: lambda: F.conv2d(x, w, padding=1))(
+             rand(d, 32, 64, 32, 32), rand(d, 64, 64, 3, 3))),
+        ("lookup_table_v2 100000x64, 8192 ids",
+         {"type": "lookup_table_v2", "inputs": {"W": [f32(100000, 64)],
+                                                "Ids": [i64(8192, high=100000)]}},
+         lambda d: (lambda w, i: lambda: F.embedding(i, w))(rand(d, 100000, 64),
+                                                            ids(d, 8192, 100000))),
+        ("layer_norm 256x1024", {"type": "layer_norm", "attrs": {"begin_norm_axis": 1},
+                                 "inputs": {"X": [f32(256, 1024)], "Scale": [f32(1024)],
+                                            "Bias": [f32(1024)]}},
+         lambda d: (lambda x, g, b: lambda: F.layer_norm(x, (1024,), g, b))(
+             rand(d, 256, 1024), rand(d, 1024), rand(d, 1024))),
+        ("reduce_max 256x4096 dim 1", {"type": "reduce_max", "attrs": {"dim": [1]},
+                                       "inputs": {"X": [f32(256, 4096)]}},
+         lambda d: (lambda x: lambda: torch.amax(x, 1))(rand(d, 256, 4096))),
+        ("cumsum 64x4096 axis 1", {"type": "cumsum", "attrs": {"axis": 1},
+                                   "inputs": {"X": [f32(64, 4096)]}},
+         lambda d: (lambda x: lambda: torch.cumsum(x, 1))(rand(d, 64, 4096))),
+        ("gather 100000x64, 8192 rows", {"type": "gather",
+                                         "inputs": {"X": [f32(100000, 64)],
+                                                    "Index": [i64(8192, high=100000)]}},
+         lambda d: (lambda x, i: lambda: torch.index_select(x, 0, i))(
+             rand(d, 100000, 64), ids(d, 8192, 100000))),
+        ("scatter 100000x64, 8192 rows", {"type": "scatter",
+                                          "inputs": {"X": [f32(100000, 64)],
+                                                     "Ids": [i64(8192, high=100000)],
+                                                     "Updates": [f32(8192, 64)]}},
+         lambda d: (lambda x, i, u: lambda: x.index_copy(0, i, u))(
+             rand(d, 100000, 64), ids(d, 8192, 100000), rand(d, 8192, 64))),
+        ("tile 64x256 by 4x4", {"type": "tile", "attrs": {"repeat_times": [4, 4]},
+                                "inputs": {"X": [f32(64, 256)]}},
+         lambda d: (lambda x: lambda: torch.tile(x, (4, 4)))(rand(d, 64, 256))),
+        ("argsort 256x1024", {"type": "argsort", "attrs": {"axis": -1},
+                              "inputs": {"X": [f32(256, 1024)]}},
+         lambda d: (lambda x: lambda: torch.sort(x, -1, stable=True))(rand(d, 256, 1024))),
+        ("tril_triu 16x512x512", {"type": "tril_triu", "attrs": {"lower": True},
+                                  "inputs": {"X": [f32(16, 512, 512)]}},
+         lambda d: (lambda x: lambda: torch.tril(x))(rand(d, 16, 512, 512))),
+        ("softplus 256x4096", {"type": "softplus", "inputs": {"X": [f32(256, 4096)]}},
+         lambda d: (lambda x: lambda: F.softplus(x))(rand(d, 256, 4096))),
+        ("less_than 256x4096", {"type": "less_than",
+                                "inputs": {"X": [f32(256, 4096)], "Y": [f32(256, 4096)]}},
+         lambda d: (lambda x, y: lambda: x < y)(rand(d, 256, 4096), rand(d, 256, 4096))),
+    ]
+
+
+def fleet_time(exe, spec, device, threads, iters, warmup):
+    r = subprocess.run([exe, "--device", device, "--threads", str(threads), "--iters",
+                        str(iters), "--warmup", str(warmup), json.dumps(spec)],
+                       capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        return None, r.stderr.strip().splitlines()[-1] if r.stderr.strip() else "failed"
+    return json.loads(r.stdout.strip().splitlines()[-1])["median_us"], None
+
+
+def torch_time(torch, fn, device, iters, warmup):
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    times = []
+    with torch.no_grad():
+        for i in range(warmup + iters):
+            t0 = time.perf_counter()
+            fn()
+            sync()
+            t1 = time.perf_counter()
+            if i >= warmup:
+                times.append((t1 - t0) * 1e6)
+    return statistics.median(times)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--iters", type=int, default=200)
+    ap.add_argument("--warmup", type=int, default=20)
+    ap.add_argument("--only", default="", help="comma-separated substrings of case names")
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    args = ap.parse_args()
+
+    exe = os.path.join(os.path.abspath(args.build), "bin", "fleet_op_bench")
+    if not os.path.exists(exe):
+        sys.exit(f"ops.py: {exe} is missing; build the target fleet_op_bench first")
+    try:
+        import torch
+        import torch.nn.functional as F
+    except ImportError:
+        sys.exit("ops.py: PyTorch is not installed (scripts/install-bench-deps.sh)")
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print("ops.py: this PyTorch has no CUDA device", file=sys.stderr)
+        sys.exit(2)
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+
+    selected = [c for c in cases(torch, F)
+                if not args.only or any(s in c[0] for s in args.only.split(","))]
+    where = (torch.cuda.get_device_name(0) if args.device == "cuda"
+             else f"CPU, {args.threads} thread(s)")
+    print(f"{where}; torch {torch.__version__}; {args.runs} alternating runs of "
+          f"{args.iters} calls after {args.warmup} warm-up; median us per call")
+    print(f"{'case':40} {'fleet us':>10} {'torch us':>10} {'torch/fleet':>12}")
+    for name, spec, build in selected:
+        fn = build(args.device)
+        fleet_runs, torch_runs, why = [], [], None
+        for _ in range(args.runs):
+            t, why = fleet_time(exe, spec, args.device, args.threads, args.iters, args.warmup)
+            if t is None:
+                break
+            fleet_runs.append(t)
+            torch_runs.append(torch_time(torch, fn, args.device, args.iters, args.warmup))
+        if not fleet_runs:
+            print(f"{name:40} {'no kernel':>10}   ({why})")
+            continue
+        f, t = statistics.median(fleet_runs), statistics.median(torch_runs)
+        print(f"{name:40} {f:10.1f} {t:10.1f} {t / f:12.2f}")
+
+
+if __name__ == "__main__":
+    main()
