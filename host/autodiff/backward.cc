@@ -1,7 +1,7 @@
 // append_backward, following Paddle's backward.py on a single block:
 //
 //  1. Forward sweep: the vars that depend on a trainable parameter (not stop_gradient, not in
-//     the no-grad set), through differentiable input slots.
+//     the no-grad set, of a floating-point dtype), through differentiable input slots.
 //  2. Backward sweep from the loss's op: the ops that write a var the loss needs and read a var
 //     that depends on a parameter form the path; their dependent inputs need gradients.
 //  3. The grad rule of each path op, in reverse order. Gradient outputs for vars that need none
@@ -168,7 +168,12 @@ StatusOr<std::vector<ParamGrad>> AppendBackward(ir::Program& main, const std::st
     if (!any) continue;
     reached[i] = true;
     for (const auto& n : ops[i].OutputVars()) {
-      if (!blocked(n)) depends.insert(n);
+      // Only floating-point vars carry gradients: a bool or integer result (a comparison,
+      // arg_max, argsort's Indices) stops the flow, as in Paddle, where those ops have no grad.
+      const ir::Var* v = block.FindVar(n);
+      const bool integral = v != nullptr && v->dtype != ir::DataType::kInvalid &&
+                            !IsFloat(v->dtype);
+      if (!blocked(n) && !integral) depends.insert(n);
     }
   }
 

@@ -26,7 +26,9 @@ bool JoinDim(int64_t a, int64_t b, int64_t* out) {
   return true;
 }
 
-Status InferElementwise(ShapeContext& c) {
+}  // namespace
+
+Status InferBroadcastBinary(ShapeContext& c, int64_t axis_attr) {
   const TensorInfo& x = c.Input("X");
   const TensorInfo& y = c.Input("Y");
   if (x.dtype != y.dtype) {
@@ -36,7 +38,7 @@ Status InferElementwise(ShapeContext& c) {
   const bool x_big = x.dims.size() >= y.dims.size();
   const std::vector<int64_t>& big = x_big ? x.dims : y.dims;
   std::vector<int64_t> small = x_big ? y.dims : x.dims;
-  int64_t axis = c.IntAttr("axis");
+  int64_t axis = axis_attr;
   const auto diff = static_cast<int64_t>(big.size() - small.size());
   if (diff == 0 || axis == -1) axis = diff;
   while (!small.empty() && axis + static_cast<int64_t>(small.size()) >
@@ -44,7 +46,7 @@ Status InferElementwise(ShapeContext& c) {
     small.pop_back();
   }
   if (axis < 0 || axis + static_cast<int64_t>(small.size()) > static_cast<int64_t>(big.size())) {
-    return c.Error("axis " + std::to_string(c.IntAttr("axis")) + " does not place " +
+    return c.Error("axis " + std::to_string(axis_attr) + " does not place " +
                    (x_big ? "Y " : "X ") + ir::ShapeText(x_big ? y.dims : x.dims) + " inside " +
                    (x_big ? "X " : "Y ") + ir::ShapeText(big));
   }
@@ -60,6 +62,10 @@ Status InferElementwise(ShapeContext& c) {
   c.Output("Out") = out;
   return OkStatus();
 }
+
+namespace {
+
+Status InferElementwise(ShapeContext& c) { return InferBroadcastBinary(c, c.IntAttr("axis")); }
 
 Status InferElementwiseGrad(ShapeContext& c) {
   FLEET_RETURN_IF_ERROR(SameShapeAs(c, "X@GRAD", "X"));

@@ -19,6 +19,20 @@ void RegisterActivationOps(OpRegistry& registry);   // math_activation_ops.cc: a
                                                     // softmax, log_softmax
 void RegisterUnaryOps(OpRegistry& registry);        // math_unary_ops.cc: unary math, more
                                                     // activations, prelu, cumsum
+void RegisterCompareOps(OpRegistry& registry);      // math_compare_ops.cc: comparisons,
+                                                    // logical_*, where, isfinite_v2,
+                                                    // elementwise_pow / mod / floordiv
+void RegisterReduceExtOps(OpRegistry& registry);    // math_reduce_ext_ops.cc: reduce_max / min /
+                                                    // prod / any / all, arg_max / arg_min,
+                                                    // argsort, p_norm
+
+// Out of X and Y broadcast by Paddle's rule with the lower-rank operand placed at `axis` (-1:
+// trailing); X and Y must share a dtype, which Out takes (math_elementwise_ops.cc).
+Status InferBroadcastBinary(ShapeContext& c, int64_t axis);
+
+// The shape of reduce_sum and friends: X reduced over attributes dim / keep_dim / reduce_all,
+// [1] when nothing is left (math_reduce_ops.cc).
+Status InferReduceShape(ShapeContext& c);
 
 // Known dims must agree; an unknown (-1) one agrees with anything.
 inline bool DimsAgree(int64_t a, int64_t b) { return a < 0 || b < 0 || a == b; }

@@ -85,6 +85,8 @@ void RegisterMathOps(OpRegistry& registry) {
   math::RegisterReduceOps(registry);
   math::RegisterActivationOps(registry);
   math::RegisterUnaryOps(registry);
+  math::RegisterCompareOps(registry);
+  math::RegisterReduceExtOps(registry);
 }
 
 }  // namespace fleet::ops

@@ -82,6 +82,8 @@ Status InferReduceGrad(ShapeContext& c) {
 
 }  // namespace
 
+Status InferReduceShape(ShapeContext& c) { return InferReduce(c); }
+
 void RegisterReduceOps(OpRegistry& registry) {
   {
     OpSchema s;

@@ -89,6 +89,8 @@ HostTensor Cast(const HostTensor& t, ir::DataType dtype) {
     if (dtype == ir::DataType::kFloat32) out.data<float>()[i] = static_cast<float>(v);
     if (dtype == ir::DataType::kFloat64) out.data<double>()[i] = v;
     if (dtype == ir::DataType::kInt64) out.data<int64_t>()[i] = static_cast<int64_t>(v);
+    if (dtype == ir::DataType::kInt32) out.data<int32_t>()[i] = static_cast<int32_t>(v);
+    if (dtype == ir::DataType::kBool) out.data<uint8_t>()[i] = v != 0;
   }
   return out;
 }

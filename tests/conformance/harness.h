@@ -79,7 +79,8 @@ HostTensor RandomTensor(std::vector<int64_t> dims, uint64_t seed, double lo = -1
 // Integer values in [lo, hi) (labels, indices).
 HostTensor RandomInts(std::vector<int64_t> dims, uint64_t seed, int64_t lo, int64_t hi);
 
-// Converts a float tensor to another float dtype (float32 <-> float64).
+// Converts a tensor to another dtype: float32 / float64, int64 / int32 (truncating), or bool
+// (non-zero is true).
 HostTensor Cast(const HostTensor& t, ir::DataType dtype);
 
 class OpRunner {

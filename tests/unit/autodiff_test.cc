@@ -297,6 +297,23 @@ TEST(AutodiffTest, MissingGradRuleNamesTheOp) {
   EXPECT_EQ(p.global().FindVar("loss@GRAD"), nullptr);
 }
 
+// A bool or integer var carries no gradient, so an op without a grad rule that only produces
+// one (a comparison, arg_max) may sit between a parameter and the loss.
+TEST(AutodiffTest, IntegralResultsStopTheGradient) {
+  ir::Program p = Chain();
+  ir::Var mask = Tmp("mask");
+  mask.dtype = DataType::kBool;
+  Declare(p, {mask, Tmp("b")});
+  auto& ops = p.global().ops;
+  ops.insert(ops.begin() + 1, Op("t_frozen", {{"X", {"h"}}}, {{"Out", {"mask"}}}));
+  ops.insert(ops.begin() + 2, Op("t_add", {{"X", {"h"}}, {"Y", {"mask"}}}, {{"Out", {"b"}}}));
+  ops[3].inputs["X"] = {"b"};
+  auto r = AppendBackward(p, "loss", {}, TestRegistry());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(Names(*r), (std::vector<std::string>{"w:w@GRAD"}));
+  EXPECT_EQ(p.global().FindVar("mask@GRAD"), nullptr);
+}
+
 TEST(AutodiffTest, LossChecks) {
   {
     ir::Program p = Chain();

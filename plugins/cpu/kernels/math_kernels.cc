@@ -54,6 +54,8 @@ void AddMathKernels(KernelList& list) {
   math::AddReduceKernels(list);
   math::AddActivationKernels(list);
   math::AddUnaryKernels(list);
+  math::AddCompareKernels(list);
+  math::AddReduceExtKernels(list);
 }
 
 }  // namespace fleet_cpu

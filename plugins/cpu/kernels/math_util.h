@@ -22,6 +22,8 @@ void AddElementwiseKernels(KernelList& list);  // math_elementwise_kernels.cc
 void AddReduceKernels(KernelList& list);       // math_reduce_kernels.cc
 void AddActivationKernels(KernelList& list);   // math_activation_kernels.cc
 void AddUnaryKernels(KernelList& list);        // math_unary_kernels.cc
+void AddCompareKernels(KernelList& list);      // math_compare_kernels.cc
+void AddReduceExtKernels(KernelList& list);    // math_reduce_ext_kernels.cc
 
 // The broadcast plan (StridePlan, Coalesce, Paddle's axis rule) is shared with the CUDA plugin
 // (plugins/common/broadcast_plan.h), so both accept the same shapes.

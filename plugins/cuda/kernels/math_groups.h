@@ -20,6 +20,8 @@ void AddMathActivationKernels(KernelList& list);   // math_activation.cu: activa
 void AddMathReduceKernels(KernelList& list);       // math_reduce.cu: sum, mean, reduce_*
 void AddMathUnaryKernels(KernelList& list);        // math_unary.cu: unary math, activations,
                                                    // prelu, cumsum
+void AddMathCompareKernels(KernelList& list);      // math_compare.cu: comparisons, logic, where
+void AddMathReduceExtKernels(KernelList& list);    // math_reduce_ext.cu: reduce_max.., arg*, p_norm
 
 namespace math {
 

@@ -42,6 +42,8 @@ void AddMathKernels(KernelList& list) {
   AddMathReduceKernels(list);
   AddMathActivationKernels(list);
   AddMathUnaryKernels(list);
+  AddMathCompareKernels(list);
+  AddMathReduceExtKernels(list);
 }
 
 }  // namespace fleet_cuda
