@@ -4,7 +4,8 @@ Each case is one op at the layer sizes of a small real model. Fleet's kernel run
 plugin ABI as the executor calls it (build/bin/fleet_op_bench: prepared once, then launched);
 PyTorch runs the equivalent call on tensors of the same shapes and dtype. The two are run
 alternately `--runs` times; each run times `--iters` calls after a warm-up, one call at a time
-(on a GPU each call is followed by a synchronise on both sides). The table gives the median
+(on a GPU each call is followed by a synchronise on both sides, and TF32 is off for torch, as
+Fleet's kernels compute float32 in float32). The table gives the median
 microseconds per call of each and the ratio torch/fleet (above 1: Fleet is faster).
 
   /usr/bin/python3 bench/ops.py [--device cpu|cuda] [--threads 1] [--runs 5] [--iters 200]
@@ -92,7 +93,7 @@ def cases(torch, F):
          lambda d: (lambda x: lambda: torch.tile(x, (4, 4)))(rand(d, 64, 256))),
         ("argsort 256x1024", {"type": "argsort", "attrs": {"axis": -1},
                               "inputs": {"X": [f32(256, 1024)]}},
-         lambda d: (lambda x: lambda: torch.sort(x, -1, stable=True))(rand(d, 256, 1024))),
+         lambda d: (lambda x: lambda: torch.sort(x, dim=-1, stable=True))(rand(d, 256, 1024))),
         ("tril_triu 16x512x512", {"type": "tril_triu", "attrs": {"lower": True},
                                   "inputs": {"X": [f32(16, 512, 512)]}},
          lambda d: (lambda x: lambda: torch.tril(x))(rand(d, 16, 512, 512))),
@@ -149,6 +150,10 @@ def main():
     if args.device == "cuda" and not torch.cuda.is_available():
         print("ops.py: this PyTorch has no CUDA device", file=sys.stderr)
         sys.exit(2)
+    if args.device == "cuda":
+        # Fleet's CUDA kernels do float32 in float32 (no TF32), so the peer does too.
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
 
