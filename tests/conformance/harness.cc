@@ -492,4 +492,83 @@ StatusOr<double> Objective(OpRunner& runner, const ir::Op& op, VarMap env,
   return ::testing::AssertionSuccess();
 }
 
+// ---- checks the op suites share -------------------------------------------------------------
+
+VarMap CastAll(const VarMap& vars, ir::DataType dtype) {
+  VarMap out;
+  for (const auto& [name, t] : vars) {
+    const bool is_float = t.dtype == ir::DataType::kFloat32 || t.dtype == ir::DataType::kFloat64;
+    out[name] = is_float ? Cast(t, dtype) : t;
+  }
+  return out;
+}
+
+void ExpectFloatsMatchNumpy(OpRunner& runner, const ir::Op& op, const VarMap& vars64, double rtol32,
+                        double atol32, std::string ref) {
+  if (ref.empty()) ref = op.type;
+  auto expected = NumpyReference(ref, op, vars64);
+  ASSERT_TRUE(expected.ok()) << expected.status().ToString();
+  for (ir::DataType dtype : {ir::DataType::kFloat64, ir::DataType::kFloat32}) {
+    SCOPED_TRACE(std::string(ir::DataTypeName(dtype)));
+    VarMap vars = CastAll(vars64, dtype);
+    Status s = runner.Run(op, vars);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    for (const auto& [slot, tensors] : *expected) {
+      const auto& names = op.Output(slot);
+      ASSERT_EQ(names.size(), tensors.size()) << slot;
+      for (size_t i = 0; i < names.size(); ++i) {
+        const bool f32 = dtype == ir::DataType::kFloat32;
+        EXPECT_TRUE(AllClose(vars.at(names[i]), tensors[i], f32 ? rtol32 : 1e-10,
+                             f32 ? atol32 : 1e-12))
+            << op.type << " " << slot << "[" << i << "]";
+      }
+    }
+  }
+}
+
+void ExpectFloat32GradsMatchFloat64(OpRunner& runner, const ir::Op& fwd, const VarMap& vars64,
+                                    double rtol, double atol, uint64_t seed) {
+  VarMap env64 = vars64;
+  Status s = runner.Run(fwd, env64);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  for (const auto& [slot, names] : fwd.outputs) {
+    for (const auto& n : names) {
+      env64[ir::GradVarName(n)] = RandomTensor<double>(env64.at(n).dims, ++seed);
+    }
+  }
+  VarMap env32 = CastAll(env64, ir::DataType::kFloat32);
+  const ops::OpSchema* schema = ops::BuiltinOps().Find(fwd.type);
+  ASSERT_NE(schema, nullptr);
+  for (const ir::Op& g : schema->grad(fwd)) {
+    SCOPED_TRACE(g.type);
+    s = runner.Run(g, env64);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    s = runner.Run(g, env32);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    for (const auto& name : g.OutputVars()) {
+      EXPECT_TRUE(AllClose(env32.at(name), env64.at(name), rtol, atol)) << name;
+    }
+  }
+}
+
+::testing::AssertionResult MatchesNumpy(OpRunner& runner, const ir::Op& op, VarMap vars,
+                                        const std::vector<std::string>& slots, double rtol,
+                                        double atol) {
+  VarMap inputs = vars;
+  if (Status s = runner.Run(op, vars); !s.ok()) {
+    return ::testing::AssertionFailure() << "run: " << s.ToString();
+  }
+  auto ref = NumpyReference(op.type, op, inputs);
+  if (!ref.ok()) return ::testing::AssertionFailure() << ref.status().ToString();
+  for (const auto& slot : slots) {
+    if (!ref->count(slot)) return ::testing::AssertionFailure() << "reference lacks " << slot;
+    const auto& names = op.Output(slot);
+    for (size_t i = 0; i < names.size(); ++i) {
+      auto r = AllClose(vars.at(names[i]), ref->at(slot)[i], rtol, atol);
+      if (!r) return ::testing::AssertionFailure() << slot << ": " << r.message();
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
 }  // namespace fleet::conformance

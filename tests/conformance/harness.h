@@ -134,6 +134,29 @@ struct GradCheckOptions {
 ::testing::AssertionResult CheckGradients(OpRunner& runner, const ir::Op& forward,
                                           const VarMap& vars, const GradCheckOptions& options);
 
+// ---- checks the op suites share -------------------------------------------------------------
+
+// Every float tensor of `vars` cast to `dtype`; other tensors as they are.
+VarMap CastAll(const VarMap& vars, ir::DataType dtype);
+
+// Runs `op` on `vars64` (float64 inputs) in float64 and in float32 and compares every output the
+// NumPy reference `ref` (default: the op type) returns, computed once in float64 from the same
+// inputs: within 1e-10 relative in float64, within the given tolerances in float32.
+void ExpectFloatsMatchNumpy(OpRunner& runner, const ir::Op& op, const VarMap& vars64,
+                        double rtol32 = 1e-5, double atol32 = 1e-5, std::string ref = "");
+
+// The grad ops the schema emits for `fwd`, fed random output grads drawn from `seed`, run once
+// in float64 and once in float32, must agree (the float64 ones are checked against finite
+// differences by CheckGradients).
+void ExpectFloat32GradsMatchFloat64(OpRunner& runner, const ir::Op& fwd, const VarMap& vars64,
+                                    double rtol = 1e-4, double atol = 1e-5, uint64_t seed = 500);
+
+// Runs `op` on `vars` as they are and compares the outputs of `slots` with the NumPy reference
+// named after the op.
+::testing::AssertionResult MatchesNumpy(OpRunner& runner, const ir::Op& op, VarMap vars,
+                                        const std::vector<std::string>& slots, double rtol,
+                                        double atol);
+
 // Fetches the runner or skips / fails the current test.
 #define FLEET_CONFORMANCE_RUNNER(var)                                   \
   ::fleet::conformance::OpRunner* var = nullptr;                        \

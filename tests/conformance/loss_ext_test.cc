@@ -12,26 +12,6 @@ namespace {
 
 using Attrs = ir::AttrMap;
 
-::testing::AssertionResult MatchesNumpy(OpRunner& runner, const ir::Op& op, VarMap vars,
-                                        const std::vector<std::string>& slots, double rtol,
-                                        double atol) {
-  VarMap inputs = vars;
-  if (Status s = runner.Run(op, vars); !s.ok()) {
-    return ::testing::AssertionFailure() << "run: " << s.ToString();
-  }
-  auto ref = NumpyReference(op.type, op, inputs);
-  if (!ref.ok()) return ::testing::AssertionFailure() << ref.status().ToString();
-  for (const auto& slot : slots) {
-    if (!ref->count(slot)) return ::testing::AssertionFailure() << "reference lacks " << slot;
-    const auto& names = op.Output(slot);
-    for (size_t i = 0; i < names.size(); ++i) {
-      auto r = AllClose(vars.at(names[i]), ref->at(slot)[i], rtol, atol);
-      if (!r) return ::testing::AssertionFailure() << slot << ": " << r.message();
-    }
-  }
-  return ::testing::AssertionSuccess();
-}
-
 // Runs the forward op and its grad ops in float64 and in float32 (inputs cast from the float64
 // ones, the same random output gradients) and compares every output and input gradient.
 ::testing::AssertionResult Float32MatchesFloat64(OpRunner& runner, const ir::Op& fwd,

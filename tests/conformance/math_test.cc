@@ -21,70 +21,6 @@ ir::Op Binary(std::string type, ir::AttrMap attrs = {}) {
                 std::move(attrs));
 }
 
-// Casts every float tensor of `vars` to `dtype`.
-VarMap CastAll(const VarMap& vars, ir::DataType dtype) {
-  VarMap out;
-  for (const auto& [name, t] : vars) {
-    const bool is_float = t.dtype == ir::DataType::kFloat32 || t.dtype == ir::DataType::kFloat64;
-    out[name] = is_float ? Cast(t, dtype) : t;
-  }
-  return out;
-}
-
-// Runs `op` on `vars` (float64 inputs) in float64 and in float32 and compares every output with
-// the NumPy reference `ref` (the op type unless given), computed once in float64 from the same
-// inputs.
-void ExpectMatchesNumpy(OpRunner& runner, const ir::Op& op, const VarMap& vars64,
-                        double rtol32 = 1e-5, double atol32 = 1e-5, std::string ref = "") {
-  if (ref.empty()) ref = op.type;
-  auto expected = NumpyReference(ref, op, vars64);
-  ASSERT_TRUE(expected.ok()) << expected.status().ToString();
-  for (ir::DataType dtype : {ir::DataType::kFloat64, ir::DataType::kFloat32}) {
-    SCOPED_TRACE(std::string(ir::DataTypeName(dtype)));
-    VarMap vars = CastAll(vars64, dtype);
-    Status s = runner.Run(op, vars);
-    ASSERT_TRUE(s.ok()) << s.ToString();
-    for (const auto& [slot, tensors] : *expected) {
-      const auto& names = op.Output(slot);
-      ASSERT_EQ(names.size(), tensors.size()) << slot;
-      for (size_t i = 0; i < names.size(); ++i) {
-        const bool f32 = dtype == ir::DataType::kFloat32;
-        EXPECT_TRUE(AllClose(vars.at(names[i]), tensors[i], f32 ? rtol32 : 1e-10,
-                             f32 ? atol32 : 1e-12))
-            << op.type << " " << slot << "[" << i << "]";
-      }
-    }
-  }
-}
-
-// The grad ops the schema emits for `fwd`, run once in float64 and once in float32 (the oneDNN
-// paths), must agree; the float64 ones are checked against finite differences elsewhere.
-void ExpectFloat32GradsMatchFloat64(OpRunner& runner, const ir::Op& fwd, const VarMap& vars64,
-                                    double rtol = 1e-4, double atol = 1e-5) {
-  VarMap env64 = vars64;
-  Status s = runner.Run(fwd, env64);
-  ASSERT_TRUE(s.ok()) << s.ToString();
-  uint64_t seed = 500;
-  for (const auto& [slot, names] : fwd.outputs) {
-    for (const auto& n : names) {
-      env64[ir::GradVarName(n)] = RandomTensor<double>(env64.at(n).dims, ++seed);
-    }
-  }
-  VarMap env32 = CastAll(env64, ir::DataType::kFloat32);
-  const ops::OpSchema* schema = ops::BuiltinOps().Find(fwd.type);
-  ASSERT_NE(schema, nullptr);
-  for (const ir::Op& g : schema->grad(fwd)) {
-    SCOPED_TRACE(g.type);
-    s = runner.Run(g, env64);
-    ASSERT_TRUE(s.ok()) << s.ToString();
-    s = runner.Run(g, env32);
-    ASSERT_TRUE(s.ok()) << s.ToString();
-    for (const auto& name : g.OutputVars()) {
-      EXPECT_TRUE(AllClose(env32.at(name), env64.at(name), rtol, atol)) << name;
-    }
-  }
-}
-
 // ---- mul / matmul_v2 ------------------------------------------------------------------------
 
 struct MulCase {
@@ -108,14 +44,14 @@ TEST(MathConformance, MulMatchesNumpy) {
   for (const auto& c : MulCases()) {
     ir::Op op = Binary("mul", {{"x_num_col_dims", c.xnc}, {"y_num_col_dims", c.ync}});
     VarMap vars{{"x", RandomTensor<double>(c.x, ++seed)}, {"y", RandomTensor<double>(c.y, ++seed)}};
-    ExpectMatchesNumpy(*runner, op, vars);
+    ExpectFloatsMatchNumpy(*runner, op, vars);
   }
   // The MLP benchmark's layers.
   for (auto [m, k, n] : {std::tuple<int64_t, int64_t, int64_t>{128, 32, 128}, {256, 784, 64}}) {
     ir::Op op = Binary("mul");
     VarMap vars{{"x", RandomTensor<double>({m, k}, ++seed)},
                 {"y", RandomTensor<double>({k, n}, ++seed)}};
-    ExpectMatchesNumpy(*runner, op, vars, 1e-4, 1e-4);
+    ExpectFloatsMatchNumpy(*runner, op, vars, 1e-4, 1e-4);
   }
 }
 
@@ -143,7 +79,7 @@ TEST(MathConformance, MulGradFloat32) {
   VarMap vars{{"x", RandomTensor<double>({128, 32}, 41)},
               {"y", RandomTensor<double>({32, 128}, 42)},
               {"g", RandomTensor<double>({128, 128}, 43)}};
-  ExpectMatchesNumpy(*runner, g, vars, 1e-4, 1e-4);
+  ExpectFloatsMatchNumpy(*runner, g, vars, 1e-4, 1e-4);
 }
 
 struct MatmulCase {
@@ -176,7 +112,7 @@ TEST(MathConformance, MatmulV2MatchesNumpy) {
     SCOPED_TRACE(std::to_string(seed));
     ir::Op op = Binary("matmul_v2", {{"trans_x", c.tx}, {"trans_y", c.ty}});
     VarMap vars{{"x", RandomTensor<double>(c.x, ++seed)}, {"y", RandomTensor<double>(c.y, ++seed)}};
-    ExpectMatchesNumpy(*runner, op, vars);
+    ExpectFloatsMatchNumpy(*runner, op, vars);
   }
 }
 
@@ -237,12 +173,12 @@ TEST(MathConformance, ElementwiseMatchesNumpy) {
       SCOPED_TRACE(std::string(type) + " axis " + std::to_string(c.axis) + " seed " +
                    std::to_string(seed + 1));
       ir::Op op = Binary(type, {{"axis", c.axis}});
-      ExpectMatchesNumpy(*runner, op, BinaryInputs(type, c, ++seed));
+      ExpectFloatsMatchNumpy(*runner, op, BinaryInputs(type, c, ++seed));
     }
   }
   // The benchmark's bias add.
   ir::Op op = Binary("elementwise_add", {{"axis", int32_t{1}}});
-  ExpectMatchesNumpy(*runner, op, {{"x", RandomTensor<double>({128, 128}, 1)},
+  ExpectFloatsMatchNumpy(*runner, op, {{"x", RandomTensor<double>({128, 128}, 1)},
                                    {"y", RandomTensor<double>({128}, 2)}});
 }
 
@@ -266,13 +202,13 @@ TEST(MathConformance, ElementwiseGradient) {
 TEST(MathConformance, BiasAddAtBenchmarkShape) {
   FLEET_CONFORMANCE_RUNNER(runner);
   for (int32_t axis : {-1, 1}) {
-    ExpectMatchesNumpy(*runner, Binary("elementwise_add", {{"axis", axis}}),
+    ExpectFloatsMatchNumpy(*runner, Binary("elementwise_add", {{"axis", axis}}),
                        {{"x", RandomTensor<double>({256, 1024}, 7)},
                         {"y", RandomTensor<double>({1024}, 8)}});
     ir::Op g = MakeOp("elementwise_add_grad",
                       {{"X", {"x"}}, {"Y", {"y"}}, {"Out@GRAD", {"g"}}},
                       {{"X@GRAD", {"dx"}}, {"Y@GRAD", {"dy"}}}, {{"axis", axis}});
-    ExpectMatchesNumpy(*runner, g,
+    ExpectFloatsMatchNumpy(*runner, g,
                        {{"x", RandomTensor<double>({256, 1024}, 9)},
                         {"y", RandomTensor<double>({1024}, 10)},
                         {"g", RandomTensor<double>({256, 1024}, 11)}},
@@ -281,7 +217,7 @@ TEST(MathConformance, BiasAddAtBenchmarkShape) {
   // A general broadcast gradient against the same NumPy rule.
   ir::Op g = MakeOp("elementwise_add_grad", {{"X", {"x"}}, {"Y", {"y"}}, {"Out@GRAD", {"g"}}},
                     {{"X@GRAD", {"dx"}}, {"Y@GRAD", {"dy"}}}, {{"axis", int32_t{1}}});
-  ExpectMatchesNumpy(*runner, g,
+  ExpectFloatsMatchNumpy(*runner, g,
                      {{"x", RandomTensor<double>({2, 3, 4}, 12)},
                       {"y", RandomTensor<double>({3, 1}, 13)},
                       {"g", RandomTensor<double>({2, 3, 4}, 14)}});
@@ -295,7 +231,7 @@ TEST(MathConformance, SumAndMean) {
   VarMap vars{{"a", RandomTensor<double>({3, 4}, 1)},
               {"b", RandomTensor<double>({3, 4}, 2)},
               {"c", RandomTensor<double>({3, 4}, 3)}};
-  ExpectMatchesNumpy(*runner, sum, vars);
+  ExpectFloatsMatchNumpy(*runner, sum, vars);
   EXPECT_TRUE(CheckGradients(*runner, sum, vars, {}));
 
   // Out may be one of the inputs (gradient accumulation in place).
@@ -308,7 +244,7 @@ TEST(MathConformance, SumAndMean) {
 
   ir::Op mean = Unary("mean");
   VarMap mv{{"x", RandomTensor<double>({3, 5}, 4)}};
-  ExpectMatchesNumpy(*runner, mean, mv);
+  ExpectFloatsMatchNumpy(*runner, mean, mv);
   EXPECT_TRUE(CheckGradients(*runner, mean, mv, {}));
   ExpectFloat32GradsMatchFloat64(*runner, mean, mv);
 }
@@ -339,7 +275,7 @@ TEST(MathConformance, ReduceMatchesNumpyAndGradient) {
       SCOPED_TRACE(std::string(type) + " seed " + std::to_string(seed + 1));
       ir::Op op = Unary(type, c.attrs);
       VarMap vars{{"x", RandomTensor<double>(c.x, ++seed)}};
-      ExpectMatchesNumpy(*runner, op, vars);
+      ExpectFloatsMatchNumpy(*runner, op, vars);
       EXPECT_TRUE(CheckGradients(*runner, op, vars, {}));
       ExpectFloat32GradsMatchFloat64(*runner, op, vars);
     }
@@ -375,7 +311,7 @@ TEST(MathConformance, SignMatchesNumpy) {
   FLEET_CONFORMANCE_RUNNER(runner);
   // Exact zeros included: sign(0) is 0.
   HostTensor x = MakeTensor<double>({2, 5}, {-2.5, -1e-9, 0.0, 1e-9, 3.0, 0.0, -0.0, 7.0, -7.0, 0.5});
-  ExpectMatchesNumpy(*runner, Unary("sign"), {{"x", x}});
+  ExpectFloatsMatchNumpy(*runner, Unary("sign"), {{"x", x}});
   const ops::OpSchema* schema = ops::BuiltinOps().Find("sign");
   ASSERT_NE(schema, nullptr);
   EXPECT_FALSE(schema->grad) << "sign is not differentiated";
@@ -386,7 +322,7 @@ TEST(MathConformance, ActivationsMatchNumpy) {
   uint64_t seed = 400;
   for (const auto& c : ActCases()) {
     SCOPED_TRACE(c.type);
-    ExpectMatchesNumpy(*runner, Unary(c.type, c.attrs),
+    ExpectFloatsMatchNumpy(*runner, Unary(c.type, c.attrs),
                        {{"x", RandomTensor<double>({6, 33}, ++seed, c.lo, c.hi)}});
   }
 }
@@ -417,18 +353,18 @@ TEST(MathConformance, SoftmaxMatchesNumpyAndGradient) {
       SCOPED_TRACE(std::string(type) + " axis " + std::to_string(c.axis));
       ir::Op op = Unary(type, {{"axis", c.axis}});
       VarMap vars{{"x", RandomTensor<double>(c.x, ++seed, -3, 3)}};
-      ExpectMatchesNumpy(*runner, op, vars);
+      ExpectFloatsMatchNumpy(*runner, op, vars);
       EXPECT_TRUE(CheckGradients(*runner, op, vars, {}));
       ExpectFloat32GradsMatchFloat64(*runner, op, vars);
     }
   }
   // The benchmark's output layer, and softmax_grad against its NumPy formula.
-  ExpectMatchesNumpy(*runner, Unary("softmax"), {{"x", RandomTensor<double>({128, 2}, 1, -3, 3)}});
+  ExpectFloatsMatchNumpy(*runner, Unary("softmax"), {{"x", RandomTensor<double>({128, 2}, 1, -3, 3)}});
   ir::Op g = MakeOp("softmax_grad", {{"Out", {"o"}}, {"Out@GRAD", {"g"}}}, {{"X@GRAD", {"dx"}}},
                     {{"axis", int32_t{-1}}});
   VarMap gv{{"o", RandomTensor<double>({16, 10}, 2, 0.0, 1.0)},
             {"g", RandomTensor<double>({16, 10}, 3)}};
-  ExpectMatchesNumpy(*runner, g, gv, 1e-4, 1e-5);
+  ExpectFloatsMatchNumpy(*runner, g, gv, 1e-4, 1e-5);
 }
 
 // ---- shape functions ------------------------------------------------------------------------

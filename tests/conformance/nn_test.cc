@@ -12,27 +12,6 @@ namespace {
 using Attrs = ir::AttrMap;
 using Ints = std::vector<int32_t>;
 
-// Runs `op` and compares every output var of `slots` with the NumPy reference `fn`.
-::testing::AssertionResult MatchesNumpy(OpRunner& runner, const ir::Op& op, VarMap vars,
-                                        const std::vector<std::string>& slots, double rtol,
-                                        double atol) {
-  VarMap inputs = vars;
-  if (Status s = runner.Run(op, vars); !s.ok()) {
-    return ::testing::AssertionFailure() << "run: " << s.ToString();
-  }
-  auto ref = NumpyReference(op.type, op, inputs);
-  if (!ref.ok()) return ::testing::AssertionFailure() << ref.status().ToString();
-  for (const auto& slot : slots) {
-    if (!ref->count(slot)) return ::testing::AssertionFailure() << "reference lacks " << slot;
-    const auto& names = op.Output(slot);
-    for (size_t i = 0; i < names.size(); ++i) {
-      auto r = AllClose(vars.at(names[i]), ref->at(slot)[i], rtol, atol);
-      if (!r) return ::testing::AssertionFailure() << slot << ": " << r.message();
-    }
-  }
-  return ::testing::AssertionSuccess();
-}
-
 // Rows of positive values summing to 1 (probabilities over the last dim).
 template <typename T>
 HostTensor Probabilities(std::vector<int64_t> dims, uint64_t seed) {

@@ -25,15 +25,6 @@ ir::Op Prelu(ir::AttrMap attrs) {
                 std::move(attrs));
 }
 
-VarMap CastAll(const VarMap& vars, ir::DataType dtype) {
-  VarMap out;
-  for (const auto& [name, t] : vars) {
-    const bool is_float = t.dtype == ir::DataType::kFloat32 || t.dtype == ir::DataType::kFloat64;
-    out[name] = is_float ? Cast(t, dtype) : t;
-  }
-  return out;
-}
-
 // Uniform values in [lo, hi), none within `margin` of a point in `kinks` (where the op or its
 // derivative jumps, so a central difference across it would be meaningless).
 HostTensor AwayFrom(std::vector<int64_t> dims, uint64_t seed, double lo, double hi,
@@ -52,56 +43,16 @@ HostTensor AwayFrom(std::vector<int64_t> dims, uint64_t seed, double lo, double 
   return MakeTensor<double>(std::move(dims), v);
 }
 
-// Runs `op` in float64 and float32 and compares every output with the NumPy reference computed
-// once in float64 from the same inputs.
-void ExpectMatchesNumpy(OpRunner& runner, const ir::Op& op, const VarMap& vars64,
-                        double rtol32 = 2e-5, double atol32 = 2e-5, std::string ref = "") {
-  if (ref.empty()) ref = op.type;
-  auto expected = NumpyReference(ref, op, vars64);
-  ASSERT_TRUE(expected.ok()) << expected.status().ToString();
-  for (ir::DataType dtype : {ir::DataType::kFloat64, ir::DataType::kFloat32}) {
-    SCOPED_TRACE(std::string(ir::DataTypeName(dtype)));
-    VarMap vars = CastAll(vars64, dtype);
-    Status s = runner.Run(op, vars);
-    ASSERT_TRUE(s.ok()) << s.ToString();
-    for (const auto& [slot, tensors] : *expected) {
-      const auto& names = op.Output(slot);
-      ASSERT_EQ(names.size(), tensors.size()) << slot;
-      for (size_t i = 0; i < names.size(); ++i) {
-        const bool f32 = dtype == ir::DataType::kFloat32;
-        EXPECT_TRUE(AllClose(vars.at(names[i]), tensors[i], f32 ? rtol32 : 1e-10,
-                             f32 ? atol32 : 1e-12))
-            << op.type << " " << slot << "[" << i << "]";
-      }
-    }
-  }
+// The shared checks with this family's float32 tolerances (its formulas go through more
+// transcendental calls than the basic ops').
+void ExpectUnaryMatchesNumpy(OpRunner& runner, const ir::Op& op, const VarMap& vars64,
+                             double rtol32 = 2e-5, double atol32 = 2e-5) {
+  ExpectFloatsMatchNumpy(runner, op, vars64, rtol32, atol32);
 }
 
-// The grad ops the schema emits, run in float64 and in float32, must agree.
-void ExpectFloat32GradsMatchFloat64(OpRunner& runner, const ir::Op& fwd, const VarMap& vars64,
-                                    double rtol = 1e-4, double atol = 2e-5) {
-  VarMap env64 = vars64;
-  Status s = runner.Run(fwd, env64);
-  ASSERT_TRUE(s.ok()) << s.ToString();
-  uint64_t seed = 700;
-  for (const auto& [slot, names] : fwd.outputs) {
-    for (const auto& n : names) {
-      env64[ir::GradVarName(n)] = RandomTensor<double>(env64.at(n).dims, ++seed);
-    }
-  }
-  VarMap env32 = CastAll(env64, ir::DataType::kFloat32);
-  const ops::OpSchema* schema = ops::BuiltinOps().Find(fwd.type);
-  ASSERT_NE(schema, nullptr);
-  for (const ir::Op& g : schema->grad(fwd)) {
-    SCOPED_TRACE(g.type);
-    s = runner.Run(g, env64);
-    ASSERT_TRUE(s.ok()) << s.ToString();
-    s = runner.Run(g, env32);
-    ASSERT_TRUE(s.ok()) << s.ToString();
-    for (const auto& name : g.OutputVars()) {
-      EXPECT_TRUE(AllClose(env32.at(name), env64.at(name), rtol, atol)) << name;
-    }
-  }
+void ExpectUnaryGradsAgree(OpRunner& runner, const ir::Op& fwd, const VarMap& vars64,
+                           double rtol = 1e-4, double atol = 2e-5) {
+  ExpectFloat32GradsMatchFloat64(runner, fwd, vars64, rtol, atol, /*seed=*/700);
 }
 
 // ---- element-wise ops -----------------------------------------------------------------------
@@ -181,7 +132,7 @@ TEST(UnaryConformance, MatchesNumpy) {
   cases.push_back({"mish", {{"threshold", 3.0f}}, -4, 6, {}});
   for (const auto& c : cases) {
     SCOPED_TRACE(CaseName(c));
-    ExpectMatchesNumpy(*runner, Unary(c.type, c.attrs),
+    ExpectUnaryMatchesNumpy(*runner, Unary(c.type, c.attrs),
                        {{"x", AwayFrom({6, 37}, ++seed, c.lo, c.hi, c.kinks)}});
   }
 }
@@ -194,7 +145,7 @@ TEST(UnaryConformance, Gradients) {
     ir::Op op = Unary(c.type, c.attrs);
     EXPECT_TRUE(CheckGradients(*runner, op, {{"x", AwayFrom({3, 5}, ++seed, c.lo, c.hi, c.kinks)}},
                                {}));
-    ExpectFloat32GradsMatchFloat64(*runner, op,
+    ExpectUnaryGradsAgree(*runner, op,
                                    {{"x", AwayFrom({7, 19}, ++seed, c.lo, c.hi, c.kinks)}});
   }
 }
@@ -204,7 +155,7 @@ TEST(UnaryConformance, RoundsHalvesAwayFromZero) {
   const std::vector<double> in = {-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 0.49, -0.51, 3.0, -3.7};
   const std::vector<double> want = {-3, -2, -1, 1, 2, 3, 0, -1, 3, -4};
   HostTensor x = MakeTensor<double>({2, 5}, in);
-  ExpectMatchesNumpy(*runner, Unary("round"), {{"x", x}}, 0, 0);
+  ExpectUnaryMatchesNumpy(*runner, Unary("round"), {{"x", x}}, 0, 0);
   VarMap vars{{"x", Cast(x, ir::DataType::kFloat32)}};
   ASSERT_TRUE(runner->Run(Unary("round"), vars).ok());
   EXPECT_TRUE(AllClose(vars.at("out"), Cast(MakeTensor<double>({2, 5}, want),
@@ -248,7 +199,7 @@ TEST(UnaryConformance, HardSwishGradKeepsPaddlesSlopeAboveThreshold) {
   ir::Op g = MakeOp("hard_swish_grad", {{"X", {"x"}}, {"Out@GRAD", {"g"}}}, {{"X@GRAD", {"dx"}}},
                     {{"threshold", 4.0f}, {"scale", 5.0f}, {"offset", 2.0f}});
   VarMap vars{{"x", AwayFrom({4, 9}, 1, -4, 6, {-2, 2})}, {"g", RandomTensor<double>({4, 9}, 2)}};
-  ExpectMatchesNumpy(*runner, g, vars);
+  ExpectUnaryMatchesNumpy(*runner, g, vars);
 }
 
 TEST(UnaryConformance, AbsOfIntegers) {
@@ -306,9 +257,9 @@ TEST(PreluConformance, MatchesNumpyAndGradients) {
     ir::Op op = Prelu({{"mode", c.mode}, {"data_format", c.format}});
     VarMap vars{{"x", AwayFrom(c.x, ++seed, -2, 2, {0})},
                 {"alpha", RandomTensor<double>(c.alpha, ++seed, -0.5, 0.8)}};
-    ExpectMatchesNumpy(*runner, op, vars);
+    ExpectUnaryMatchesNumpy(*runner, op, vars);
     EXPECT_TRUE(CheckGradients(*runner, op, vars, {}));
-    ExpectFloat32GradsMatchFloat64(*runner, op, vars);
+    ExpectUnaryGradsAgree(*runner, op, vars);
   }
 }
 
@@ -325,9 +276,9 @@ TEST(CumsumConformance, MatchesNumpyAndGradients) {
         ir::Op op = Unary("cumsum",
                           {{"axis", axis}, {"exclusive", exclusive}, {"reverse", reverse}});
         VarMap vars{{"x", RandomTensor<double>({3, 4, 5}, ++seed)}};
-        ExpectMatchesNumpy(*runner, op, vars);
+        ExpectUnaryMatchesNumpy(*runner, op, vars);
         EXPECT_TRUE(CheckGradients(*runner, op, vars, {}));
-        ExpectFloat32GradsMatchFloat64(*runner, op, vars);
+        ExpectUnaryGradsAgree(*runner, op, vars);
       }
     }
   }
@@ -338,7 +289,7 @@ TEST(CumsumConformance, FlattenGivesOneDimAndAGradientShapedLikeX) {
   for (bool reverse : {false, true}) {
     ir::Op op = Unary("cumsum", {{"flatten", true}, {"reverse", reverse}, {"axis", int32_t{1}}});
     VarMap vars{{"x", RandomTensor<double>({2, 3, 4}, 7)}};
-    ExpectMatchesNumpy(*runner, op, vars);
+    ExpectUnaryMatchesNumpy(*runner, op, vars);
     VarMap run = vars;
     ASSERT_TRUE(runner->Run(op, run).ok());
     EXPECT_EQ(run.at("out").dims, std::vector<int64_t>{24});
