@@ -1,0 +1,217 @@
+// Conformance of the nn extension ops: adaptive pool2d, depthwise_conv2d, group_norm and
+// instance_norm. Forward against NumPy (ref/ref_nn_ext.py), gradients against finite differences
+// in float64, float32 against float64, and the shape functions' refusals.
+#include <cmath>
+
+#include "harness.h"
+#include "ops/op_registry.h"
+
+namespace fleet::conformance {
+namespace {
+
+using Attrs = ir::AttrMap;
+using Ints = std::vector<int32_t>;
+
+// Runs `op` and compares the output vars of `slots` with the NumPy reference `fn`.
+::testing::AssertionResult MatchesRef(OpRunner& runner, const std::string& fn, const ir::Op& op,
+                                      VarMap vars, const std::vector<std::string>& slots,
+                                      double rtol, double atol) {
+  VarMap inputs = vars;
+  if (Status s = runner.Run(op, vars); !s.ok()) {
+    return ::testing::AssertionFailure() << "run: " << s.ToString();
+  }
+  auto ref = NumpyReference(fn, op, inputs);
+  if (!ref.ok()) return ::testing::AssertionFailure() << ref.status().ToString();
+  for (const auto& slot : slots) {
+    if (!ref->count(slot)) return ::testing::AssertionFailure() << "reference lacks " << slot;
+    const auto& names = op.Output(slot);
+    for (size_t i = 0; i < names.size(); ++i) {
+      auto r = AllClose(vars.at(names[i]), ref->at(slot)[i], rtol, atol);
+      if (!r) return ::testing::AssertionFailure() << slot << ": " << r.message();
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// Runs the grad ops of `fwd` on float64 inputs and on the same values in float32, with the same
+// random output gradients, and compares every input gradient.
+::testing::AssertionResult Float32GradMatchesFloat64(OpRunner& runner, const ir::Op& fwd,
+                                                     VarMap v64, uint64_t seed, double rtol,
+                                                     double atol) {
+  if (Status s = runner.Run(fwd, v64); !s.ok()) {
+    return ::testing::AssertionFailure() << "forward: " << s.ToString();
+  }
+  for (const auto& [slot, names] : fwd.outputs) {
+    for (const auto& n : names) {
+      if (v64.at(n).dtype != ir::DataType::kFloat64) continue;
+      v64[ir::GradVarName(n)] = RandomTensor<double>(v64.at(n).dims, ++seed);
+    }
+  }
+  VarMap v32;
+  for (const auto& [n, t] : v64) {
+    v32[n] = t.dtype == ir::DataType::kFloat64 ? Cast(t, ir::DataType::kFloat32) : t;
+  }
+  for (const ir::Op& grad : ops::BuiltinOps().Find(fwd.type)->grad(fwd)) {
+    Status s64 = runner.Run(grad, v64), s32 = runner.Run(grad, v32);
+    if (!s64.ok()) return ::testing::AssertionFailure() << "float64 grad: " << s64.ToString();
+    if (!s32.ok()) return ::testing::AssertionFailure() << "float32 grad: " << s32.ToString();
+    for (const auto& [slot, names] : grad.outputs) {
+      for (const auto& n : names) {
+        auto r = AllClose(v32.at(n), v64.at(n), rtol, atol);
+        if (!r) return ::testing::AssertionFailure() << n << ": " << r.message();
+      }
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// ---- adaptive / global pool2d --------------------------------------------------------------
+
+ir::Op Pool(Attrs attrs) {
+  return MakeOp("pool2d", {{"X", {"x"}}}, {{"Out", {"y"}}}, std::move(attrs));
+}
+
+std::vector<Attrs> AdaptiveCases() {
+  std::vector<Attrs> cases;
+  for (const std::string type : {"max", "avg"}) {
+    // 7x8 -> 3x3 and 2x5 have overlapping windows of different sizes; 7x8 -> 7x8 is the
+    // identity, 1x1 the global pool; global_pooling makes the output the input's size.
+    for (Ints k : {Ints{3, 3}, Ints{2, 5}, Ints{7, 8}, Ints{1, 1}, Ints{4, 2}}) {
+      cases.push_back({{"pooling_type", type}, {"adaptive", true}, {"ksize", k}});
+    }
+    cases.push_back({{"pooling_type", type}, {"adaptive", true}, {"ksize", Ints{3, 3}},
+                     {"exclusive", false}, {"paddings", Ints{1, 1}}, {"strides", Ints{2, 2}}});
+    cases.push_back(
+        {{"pooling_type", type}, {"adaptive", true}, {"global_pooling", true}, {"ksize", Ints{2, 2}}});
+  }
+  return cases;
+}
+
+TEST(NnExtConformance, AdaptivePool2dMatchesNumpy) {
+  FLEET_CONFORMANCE_RUNNER(runner);
+  uint64_t seed = 300;
+  for (const auto& attrs : AdaptiveCases()) {
+    VarMap v32{{"x", RandomTensor<float>({2, 3, 7, 8}, ++seed)}};
+    EXPECT_TRUE(MatchesRef(*runner, "pool2d_adaptive", Pool(attrs), v32, {"Out"}, 1e-5, 1e-6))
+        << "float32 case " << seed;
+    VarMap v64{{"x", Cast(v32.at("x"), ir::DataType::kFloat64)}};
+    EXPECT_TRUE(MatchesRef(*runner, "pool2d_adaptive", Pool(attrs), v64, {"Out"}, 1e-10, 1e-10))
+        << "float64 case " << seed;
+  }
+}
+
+TEST(NnExtConformance, AdaptivePool2dTiesGoToTheFirstMaximum) {
+  FLEET_CONFORMANCE_RUNNER(runner);
+  // One 2x2 plane pooled to 1x1: the gradient goes to the first of the equal maxima.
+  ir::Op fwd = Pool({{"pooling_type", std::string("max")}, {"adaptive", true},
+                     {"ksize", Ints{1, 1}}});
+  ir::Op grad = ops::BuiltinOps().Find("pool2d")->grad(fwd)[0];
+  VarMap vars{{"x", MakeTensor<double>({1, 1, 2, 2}, {0.5, 2.0, 2.0, 1.0})},
+              {"y", MakeTensor<double>({1, 1, 1, 1}, {2.0})},
+              {"y@GRAD", MakeTensor<double>({1, 1, 1, 1}, {3.0})}};
+  ASSERT_TRUE(runner->Run(grad, vars).ok());
+  EXPECT_EQ(Values<double>(vars.at("x@GRAD")), (std::vector<double>{0, 3, 0, 0}));
+}
+
+TEST(NnExtConformance, AdaptivePool2dGradient) {
+  FLEET_CONFORMANCE_RUNNER(runner);
+  uint64_t seed = 400;
+  for (const auto& attrs : AdaptiveCases()) {
+    VarMap vars{{"x", RandomTensor<double>({1, 2, 7, 6}, ++seed)}};
+    EXPECT_TRUE(CheckGradients(*runner, Pool(attrs), vars, {})) << "case " << seed;
+  }
+}
+
+TEST(NnExtConformance, AdaptivePool2dFloat32GradMatchesFloat64) {
+  FLEET_CONFORMANCE_RUNNER(runner);
+  uint64_t seed = 500;
+  for (const auto& attrs : AdaptiveCases()) {
+    VarMap v64{{"x", RandomTensor<double>({2, 3, 7, 8}, ++seed)}};
+    EXPECT_TRUE(Float32GradMatchesFloat64(*runner, Pool(attrs), v64, seed, 1e-5, 1e-6))
+        << "case " << seed;
+  }
+}
+
+TEST(NnExtConformance, AdaptivePool2dShapes) {
+  FLEET_CONFORMANCE_RUNNER(runner);
+  VarMap vars{{"x", RandomTensor<float>({1, 1, 4, 4}, 1)}};
+  Status s = runner->Run(Pool({{"ksize", Ints{0, 2}}, {"adaptive", true}}), vars);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.ToString().find("positive output sizes"), std::string::npos) << s.ToString();
+  s = runner->Run(Pool({{"ksize", Ints{2}}, {"adaptive", true}}), vars);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.ToString().find("2 output sizes"), std::string::npos) << s.ToString();
+  // An output larger than the input repeats input positions (windows of one element).
+  ASSERT_TRUE(runner->Run(Pool({{"ksize", Ints{6, 5}}, {"adaptive", true}}), vars).ok());
+  EXPECT_EQ(vars.at("y").dims, (std::vector<int64_t>{1, 1, 6, 5}));
+}
+
+// ---- depthwise_conv2d ----------------------------------------------------------------------
+
+ir::Op Depthwise(Attrs attrs) {
+  return MakeOp("depthwise_conv2d", {{"Input", {"x"}}, {"Filter", {"f"}}}, {{"Output", {"y"}}},
+                std::move(attrs));
+}
+
+std::vector<Attrs> DepthwiseCases() {
+  return {
+      {{"groups", int32_t{3}}},
+      {{"groups", int32_t{3}}, {"strides", Ints{2, 1}}, {"paddings", Ints{1, 1}}},
+      {{"groups", int32_t{3}}, {"paddings", Ints{2, 1}}, {"dilations", Ints{2, 2}}},
+  };
+}
+
+TEST(NnExtConformance, DepthwiseConv2dMatchesNumpy) {
+  FLEET_CONFORMANCE_RUNNER(runner);
+  uint64_t seed = 600;
+  for (int64_t mult : {1, 2}) {
+    for (const auto& attrs : DepthwiseCases()) {
+      VarMap v32{{"x", RandomTensor<float>({2, 3, 7, 6}, ++seed)},
+                 {"f", RandomTensor<float>({3 * mult, 1, 3, 3}, ++seed)}};
+      EXPECT_TRUE(MatchesRef(*runner, "depthwise_conv2d", Depthwise(attrs), v32, {"Output"},
+                             1e-5, 1e-5))
+          << "float32 case " << seed;
+      VarMap v64{{"x", Cast(v32.at("x"), ir::DataType::kFloat64)},
+                 {"f", Cast(v32.at("f"), ir::DataType::kFloat64)}};
+      EXPECT_TRUE(MatchesRef(*runner, "depthwise_conv2d", Depthwise(attrs), v64, {"Output"},
+                             1e-10, 1e-10))
+          << "float64 case " << seed;
+    }
+  }
+}
+
+TEST(NnExtConformance, DepthwiseConv2dGradient) {
+  FLEET_CONFORMANCE_RUNNER(runner);
+  EXPECT_EQ(ops::BuiltinOps().Find("depthwise_conv2d")->grad(Depthwise({}))[0].type,
+            "depthwise_conv2d_grad");
+  uint64_t seed = 700;
+  for (const auto& attrs : DepthwiseCases()) {
+    VarMap vars{{"x", RandomTensor<double>({1, 3, 6, 5}, ++seed)},
+                {"f", RandomTensor<double>({6, 1, 3, 3}, ++seed)}};
+    EXPECT_TRUE(CheckGradients(*runner, Depthwise(attrs), vars, {})) << "case " << seed;
+  }
+}
+
+TEST(NnExtConformance, DepthwiseConv2dFloat32GradMatchesFloat64) {
+  FLEET_CONFORMANCE_RUNNER(runner);
+  uint64_t seed = 800;
+  for (const auto& attrs : DepthwiseCases()) {
+    VarMap v64{{"x", RandomTensor<double>({2, 3, 7, 6}, ++seed)},
+               {"f", RandomTensor<double>({3, 1, 3, 3}, ++seed)}};
+    EXPECT_TRUE(Float32GradMatchesFloat64(*runner, Depthwise(attrs), v64, seed, 1e-4, 1e-5))
+        << "case " << seed;
+  }
+}
+
+TEST(NnExtConformance, DepthwiseConv2dShapes) {
+  FLEET_CONFORMANCE_RUNNER(runner);
+  VarMap vars{{"x", RandomTensor<float>({1, 4, 5, 5}, 1)},
+              {"f", RandomTensor<float>({4, 2, 3, 3}, 2)}};
+  Status s = runner->Run(Depthwise({{"groups", int32_t{4}}}), vars);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.ToString().find("depthwise_conv2d"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.ToString().find("needs dim 1 = 1"), std::string::npos) << s.ToString();
+}
+
+}  // namespace
+}  // namespace fleet::conformance
