@@ -108,6 +108,7 @@ void RegisterNnOps(OpRegistry& registry) {
   RegisterNnConvOps(registry);
   RegisterNnNormOps(registry);
   RegisterNnMiscOps(registry);
+  RegisterNnExtOps(registry);
 }
 
 }  // namespace fleet::ops

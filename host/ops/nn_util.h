@@ -16,6 +16,7 @@ void RegisterNnConvOps(OpRegistry& registry);   // nn_conv_ops.cc: conv2d, pool2
 void RegisterNnNormOps(OpRegistry& registry);   // nn_norm_ops.cc: batch_norm, layer_norm
 void RegisterNnMiscOps(OpRegistry& registry);   // nn_misc_ops.cc: dropout, lookup_table_v2,
                                                 // accuracy, top_k_v2
+void RegisterNnExtOps(OpRegistry& registry);    // nn_ext_ops.cc: group_norm, instance_norm
 
 
 // Geometry of a 2-D sliding window over spatial dims (H, W), Paddle's rules applied:

@@ -213,5 +213,132 @@ TEST(NnExtConformance, DepthwiseConv2dShapes) {
   EXPECT_NE(s.ToString().find("needs dim 1 = 1"), std::string::npos) << s.ToString();
 }
 
+// ---- group_norm / instance_norm --------------------------------------------------------------
+
+ir::Op GroupNorm(int32_t groups, bool affine, Attrs attrs = {}) {
+  attrs["groups"] = groups;
+  std::map<std::string, std::vector<std::string>> in = {{"X", {"x"}}};
+  if (affine) in["Scale"] = {"s"}, in["Bias"] = {"b"};
+  return MakeOp("group_norm", in, {{"Y", {"y"}}, {"Mean", {"m"}}, {"Variance", {"v"}}},
+                std::move(attrs));
+}
+
+ir::Op InstanceNorm(bool affine, Attrs attrs = {}) {
+  std::map<std::string, std::vector<std::string>> in = {{"X", {"x"}}};
+  if (affine) in["Scale"] = {"s"}, in["Bias"] = {"b"};
+  return MakeOp("instance_norm", in,
+                {{"Y", {"y"}}, {"SavedMean", {"m"}}, {"SavedVariance", {"v"}}}, std::move(attrs));
+}
+
+template <typename T>
+VarMap NormInputs(std::vector<int64_t> dims, uint64_t seed) {
+  const int64_t c = dims[1];
+  return {{"x", RandomTensor<T>(dims, seed, -2.0, 3.0)},
+          {"s", RandomTensor<T>({c}, seed + 1, 0.5, 1.5)},
+          {"b", RandomTensor<T>({c}, seed + 2)}};
+}
+
+struct NormCase {
+  std::vector<int64_t> dims;
+  int32_t groups;
+};
+
+std::vector<NormCase> NormCases() {
+  return {{{2, 6, 4, 5}, 3}, {{3, 4, 5}, 2}, {{2, 4, 3, 2, 2}, 4}, {{4, 6}, 1}, {{2, 8, 3, 3}, 8}};
+}
+
+TEST(NnExtConformance, GroupNormMatchesNumpy) {
+  FLEET_CONFORMANCE_RUNNER(runner);
+  uint64_t seed = 900;
+  for (const auto& nc : NormCases()) {
+    for (bool affine : {true, false}) {
+      ir::Op op = GroupNorm(nc.groups, affine, {{"epsilon", 1e-3f}});
+      VarMap v32 = NormInputs<float>(nc.dims, seed += 3);
+      EXPECT_TRUE(MatchesRef(*runner, "group_norm", op, v32, {"Y", "Mean", "Variance"}, 1e-5,
+                             1e-5))
+          << "float32 case " << seed;
+      VarMap v64 = NormInputs<double>(nc.dims, seed);
+      EXPECT_TRUE(MatchesRef(*runner, "group_norm", op, v64, {"Y", "Mean", "Variance"}, 1e-10,
+                             1e-10))
+          << "float64 case " << seed;
+    }
+  }
+}
+
+TEST(NnExtConformance, InstanceNormMatchesNumpy) {
+  FLEET_CONFORMANCE_RUNNER(runner);
+  uint64_t seed = 1000;
+  for (const auto& nc : NormCases()) {
+    for (bool affine : {true, false}) {
+      ir::Op op = InstanceNorm(affine);
+      const std::vector<std::string> slots = {"Y", "SavedMean", "SavedVariance"};
+      VarMap v32 = NormInputs<float>(nc.dims, seed += 3);
+      EXPECT_TRUE(MatchesRef(*runner, "instance_norm", op, v32, slots, 1e-5, 1e-5))
+          << "float32 case " << seed;
+      VarMap v64 = NormInputs<double>(nc.dims, seed);
+      EXPECT_TRUE(MatchesRef(*runner, "instance_norm", op, v64, slots, 1e-10, 1e-10))
+          << "float64 case " << seed;
+    }
+  }
+}
+
+TEST(NnExtConformance, NormGradients) {
+  FLEET_CONFORMANCE_RUNNER(runner);
+  uint64_t seed = 1100;
+  GradCheckOptions opts;
+  opts.outputs = {"Y"};  // Paddle's grads take no gradient through the saved statistics
+  opts.rtol = 1e-5;
+  opts.atol = 1e-7;
+  for (const auto& nc : {NormCase{{2, 6, 3, 2}, 3}, NormCase{{2, 4, 5}, 2},
+                         NormCase{{3, 2, 2, 2}, 1}}) {
+    for (bool affine : {true, false}) {
+      VarMap vars = NormInputs<double>(nc.dims, seed += 3);
+      EXPECT_TRUE(CheckGradients(*runner, GroupNorm(nc.groups, affine), vars, opts))
+          << "group_norm case " << seed;
+      EXPECT_TRUE(CheckGradients(*runner, InstanceNorm(affine), vars, opts))
+          << "instance_norm case " << seed;
+    }
+  }
+}
+
+TEST(NnExtConformance, NormFloat32GradMatchesFloat64) {
+  FLEET_CONFORMANCE_RUNNER(runner);
+  uint64_t seed = 1200;
+  for (const auto& nc : NormCases()) {
+    VarMap v64 = NormInputs<double>(nc.dims, seed += 3);
+    EXPECT_TRUE(Float32GradMatchesFloat64(*runner, GroupNorm(nc.groups, true), v64, seed, 1e-4,
+                                          1e-4))
+        << "group_norm case " << seed;
+    EXPECT_TRUE(Float32GradMatchesFloat64(*runner, InstanceNorm(true), v64, seed, 1e-4, 1e-4))
+        << "instance_norm case " << seed;
+  }
+}
+
+TEST(NnExtConformance, NormShapes) {
+  FLEET_CONFORMANCE_RUNNER(runner);
+  VarMap vars = NormInputs<float>({2, 6, 3}, 1);
+  Status s = runner->Run(GroupNorm(4, true), vars);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.ToString().find("not divisible by groups 4"), std::string::npos) << s.ToString();
+  s = runner->Run(GroupNorm(2, true, {{"data_layout", std::string("NHWC")}}), vars);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.ToString().find("NCHW only"), std::string::npos) << s.ToString();
+  vars["s"] = RandomTensor<float>({5}, 2);
+  s = runner->Run(InstanceNorm(true), vars);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.ToString().find("Scale must be [6]"), std::string::npos) << s.ToString();
+  vars = NormInputs<float>({2, 6, 3}, 1);
+  vars["x"] = RandomTensor<float>({6}, 3);
+  s = runner->Run(InstanceNorm(false), vars);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.ToString().find("X must have 2 to 5 dims"), std::string::npos) << s.ToString();
+  // Shapes of the statistics.
+  vars = NormInputs<float>({2, 6, 3}, 1);
+  ASSERT_TRUE(runner->Run(GroupNorm(3, true), vars).ok());
+  EXPECT_EQ(vars.at("m").dims, (std::vector<int64_t>{2, 3}));
+  ASSERT_TRUE(runner->Run(InstanceNorm(true), vars).ok());
+  EXPECT_EQ(vars.at("v").dims, (std::vector<int64_t>{12}));
+}
+
 }  // namespace
 }  // namespace fleet::conformance

@@ -34,6 +34,7 @@ void AddNnKernels(KernelList& list) {
   AddNnPoolKernels(list);
   AddNnNormKernels(list);
   AddNnMiscKernels(list);
+  AddNnExtKernels(list);
 }
 
 }  // namespace fleet_cpu

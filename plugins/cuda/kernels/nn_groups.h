@@ -22,6 +22,7 @@ namespace fleet_cuda {
 // One per file, both called from AddNnKernels (nn_kernels.cu).
 void AddNnLossKernels(KernelList& list);  // nn_loss.cu
 void AddNnMiscKernels(KernelList& list);  // nn_misc.cu
+void AddNnExtKernels(KernelList& list);   // nn_ext.cu: group_norm, instance_norm
 
 // The helpers get their own namespace: other kernel groups have helpers of the same names.
 namespace nn {

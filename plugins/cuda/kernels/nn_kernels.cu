@@ -109,6 +109,7 @@ FleetStatus* ReadFlag(const FleetKernelContext* kc, FleetStream* stream,
 void AddNnKernels(KernelList& list) {
   AddNnLossKernels(list);
   AddNnMiscKernels(list);
+  AddNnExtKernels(list);
 }
 
 }  // namespace fleet_cuda
