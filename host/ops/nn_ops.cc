@@ -109,6 +109,7 @@ void RegisterNnOps(OpRegistry& registry) {
   RegisterNnNormOps(registry);
   RegisterNnMiscOps(registry);
   RegisterNnExtOps(registry);
+  RegisterNnInterpOps(registry);
 }
 
 }  // namespace fleet::ops

@@ -1,5 +1,5 @@
-// Conformance of the nn extension ops: adaptive pool2d, depthwise_conv2d, group_norm and
-// instance_norm. Forward against NumPy (ref/ref_nn_ext.py), gradients against finite differences
+// Conformance of the nn extension ops: adaptive pool2d, depthwise_conv2d, group_norm,
+// instance_norm, bilinear_interp_v2 and nearest_interp_v2. Forward against NumPy (ref/ref_nn_ext.py), gradients against finite differences
 // in float64, float32 against float64, and the shape functions' refusals.
 #include <cmath>
 
@@ -338,6 +338,136 @@ TEST(NnExtConformance, NormShapes) {
   EXPECT_EQ(vars.at("m").dims, (std::vector<int64_t>{2, 3}));
   ASSERT_TRUE(runner->Run(InstanceNorm(true), vars).ok());
   EXPECT_EQ(vars.at("v").dims, (std::vector<int64_t>{12}));
+}
+
+// ---- bilinear_interp_v2 / nearest_interp_v2 --------------------------------------------------
+
+ir::Op Interp(const std::string& type, Attrs attrs) {
+  return MakeOp(type, {{"X", {"x"}}}, {{"Out", {"y"}}}, std::move(attrs));
+}
+
+// Every align_corners / align_mode combination, up- and down-sampling, sizes from `scale`
+// (whose ratio 1 / scale differs from in / out) and an output of one row.
+std::vector<Attrs> InterpCases() {
+  std::vector<Attrs> cases;
+  const std::vector<std::pair<bool, int32_t>> modes = {{true, 1}, {false, 0}, {false, 1}};
+  for (auto [corners, mode] : modes) {
+    for (Ints size : {Ints{9, 11}, Ints{3, 4}, Ints{1, 5}, Ints{5, 7}}) {
+      cases.push_back({{"out_h", size[0]}, {"out_w", size[1]}, {"align_corners", corners},
+                       {"align_mode", mode}});
+    }
+    cases.push_back({{"scale", std::vector<float>{1.5f, 0.6f}}, {"align_corners", corners},
+                     {"align_mode", mode}});
+  }
+  return cases;
+}
+
+const char* kInterpTypes[] = {"bilinear_interp_v2", "nearest_interp_v2"};
+
+Attrs WithMethod(Attrs attrs, const std::string& type) {
+  attrs["interp_method"] = std::string(type == "bilinear_interp_v2" ? "bilinear" : "nearest");
+  return attrs;
+}
+
+TEST(NnExtConformance, InterpMatchesNumpy) {
+  FLEET_CONFORMANCE_RUNNER(runner);
+  uint64_t seed = 1300;
+  for (const std::string type : kInterpTypes) {
+    for (const auto& attrs : InterpCases()) {
+      ir::Op op = Interp(type, WithMethod(attrs, type));
+      VarMap v32{{"x", RandomTensor<float>({2, 3, 5, 7}, ++seed)}};
+      EXPECT_TRUE(MatchesRef(*runner, type, op, v32, {"Out"}, 1e-5, 1e-6))
+          << type << " float32 case " << seed;
+      VarMap v64{{"x", Cast(v32.at("x"), ir::DataType::kFloat64)}};
+      EXPECT_TRUE(MatchesRef(*runner, type, op, v64, {"Out"}, 1e-10, 1e-12))
+          << type << " float64 case " << seed;
+    }
+  }
+}
+
+TEST(NnExtConformance, BilinearInterpKnownValues) {
+  FLEET_CONFORMANCE_RUNNER(runner);
+  // 2x2 -> 3x3 with aligned corners: the corners are kept, the centre is the mean.
+  VarMap vars{{"x", MakeTensor<double>({1, 1, 2, 2}, {0, 1, 2, 3})}};
+  ASSERT_TRUE(runner->Run(Interp("bilinear_interp_v2", {{"out_h", int32_t{3}},
+                                                        {"out_w", int32_t{3}}}),
+                          vars)
+                  .ok());
+  EXPECT_EQ(Values<double>(vars.at("y")),
+            (std::vector<double>{0, 0.5, 1, 1, 1.5, 2, 2, 2.5, 3}));
+  // Half-pixel centres (align_corners=false, align_mode=0): 2 -> 4 gives 0, .25, .75, 1.
+  vars = {{"x", MakeTensor<double>({1, 1, 1, 2}, {0, 1})}};
+  ASSERT_TRUE(runner->Run(Interp("bilinear_interp_v2",
+                                 {{"out_h", int32_t{1}}, {"out_w", int32_t{4}},
+                                  {"align_corners", false}, {"align_mode", int32_t{0}}}),
+                          vars)
+                  .ok());
+  EXPECT_EQ(Values<double>(vars.at("y")), (std::vector<double>{0, 0.25, 0.75, 1}));
+}
+
+TEST(NnExtConformance, InterpGradient) {
+  FLEET_CONFORMANCE_RUNNER(runner);
+  uint64_t seed = 1400;
+  for (const std::string type : kInterpTypes) {
+    for (const auto& attrs : InterpCases()) {
+      VarMap vars{{"x", RandomTensor<double>({1, 2, 5, 7}, ++seed)}};
+      EXPECT_TRUE(CheckGradients(*runner, Interp(type, WithMethod(attrs, type)), vars, {}))
+          << type << " case " << seed;
+    }
+  }
+}
+
+TEST(NnExtConformance, InterpFloat32GradMatchesFloat64) {
+  FLEET_CONFORMANCE_RUNNER(runner);
+  uint64_t seed = 1500;
+  for (const std::string type : kInterpTypes) {
+    for (const auto& attrs : InterpCases()) {
+      VarMap v64{{"x", RandomTensor<double>({2, 3, 5, 7}, ++seed)}};
+      EXPECT_TRUE(Float32GradMatchesFloat64(*runner, Interp(type, WithMethod(attrs, type)), v64,
+                                            seed, 1e-5, 1e-6))
+          << type << " case " << seed;
+    }
+  }
+}
+
+TEST(NnExtConformance, InterpShapes) {
+  FLEET_CONFORMANCE_RUNNER(runner);
+  VarMap vars{{"x", RandomTensor<float>({1, 2, 4, 4}, 1)}};
+  Status s = runner->Run(Interp("bilinear_interp_v2", {}), vars);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.ToString().find("out_h is -1"), std::string::npos) << s.ToString();
+  s = runner->Run(Interp("nearest_interp_v2", {{"out_h", int32_t{2}},
+                                               {"out_w", int32_t{2}},
+                                               {"interp_method", std::string("bilinear")}}),
+                  vars);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.ToString().find("interp_method must be 'nearest'"), std::string::npos)
+      << s.ToString();
+  s = runner->Run(Interp("bilinear_interp_v2", {{"scale", std::vector<float>{2, 2, 2}}}), vars);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.ToString().find("scale needs 2 values"), std::string::npos) << s.ToString();
+  s = runner->Run(Interp("bilinear_interp_v2", {{"scale", std::vector<float>{0.1f, 1}}}), vars);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.ToString().find("output size must be positive"), std::string::npos)
+      << s.ToString();
+  vars["sz"] = MakeTensor<int32_t>({2}, {3, 3});
+  s = runner->Run(MakeOp("bilinear_interp_v2", {{"X", {"x"}}, {"OutSize", {"sz"}}},
+                         {{"Out", {"y"}}}, {{"out_h", int32_t{3}}, {"out_w", int32_t{3}}}),
+                  vars);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.ToString().find("input OutSize is not supported"), std::string::npos)
+      << s.ToString();
+  VarMap v3{{"x", RandomTensor<float>({2, 4, 4}, 1)}};
+  s = runner->Run(Interp("bilinear_interp_v2", {{"out_h", int32_t{3}}, {"out_w", int32_t{3}}}),
+                  v3);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.ToString().find("X must be 4-D"), std::string::npos) << s.ToString();
+  // scale wins over out_h/out_w.
+  ASSERT_TRUE(runner->Run(Interp("bilinear_interp_v2", {{"scale", std::vector<float>{1.5f, 2}},
+                                                        {"out_h", int32_t{3}}}),
+                          vars)
+                  .ok());
+  EXPECT_EQ(vars.at("y").dims, (std::vector<int64_t>{1, 2, 6, 8}));
 }
 
 }  // namespace

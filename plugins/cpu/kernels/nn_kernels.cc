@@ -35,6 +35,7 @@ void AddNnKernels(KernelList& list) {
   AddNnNormKernels(list);
   AddNnMiscKernels(list);
   AddNnExtKernels(list);
+  AddNnInterpKernels(list);
 }
 
 }  // namespace fleet_cpu

@@ -110,6 +110,7 @@ void AddNnKernels(KernelList& list) {
   AddNnLossKernels(list);
   AddNnMiscKernels(list);
   AddNnExtKernels(list);
+  AddNnInterpKernels(list);
 }
 
 }  // namespace fleet_cuda

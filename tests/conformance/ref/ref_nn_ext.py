@@ -1,5 +1,5 @@
-"""NumPy references for the nn extension ops: adaptive pool2d, depthwise_conv2d, group_norm and
-instance_norm. Written from Paddle's documented definitions, one output position at a time,
+"""NumPy references for the nn extension ops: adaptive pool2d, depthwise_conv2d, group_norm,
+instance_norm, bilinear_interp_v2 and nearest_interp_v2. Written from Paddle's documented definitions, one output position at a time,
 independently of the kernels' index plans.
 """
 import numpy as np
@@ -93,9 +93,73 @@ def instance_norm(inputs, attrs):
             "SavedVariance": inv.reshape(-1).astype(x.dtype)}
 
 
+def _interp_setup(x, attrs):
+    """Output size and per-dim ratios of Paddle's interp_v2 ops (coordinates in double)."""
+    n, c, h, w = x.shape
+    scale = list(attrs.get("scale", []))
+    scaled = len(scale) == 2 and scale[0] > 0 and scale[1] > 0
+    if scaled:
+        out = [int(h * scale[0]), int(w * scale[1])]
+    else:
+        out = [attrs["out_h"], attrs["out_w"]]
+    corners = attrs.get("align_corners", True)
+    ratios = []
+    for i, size in enumerate((h, w)):
+        if out[i] <= 1:
+            ratios.append(0.0)
+        elif corners:
+            ratios.append((size - 1) / (out[i] - 1))
+        elif scaled:
+            ratios.append(1.0 / scale[i])
+        else:
+            ratios.append(size / out[i])
+    return out, ratios, corners
+
+
+def bilinear_interp_v2(inputs, attrs):
+    x = inputs["X"][0]
+    n, c, h, w = x.shape
+    (oh, ow), (rh, rw), corners = _interp_setup(x, attrs)
+    half = attrs.get("align_mode", 1) == 0 and not corners
+
+    def taps(k, ratio, size):
+        if half:
+            src = ratio * (k + 0.5) - 0.5
+            lo = max(int(src), 0)
+            frac = max(src, 0.0) - lo
+        else:
+            lo = max(int(ratio * k), 0)
+            frac = ratio * k - lo
+        return lo, min(lo + 1, size - 1), frac
+
+    xd = x.astype(np.float64)
+    out = np.zeros((n, c, oh, ow))
+    for k in range(oh):
+        n0, s0, dn = taps(k, rh, h)
+        for l in range(ow):
+            w0, e0, dw = taps(l, rw, w)
+            out[:, :, k, l] = (xd[:, :, n0, w0] * (1 - dn) * (1 - dw) +
+                               xd[:, :, s0, w0] * dn * (1 - dw) +
+                               xd[:, :, n0, e0] * (1 - dn) * dw +
+                               xd[:, :, s0, e0] * dn * dw)
+    return {"Out": out.astype(x.dtype)}
+
+
+def nearest_interp_v2(inputs, attrs):
+    x = inputs["X"][0]
+    n, c, h, w = x.shape
+    (oh, ow), (rh, rw), corners = _interp_setup(x, attrs)
+    add = 0.5 if corners else 0.0
+    rows = [min(int(rh * k + add), h - 1) for k in range(oh)]
+    cols = [min(int(rw * l + add), w - 1) for l in range(ow)]
+    return {"Out": x[:, :, rows, :][:, :, :, cols]}
+
+
 REFERENCES = {
     "pool2d_adaptive": pool2d_adaptive,
     "depthwise_conv2d": depthwise_conv2d,
     "group_norm": group_norm,
     "instance_norm": instance_norm,
+    "bilinear_interp_v2": bilinear_interp_v2,
+    "nearest_interp_v2": nearest_interp_v2,
 }
