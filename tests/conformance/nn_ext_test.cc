@@ -1,6 +1,7 @@
 // Conformance of the nn extension ops: adaptive pool2d, depthwise_conv2d, group_norm,
-// instance_norm, bilinear_interp_v2 and nearest_interp_v2. Forward against NumPy (ref/ref_nn_ext.py), gradients against finite differences
-// in float64, float32 against float64, and the shape functions' refusals.
+// instance_norm, bilinear_interp_v2 and nearest_interp_v2. Forward against NumPy
+// (ref/ref_nn_ext.py), gradients against finite differences in float64, float32 against
+// float64, and the shape functions' refusals.
 #include <cmath>
 
 #include "harness.h"
@@ -81,8 +82,8 @@ std::vector<Attrs> AdaptiveCases() {
     }
     cases.push_back({{"pooling_type", type}, {"adaptive", true}, {"ksize", Ints{3, 3}},
                      {"exclusive", false}, {"paddings", Ints{1, 1}}, {"strides", Ints{2, 2}}});
-    cases.push_back(
-        {{"pooling_type", type}, {"adaptive", true}, {"global_pooling", true}, {"ksize", Ints{2, 2}}});
+    cases.push_back({{"pooling_type", type}, {"adaptive", true}, {"global_pooling", true},
+                     {"ksize", Ints{2, 2}}});
   }
   return cases;
 }

@@ -1,8 +1,8 @@
 // pool2d and pool2d_grad (NCHW; max, avg exclusive/inclusive, global, adaptive, ceil_mode
-// through the host's output size), float32 and float64, as own kernels with the CPU plugin's definitions:
-// windows clipped to the input, an empty window gives 0, exclusive averages divide by the
-// clipped count and inclusive ones by the full kernel size, and the max-pool gradient goes to
-// the first maximum of each window in row-major order.
+// through the host's output size), float32 and float64, as own kernels with the CPU plugin's
+// definitions: windows clipped to the input, an empty window gives 0, exclusive averages divide
+// by the clipped count and inclusive ones by the full kernel size, and the max-pool gradient
+// goes to the first maximum of each window in row-major order.
 //
 // The gradient is gathered per input element over the windows that contain it, in increasing
 // window order, so nothing is accumulated with atomics and the sums are added in the CPU's
