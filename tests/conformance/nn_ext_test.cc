@@ -6,6 +6,7 @@
 
 #include "harness.h"
 #include "ops/op_registry.h"
+#include "ops/shape_inference.h"
 
 namespace fleet::conformance {
 namespace {
@@ -469,6 +470,56 @@ TEST(NnExtConformance, InterpShapes) {
                           vars)
                   .ok());
   EXPECT_EQ(vars.at("y").dims, (std::vector<int64_t>{1, 2, 6, 8}));
+}
+
+// ---- shape functions with an unknown batch ---------------------------------------------------
+
+StatusOr<ops::SlotInfos> Infer(const ir::Op& op,
+                               const std::map<std::string, std::vector<ops::TensorInfo>>& in) {
+  const ops::OpSchema* schema = ops::BuiltinOps().Find(op.type);
+  if (schema == nullptr) return NotFound("no schema " + op.type);
+  ops::ShapeContext ctx(*schema, op);
+  ctx.inputs = in;
+  for (const auto& [slot, names] : op.outputs) ctx.outputs[slot].resize(names.size());
+  FLEET_RETURN_IF_ERROR(schema->infer_shape(ctx));
+  return std::move(ctx.outputs);
+}
+
+ops::TensorInfo F32(std::vector<int64_t> dims) { return {ir::DataType::kFloat32, dims}; }
+
+TEST(NnExtShapes, UnknownBatchPropagates) {
+  using Dims = std::vector<int64_t>;
+  auto out =
+      Infer(Pool({{"adaptive", true}, {"ksize", Ints{3, 2}}}), {{"X", {F32({-1, 4, 9, 9})}}});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(out->at("Out")[0].dims, (Dims{-1, 4, 3, 2}));
+  out = Infer(Depthwise({{"groups", int32_t{4}}}),
+              {{"Input", {F32({-1, 4, 9, 9})}}, {"Filter", {F32({8, 1, 3, 3})}}});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(out->at("Output")[0].dims, (Dims{-1, 8, 7, 7}));
+  out = Infer(GroupNorm(2, true), {{"X", {F32({-1, 4, 5})}}, {"Scale", {F32({4})}},
+                                   {"Bias", {F32({4})}}});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(out->at("Mean")[0].dims, (Dims{-1, 2}));
+  out = Infer(InstanceNorm(false), {{"X", {F32({-1, 4, 5, 5})}}});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(out->at("SavedVariance")[0].dims, (Dims{-1}));
+  out = Infer(Interp("nearest_interp_v2", {{"scale", std::vector<float>{2, 0.5f}}}),
+              {{"X", {F32({-1, 3, 4, -1})}}});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(out->at("Out")[0].dims, (Dims{-1, 3, 8, -1}));
+}
+
+TEST(NnExtShapes, ErrorsNameTheOp) {
+  auto r = Infer(GroupNorm(3, false), {{"X", {F32({-1, 4, 5})}}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("group_norm"), std::string::npos) << r.status().ToString();
+  r = Infer(Interp("bilinear_interp_v2", {{"out_h", int32_t{2}}, {"out_w", int32_t{0}}}),
+            {{"X", {F32({-1, 3, 4, 4})}}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("bilinear_interp_v2"), std::string::npos)
+      << r.status().ToString();
+  EXPECT_NE(r.status().message().find("out_w is 0"), std::string::npos) << r.status().ToString();
 }
 
 }  // namespace
