@@ -1,6 +1,6 @@
 // conv2d and pool2d (NCHW), with their gradient ops. Window geometry follows Paddle: 2 or 4
-// paddings, padding_algorithm EXPLICIT/SAME/VALID, dilations for conv, ceil_mode and
-// global_pooling for pools (see ResolveWindow2d).
+// paddings, padding_algorithm EXPLICIT/SAME/VALID, dilations for conv, ceil_mode,
+// global_pooling and adaptive windows (ksize = output size) for pools (see ResolveWindow2d).
 #include "ops/nn_util.h"
 
 namespace fleet::ops {
@@ -70,22 +70,26 @@ Status InferConv2d(ShapeContext& c) {
   return OkStatus();
 }
 
-void RegisterConv2d(OpRegistry& registry) {
+// conv2d, and Paddle's depthwise_conv2d: the same op under its own type (meant for groups ==
+// input channels), with the same schema, shape rule and kernels.
+void RegisterConv2d(OpRegistry& registry, const std::string& type) {
   OpSchema s;
-  s.type = "conv2d";
-  s.summary = "2-D convolution, NCHW input, OIHW filter, with groups and dilations";
+  s.type = type;
+  s.summary = type == "conv2d"
+                  ? "2-D convolution, NCHW input, OIHW filter, with groups and dilations"
+                  : "depthwise 2-D convolution (conv2d with groups = input channels), NCHW";
   s.inputs = {{"Input"}, {"Filter"}};
   s.outputs = {{"Output"}};
   s.attrs = ConvAttrs();
   s.infer_shape = InferConv2d;
-  s.grad = [](const ir::Op& fwd) {
+  s.grad = [type](const ir::Op& fwd) {
     return std::vector<ir::Op>{
-        GradOp(fwd, "conv2d_grad", {"Input", "Filter"}, {"Output"}, {"Input", "Filter"})};
+        GradOp(fwd, type + "_grad", {"Input", "Filter"}, {"Output"}, {"Input", "Filter"})};
   };
   RegisterBuiltin(registry, std::move(s));
 
   OpSchema g;
-  g.type = "conv2d_grad";
+  g.type = type + "_grad";
   g.inputs = {{"Input"}, {"Filter"}, {"Output@GRAD"}};
   g.outputs = {{"Input@GRAD", true}, {"Filter@GRAD", true}};
   g.attrs = ConvAttrs();
@@ -119,11 +123,24 @@ Status InferPool2d(ShapeContext& c) {
   if (type != "max" && type != "avg") {
     return c.Error("pooling_type must be 'max' or 'avg', got '" + type + "'");
   }
-  if (c.BoolAttr("adaptive")) {
-    return c.Error("adaptive pooling is not supported; use explicit ksize/strides");
-  }
   TensorInfo out = x;
-  if (c.BoolAttr("global_pooling")) {
+  if (c.BoolAttr("adaptive")) {
+    // Paddle: ksize is the output size (global_pooling first resets it to the input's).
+    std::vector<int64_t> ksize = c.IntsAttr("ksize");
+    const bool global = c.BoolAttr("global_pooling");
+    if (global) ksize = {x.dims[2], x.dims[3]};
+    if (ksize.size() != 2) {
+      return c.Error("adaptive pooling expects 2 output sizes in ksize, got " +
+                     ir::ShapeText(ksize));
+    }
+    for (int i = 0; i < 2; ++i) {
+      if (!global && ksize[i] <= 0) {
+        return c.Error("adaptive pooling needs positive output sizes in ksize, got " +
+                       ir::ShapeText(ksize));
+      }
+      out.dims[2 + i] = ksize[i];
+    }
+  } else if (c.BoolAttr("global_pooling")) {
     out.dims[2] = out.dims[3] = 1;
   } else {
     Window2d w;
@@ -173,7 +190,8 @@ void RegisterPool2d(OpRegistry& registry) {
 }  // namespace
 
 void RegisterNnConvOps(OpRegistry& registry) {
-  RegisterConv2d(registry);
+  RegisterConv2d(registry, "conv2d");
+  RegisterConv2d(registry, "depthwise_conv2d");
   RegisterPool2d(registry);
 }
 

@@ -40,7 +40,7 @@ Status ResolveWindow2d(const ShapeContext& c, const int64_t in[2],
     w->pad_begin[i] = paddings[2 * i];
     w->pad_end[i] = paddings[2 * i + 1];
   }
-  if (c.op().type.rfind("conv2d", 0) == 0) {
+  if (c.op().type.find("conv2d") != std::string::npos) {  // conv2d, depthwise_conv2d (+ grads)
     std::vector<int64_t> dil = c.IntsAttr("dilations");
     if (dil.size() != 2 || dil[0] <= 0 || dil[1] <= 0) {
       return c.Error("attribute dilations needs 2 positive values, got " + ir::ShapeText(dil));
@@ -109,6 +109,8 @@ void RegisterNnOps(OpRegistry& registry) {
   RegisterNnConvOps(registry);
   RegisterNnNormOps(registry);
   RegisterNnMiscOps(registry);
+  RegisterNnExtOps(registry);
+  RegisterNnInterpOps(registry);
 }
 
 }  // namespace fleet::ops

@@ -18,6 +18,8 @@ void RegisterNnConvOps(OpRegistry& registry);   // nn_conv_ops.cc: conv2d, pool2
 void RegisterNnNormOps(OpRegistry& registry);   // nn_norm_ops.cc: batch_norm, layer_norm
 void RegisterNnMiscOps(OpRegistry& registry);   // nn_misc_ops.cc: dropout, lookup_table_v2,
                                                 // accuracy, top_k_v2
+void RegisterNnExtOps(OpRegistry& registry);    // nn_ext_ops.cc: group_norm, instance_norm
+void RegisterNnInterpOps(OpRegistry& registry); // nn_interp_ops.cc: bilinear/nearest_interp_v2
 
 
 // Geometry of a 2-D sliding window over spatial dims (H, W), Paddle's rules applied:

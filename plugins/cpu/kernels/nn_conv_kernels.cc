@@ -333,12 +333,18 @@ FleetStatus* Conv2dGradLaunchF32(void*, const FleetKernelContext* kc, void* stat
 }  // namespace
 
 void AddNnConvKernels(KernelList& list) {
-  Add(list, "conv2d", FLEET_DTYPE_FLOAT32, Conv2dLaunchF32, Conv2dPrepareF32,
-      DeleteState<ConvFwdState>);
-  Add(list, "conv2d", FLEET_DTYPE_FLOAT64, Conv2dLoops<double>);
-  Add(list, "conv2d_grad", FLEET_DTYPE_FLOAT32, Conv2dGradLaunchF32, Conv2dGradPrepareF32,
-      DeleteState<ConvBwdState>);
-  Add(list, "conv2d_grad", FLEET_DTYPE_FLOAT64, Conv2dGradLoops<double>);
+  // depthwise_conv2d is Paddle's name for conv2d with groups == channels: the same kernels.
+  // Kernel defs keep the op type pointer, so the names are literals.
+  const char* const types[][2] = {{"conv2d", "conv2d_grad"},
+                                  {"depthwise_conv2d", "depthwise_conv2d_grad"}};
+  for (const auto& [type, grad] : types) {
+    Add(list, type, FLEET_DTYPE_FLOAT32, Conv2dLaunchF32, Conv2dPrepareF32,
+        DeleteState<ConvFwdState>);
+    Add(list, type, FLEET_DTYPE_FLOAT64, Conv2dLoops<double>);
+    Add(list, grad, FLEET_DTYPE_FLOAT32, Conv2dGradLaunchF32, Conv2dGradPrepareF32,
+        DeleteState<ConvBwdState>);
+    Add(list, grad, FLEET_DTYPE_FLOAT64, Conv2dGradLoops<double>);
+  }
 }
 
 }  // namespace fleet_cpu

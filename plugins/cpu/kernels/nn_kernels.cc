@@ -35,6 +35,8 @@ void AddNnKernels(KernelList& list) {
   AddNnPoolKernels(list);
   AddNnNormKernels(list);
   AddNnMiscKernels(list);
+  AddNnExtKernels(list);
+  AddNnInterpKernels(list);
 }
 
 }  // namespace fleet_cpu

@@ -1,7 +1,8 @@
-// pool2d and pool2d_grad kernels (NCHW; max, avg exclusive/inclusive, global, ceil_mode).
-// float32 runs oneDNN pooling built in prepare; the max-pool gradient reruns the training
-// forward into scratch to get oneDNN's workspace (the forward op's instance is a different
-// kernel, so its workspace is not reachable). float64 runs loops.
+// pool2d and pool2d_grad kernels (NCHW; max, avg exclusive/inclusive, global, ceil_mode,
+// adaptive). float32 runs oneDNN pooling built in prepare; the max-pool gradient reruns the
+// training forward into scratch to get oneDNN's workspace (the forward op's instance is a
+// different kernel, so its workspace is not reachable). float64, and adaptive windows (which
+// oneDNN's fixed-stride pooling cannot express), run loops.
 #include <algorithm>
 #include <limits>
 #include <memory>
@@ -14,7 +15,7 @@ namespace {
 
 struct PoolGeom {
   int64_t n = 0, c = 0, h = 0, w = 0, oh = 0, ow = 0;
-  bool max = true, exclusive = true;
+  bool max = true, exclusive = true, adaptive = false;
   Window2d win;
 };
 
@@ -28,9 +29,15 @@ FleetStatus* Geometry(const FleetKernelContext* kc, const FleetTensor* x, const 
   if (type != "max" && type != "avg") {
     return InvalidArgument(OpName(kc) + ": pooling_type must be 'max' or 'avg'");
   }
-  if (BoolAttr(kc, "adaptive")) return Unimplemented(OpName(kc) + ": adaptive pooling");
   g->max = type == "max";
   g->exclusive = BoolAttr(kc, "exclusive", true);
+  if (BoolAttr(kc, "adaptive")) {
+    // The windows follow from the output size the host allocated (ksize); averages always
+    // divide by the window's own size, as in Paddle.
+    g->adaptive = true;
+    g->exclusive = true;
+    return nullptr;
+  }
   if (BoolAttr(kc, "global_pooling")) {
     g->win.kernel[0] = g->h;
     g->win.kernel[1] = g->w;
@@ -45,6 +52,12 @@ FleetStatus* Geometry(const FleetKernelContext* kc, const FleetTensor* x, const 
 // Window [begin, end) of output position `o` along dim `d`, clipped to the input.
 inline void Span(const PoolGeom& g, int d, int64_t o, int64_t* begin, int64_t* end) {
   const int64_t in = d == 0 ? g.h : g.w;
+  if (g.adaptive) {
+    const int64_t out = d == 0 ? g.oh : g.ow;
+    *begin = fleet::kernel::AdaptiveBegin(o, in, out);
+    *end = fleet::kernel::AdaptiveEnd(o, in, out);
+    return;
+  }
   const int64_t start = o * g.win.stride[d] - g.win.pad_begin[d];
   *begin = std::max<int64_t>(start, 0);
   *end = std::min<int64_t>(start + g.win.kernel[d], in);
@@ -180,6 +193,7 @@ dnnl::pooling_forward::primitive_desc ForwardPd(const PoolDescs& d, dnnl::prop_k
 }
 
 struct PoolFwdState {
+  bool loops = false;  // adaptive windows: the float loops instead of oneDNN
   dnnl::pooling_forward prim;
   memory src, dst;
   Args args;
@@ -190,8 +204,13 @@ FleetStatus* Pool2dPrepareF32(void*, const FleetKernelContext* kc, void** state,
   return Guard(kc, [&]() -> FleetStatus* {
     PoolGeom g;
     if (FleetStatus* st = Geometry(kc, Input(kc, "X"), Output(kc, "Out"), &g)) return st;
-    PoolDescs d = MakeDescs(g);
     auto s = std::make_unique<PoolFwdState>();
+    if (g.adaptive) {
+      s->loops = true;
+      *state = s.release();
+      return nullptr;
+    }
+    PoolDescs d = MakeDescs(g);
     s->prim = dnnl::pooling_forward(ForwardPd(d, dnnl::prop_kind::forward_inference));
     s->src = memory(d.src, DnnlEngine(), DNNL_MEMORY_NONE);
     s->dst = memory(d.dst, DnnlEngine(), DNNL_MEMORY_NONE);
@@ -205,6 +224,7 @@ FleetStatus* Pool2dLaunchF32(void*, const FleetKernelContext* kc, void* state) {
   return Guard(kc, [&]() -> FleetStatus* {
     auto* s = static_cast<PoolFwdState*>(state);
     if (s == nullptr) return InvalidArgument(OpName(kc) + ": launched without prepare");
+    if (s->loops) return Pool2dLoops<float>(nullptr, kc, nullptr);
     UseThreads(kc);
     s->src.set_data_handle(Input(kc, "X")->data);
     s->dst.set_data_handle(Output(kc, "Out")->data);
@@ -215,6 +235,7 @@ FleetStatus* Pool2dLaunchF32(void*, const FleetKernelContext* kc, void* state) {
 }
 
 struct PoolBwdState {
+  bool loops = false;  // adaptive windows: the float loops instead of oneDNN
   bool max = false;
   size_t dst_bytes = 0;  // scratch: [forward dst | workspace] for max pooling
   dnnl::pooling_forward fwd;
@@ -230,7 +251,8 @@ FleetStatus* Pool2dGradPrepareF32(void*, const FleetKernelContext* kc, void** st
     PoolGeom g;
     if (FleetStatus* st = Geometry(kc, Input(kc, "X"), Input(kc, "Out@GRAD"), &g)) return st;
     auto s = std::make_unique<PoolBwdState>();
-    if (Output(kc, "X@GRAD") == nullptr) {
+    s->loops = g.adaptive;
+    if (Output(kc, "X@GRAD") == nullptr || s->loops) {
       *state = s.release();
       return nullptr;
     }
@@ -265,6 +287,7 @@ FleetStatus* Pool2dGradLaunchF32(void*, const FleetKernelContext* kc, void* stat
   return Guard(kc, [&]() -> FleetStatus* {
     auto* s = static_cast<PoolBwdState*>(state);
     if (s == nullptr) return InvalidArgument(OpName(kc) + ": launched without prepare");
+    if (s->loops) return Pool2dGradLoops<float>(nullptr, kc, nullptr);
     const FleetTensor* dx = Output(kc, "X@GRAD");
     if (dx == nullptr) return nullptr;
     UseThreads(kc);

@@ -492,10 +492,15 @@ FleetStatus* ConvGradLaunch(void*, const FleetKernelContext* kc, void* state) {
 
 template <typename T>
 void AddConv(KernelList& list, int32_t dtype) {
-  Add(list, "conv2d", dtype, ConvLaunch<T>, ConvPrepare<T, false>,
-      dense::DeleteState<ConvState>);
-  Add(list, "conv2d_grad", dtype, ConvGradLaunch<T>, ConvPrepare<T, true>,
-      dense::DeleteState<ConvState>);
+  // depthwise_conv2d is Paddle's name for conv2d with groups == channels: the same kernels.
+  // Kernel defs keep the op type pointer, so the names are literals.
+  const char* const types[][2] = {{"conv2d", "conv2d_grad"},
+                                  {"depthwise_conv2d", "depthwise_conv2d_grad"}};
+  for (const auto& [type, grad] : types) {
+    Add(list, type, dtype, ConvLaunch<T>, ConvPrepare<T, false>, dense::DeleteState<ConvState>);
+    Add(list, grad, dtype, ConvGradLaunch<T>, ConvPrepare<T, true>,
+        dense::DeleteState<ConvState>);
+  }
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
-// pool2d and pool2d_grad (NCHW; max, avg exclusive/inclusive, global, ceil_mode through the
-// host's output size), float32 and float64, as own kernels with the CPU plugin's definitions:
-// windows clipped to the input, an empty window gives 0, exclusive averages divide by the
-// clipped count and inclusive ones by the full kernel size, and the max-pool gradient goes to
-// the first maximum of each window in row-major order.
+// pool2d and pool2d_grad (NCHW; max, avg exclusive/inclusive, global, adaptive, ceil_mode
+// through the host's output size), float32 and float64, as own kernels with the CPU plugin's
+// definitions: windows clipped to the input, an empty window gives 0, exclusive averages divide
+// by the clipped count and inclusive ones by the full kernel size, and the max-pool gradient
+// goes to the first maximum of each window in row-major order.
 //
 // The gradient is gathered per input element over the windows that contain it, in increasing
 // window order, so nothing is accumulated with atomics and the sums are added in the CPU's
@@ -24,7 +24,7 @@ using dense::OpName;
 
 struct PoolGeom {
   int64_t n = 0, c = 0, h = 0, w = 0, oh = 0, ow = 0;
-  bool max = true, exclusive = true;
+  bool max = true, exclusive = true, adaptive = false;
   int64_t kernel[2] = {1, 1};
   int64_t stride[2] = {1, 1};
   int64_t pad_begin[2] = {0, 0};
@@ -45,9 +45,15 @@ FleetStatus* Geometry(const FleetKernelContext* kc, const FleetTensor* x, const 
     return InvalidArgument(OpName(kc) + ": pooling_type must be 'max' or 'avg', got '" +
                            std::string(type) + "'");
   }
-  if (BoolAttr(kc, "adaptive")) return Unimplemented(OpName(kc) + ": adaptive pooling");
   g->max = type == "max";
   g->exclusive = BoolAttr(kc, "exclusive", true);
+  if (BoolAttr(kc, "adaptive")) {
+    // Windows from the output size (plugins/common/window_plan.h); averages divide by the
+    // window's own size, as in Paddle.
+    g->adaptive = true;
+    g->exclusive = true;
+    return nullptr;
+  }
   if (BoolAttr(kc, "global_pooling")) {
     // One window over the whole plane; strides and paddings do not apply.
     g->kernel[0] = g->h;
@@ -78,6 +84,12 @@ bool HasDims(const FleetTensor* t, int64_t d0, int64_t d1, int64_t d2, int64_t d
 // Window [begin, end) of output position `o` along dim `d` (0: rows, 1: columns), clipped.
 __device__ inline void Span(const PoolGeom& g, int d, int64_t o, int64_t* begin, int64_t* end) {
   const int64_t in = d == 0 ? g.h : g.w;
+  if (g.adaptive) {
+    const int64_t out = d == 0 ? g.oh : g.ow;
+    *begin = fleet::kernel::AdaptiveBegin(o, in, out);
+    *end = fleet::kernel::AdaptiveEnd(o, in, out);
+    return;
+  }
   const int64_t start = o * g.stride[d] - g.pad_begin[d];
   *begin = start > 0 ? start : 0;
   *end = start + g.kernel[d] < in ? start + g.kernel[d] : in;
@@ -143,6 +155,10 @@ __global__ void PoolArgmax(PoolGeom g, const T* x, int64_t* arg) {
 // Output positions [lo, hi] along dim `d` whose windows contain input position `pos`.
 __device__ inline void Windows(const PoolGeom& g, int d, int64_t pos, int64_t out,
                                int64_t* lo, int64_t* hi) {
+  if (g.adaptive) {
+    fleet::kernel::AdaptiveWindowsOf(pos, d == 0 ? g.h : g.w, out, lo, hi);
+    return;
+  }
   // start(i) = i * stride - pad_begin; the window holds pos iff start <= pos < start + kernel.
   const int64_t t = pos + g.pad_begin[d] - g.kernel[d];
   *lo = t < 0 ? 0 : t / g.stride[d] + 1;

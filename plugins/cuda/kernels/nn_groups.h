@@ -23,6 +23,8 @@ namespace fleet_cuda {
 void AddNnLossKernels(KernelList& list);  // nn_loss.cu
 void AddNnLossExtKernels(KernelList& list);  // nn_loss_ext.cu
 void AddNnMiscKernels(KernelList& list);  // nn_misc.cu
+void AddNnExtKernels(KernelList& list);   // nn_ext.cu: group_norm, instance_norm
+void AddNnInterpKernels(KernelList& list);  // nn_interp.cu: bilinear/nearest_interp_v2
 
 // The helpers get their own namespace: other kernel groups have helpers of the same names.
 namespace nn {

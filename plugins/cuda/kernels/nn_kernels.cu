@@ -110,6 +110,8 @@ void AddNnKernels(KernelList& list) {
   AddNnLossKernels(list);
   AddNnLossExtKernels(list);
   AddNnMiscKernels(list);
+  AddNnExtKernels(list);
+  AddNnInterpKernels(list);
 }
 
 }  // namespace fleet_cuda
