@@ -499,6 +499,31 @@ TEST(CompareConformance, ArgsortGradRefusesAnIndexOutsideTheAxis) {
       << s.ToString();
 }
 
+// Max and min over contiguous rows long enough for the CPU's multi-lane loop (8 lanes and a tail):
+// a NaN anywhere in a row, in the lanes or the tail, makes that row NaN; infinities win or lose
+// as numbers; rows without either match NumPy.
+TEST(CompareConformance, ContiguousExtremesPropagateNanAndInfinity) {
+  FLEET_CONFORMANCE_RUNNER(runner);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  HostTensor x = RandomTensor<double>({6, 19}, 41, -5, 5);
+  double* v = x.data<double>();
+  v[0 * 19 + 3] = nan;    // in the lanes
+  v[1 * 19 + 17] = nan;   // in the tail
+  v[2 * 19 + 0] = inf;
+  v[3 * 19 + 18] = -inf;
+  v[4 * 19 + 5] = inf;
+  v[4 * 19 + 6] = -inf;
+  for (const char* type : {"reduce_max", "reduce_min"}) {
+    for (DataType dtype : {DataType::kFloat64, DataType::kFloat32}) {
+      SCOPED_TRACE(std::string(type) + " " + std::string(ir::DataTypeName(dtype)));
+      ExpectRef(*runner, Unary(type, {{"dim", std::vector<int32_t>{1}}}), {{"x", Cast(x, dtype)}});
+    }
+  }
+  ExpectRef(*runner, Unary("reduce_max", {{"dim", std::vector<int32_t>{-1}}}),
+            {{"x", SmallValues({5, 37}, 42, DataType::kInt32, -100, 100)}});
+}
+
 // Sizes past the CPU plugin's grain, so the loops split over threads.
 TEST(CompareConformance, LargeInputsMatchNumpy) {
   FLEET_CONFORMANCE_RUNNER(runner);

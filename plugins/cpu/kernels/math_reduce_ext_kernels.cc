@@ -6,7 +6,9 @@
 // float32 alone and leaves NaN in max / min unspecified, while one loop over the planned groups
 // gives every dtype, on both devices, the same NaN rule and order (reduce_sum is a loop too).
 #include <algorithm>
+#include <limits>
 #include <memory>
+#include <type_traits>
 #include <string>
 
 #include "kernels/math_util.h"
@@ -77,6 +79,41 @@ FleetStatus* ExpectCount(const FleetKernelContext* kc, const FleetTensor* t, con
 
 // ---- reduce_* -------------------------------------------------------------------------------
 
+// max / min over n contiguous elements. The one-accumulator fold is a chain of dependent,
+// NaN-aware compares (about a nanosecond an element); here the compares are plain max / min that
+// the compiler vectorises (OpenMP simd reductions), and NaN is tracked on the side: any NaN makes
+// the result NaN, as in the fold. Max and min do not depend on the order they are folded in, so
+// this agrees with the fold; only the sign of a zero among equal zeros may differ.
+template <ReduceOp op, typename T>
+T ContiguousExtreme(const T* x, int64_t n) {
+  T acc = fleet::kernel::ReduceIdentity<op, T>();
+  if constexpr (std::is_floating_point_v<T>) {
+    int nan = 0;
+    if constexpr (op == ReduceOp::kMax) {
+#pragma omp simd reduction(max : acc) reduction(| : nan)
+      for (int64_t i = 0; i < n; ++i) {
+        acc = x[i] > acc ? x[i] : acc;
+        nan |= static_cast<int>(x[i] != x[i]);
+      }
+    } else {
+#pragma omp simd reduction(min : acc) reduction(| : nan)
+      for (int64_t i = 0; i < n; ++i) {
+        acc = x[i] < acc ? x[i] : acc;
+        nan |= static_cast<int>(x[i] != x[i]);
+      }
+    }
+    return nan ? std::numeric_limits<T>::quiet_NaN() : acc;
+  } else if constexpr (op == ReduceOp::kMax) {
+#pragma omp simd reduction(max : acc)
+    for (int64_t i = 0; i < n; ++i) acc = x[i] > acc ? x[i] : acc;
+    return acc;
+  } else {
+#pragma omp simd reduction(min : acc)
+    for (int64_t i = 0; i < n; ++i) acc = x[i] < acc ? x[i] : acc;
+    return acc;
+  }
+}
+
 FleetStatus* ReducePrepare(void*, const FleetKernelContext* kc, void** state, size_t*) {
   return Guard(kc, [&]() -> FleetStatus* {
     auto g = std::make_unique<ReduceGroups>();
@@ -110,6 +147,15 @@ FleetStatus* ReduceLaunch(void*, const FleetKernelContext* kc, void* state) {
     if (FleetStatus* e = ExpectCount(kc, out, "Out", g->kept_count)) return e;
     const T* xs = Data<const T>(Input(kc, "X"));
     T* os = Data<T>(out);
+    if constexpr (op == ReduceOp::kMax || op == ReduceOp::kMin) {
+      if (g->red_rank == 1 && g->red_strides[0] == 1) {
+        const int64_t n = g->red_dims[0];
+        ForGroups(kc, *g, [&](int64_t k, int64_t base) {
+          os[k] = ContiguousExtreme<op>(xs + base, n);
+        });
+        return nullptr;
+      }
+    }
     ForGroups(kc, *g, [&](int64_t k, int64_t base) {
       T acc = fleet::kernel::ReduceIdentity<op, T>();
       ForMembers(*g, base, [&](int64_t i) { acc = fleet::kernel::ReduceCombine<op>(acc, xs[i]); });
