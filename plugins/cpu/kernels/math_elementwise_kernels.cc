@@ -93,7 +93,10 @@ FleetStatus* BinaryLaunch(void*, const FleetKernelContext* kc, void* state) {
     const T* ys = Data<const T>(y);
     T* os = Data<T>(out);
     if (p.rank == 0 || (p.rank == 1 && p.sa[0] == 1 && p.sb[0] == 1)) {
+      // `omp simd`: Out may be X or Y (in place) but element i reads only element i, so the
+      // loop vectorises; without it, -O2 keeps it scalar for fear of aliasing.
       ParallelFor(kc, p.Numel(), kGrain, [&](int64_t begin, int64_t end) {
+#pragma omp simd
         for (int64_t i = begin; i < end; ++i) os[i] = Apply<op>(xs[i], ys[i]);
       });
       return nullptr;
@@ -105,6 +108,7 @@ FleetStatus* BinaryLaunch(void*, const FleetKernelContext* kc, void* state) {
         for (int64_t r = begin; r < end; ++r) {
           const T* xr = xs + r * cols;
           T* orow = os + r * cols;
+#pragma omp simd
           for (int64_t c = 0; c < cols; ++c) orow[c] = Apply<op>(xr[c], ys[c]);
         }
       });
