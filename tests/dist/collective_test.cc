@@ -202,6 +202,46 @@ TEST_F(CollectiveTest, EquivalenceHoldsForEveryVariant) {
   }
 }
 
+// A network through the newer ops (shape, indexing, comparison and selection ops, reductions,
+// activations, lamb) trains, and two ranks on half batches follow one rank on the full batch:
+// their grads go through autodiff, the collective transpile and the all-reduce like any other.
+TEST_F(CollectiveTest, NetworkOfTheNewerOpsTrainsAndTwoRanksMatchOne) {
+  const fs::path program = dir_ / "op_mix.fleet";
+  {
+    std::ofstream f(program);
+    f << "x = data(\"x\", shape=[-1, 32], dtype=\"float32\")\n"
+         "y = data(\"y\", shape=[-1, 1], dtype=\"int64\")\n"
+         "h = fc(x, size=64, act=\"silu\")\n"
+         "t = tile(unsqueeze2(h, axes=[1]), repeat_times=[1, 4, 1])\n"
+         "s = reduce_max(tril_triu(t, diagonal=0, lower=True), dim=[1])\n"
+         "c = clip(softplus(elementwise_add(s, h)), min=0.0, max=5.0)\n"
+         "mask = greater_than(c, scale(c, scale=0.0, bias=0.5))\n"
+         "w = where(mask, c, scale(c, scale=0.5))\n"
+         "h2 = fc(w, size=32, act=\"mish\")\n"
+         "prediction = fc(h2, size=2, act=\"softmax\")\n"
+         "loss = mean(cross_entropy(prediction, y))\n"
+         "minimize(loss, optimizer=lamb(learning_rate=0.01))\n";
+  }
+  std::vector<double> long_run =
+      TrainOneRank({"train.steps=80", "train.log_every=1", "train.batch_size=64"}, program);
+  ASSERT_EQ(long_run.size(), 80u);
+  double first = 0, last = 0;
+  for (int i = 0; i < 5; ++i) first += long_run[i] / 5;
+  for (int i = 70; i < 80; ++i) last += long_run[i] / 10;
+  EXPECT_LT(last, 0.7 * first) << "the loss did not fall";
+  fs::remove_all(dir_ / "one");
+
+  std::vector<double> one = TrainOneRank(With(kSteps, {"train.batch_size=64"}), program);
+  StartRanks(2, With(kSteps, {"train.batch_size=32", "train.check_replicas=true",
+                              "train.metrics_file=" + (dir_ / "two.jsonl").string(),
+                              "train.save_params_dir=" + (dir_ / "two").string(),
+                              "comm.timeout_s=30"}),
+             {}, program);
+  for (auto& r : ranks_) ASSERT_EQ(r->Wait(milliseconds(90000)), 0) << r->Output();
+  ExpectSameLosses(one, Losses(dir_ / "two.jsonl"));
+  ExpectSameParams(dir_ / "one", dir_ / "two", 1e-5);
+}
+
 // What the README shows: `fleet-host launch --nproc 2 -- run mlp.fleet`, through the launcher's
 // TCP store, trains the same model as one process on the global batch.
 TEST_F(CollectiveTest, LaunchTrainsDataParallel) {
