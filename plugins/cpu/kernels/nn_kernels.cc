@@ -37,6 +37,7 @@ void AddNnKernels(KernelList& list) {
   AddNnMiscKernels(list);
   AddNnExtKernels(list);
   AddNnInterpKernels(list);
+  AddNnDeconvKernels(list);
 }
 
 }  // namespace fleet_cpu

@@ -1,0 +1,496 @@
+// conv2d_transpose and conv2d_transpose_grad (NCHW, filter [C_in, C_out/groups, kh, kw]),
+// float32 and float64, planned as the convolution whose data gradient the op is
+// (plugins/common/deconv_plan.h): that convolution's input x is the op's Output, its output y
+// the op's Input, its filter the op's Filter.
+//
+// cuDNN runs what it can express (symmetric padding by pad_begin giving the Input size back,
+// so output_padding below the stride is fine): the forward pass is
+// cudnnConvolutionBackwardData (deterministic BWD_DATA_ALGO_1), Input@GRAD is
+// cudnnConvolutionForward of Output@GRAD (implicit GEMM), Filter@GRAD is
+// cudnnConvolutionBackwardFilter with Output@GRAD as x and Input as dy (deterministic
+// BWD_FILTER_ALGO_1). float32 runs with CUDNN_FMA_MATH, so no TF32.
+//
+// Anything else (asymmetric paddings, output_padding at or above the stride, an algorithm
+// this cuDNN or GPU lacks) runs direct kernels with the CPU plugin's arithmetic: one thread
+// per Output element gathering the Input pixels scattered onto it, one thread per Input element
+// for Input@GRAD, and one block per filter element with a fixed reduction tree for
+// Filter@GRAD. No atomics, so every path is deterministic.
+#include <algorithm>
+#include <climits>
+#include <memory>
+#include <string>
+
+#include "deconv_plan.h"
+#include "kernels/dense_groups.h"
+
+namespace fleet_cuda {
+namespace {
+
+using dense::OpName;
+
+// Plain data for the kernels (Window2d flattened so it passes by value).
+struct Geom {
+  int64_t n = 0, c = 0, h = 0, w = 0;  // the op's Output
+  int64_t o = 0, kh = 0, kw = 0;       // Filter [o, cg, kh, kw]
+  int64_t oh = 0, ow = 0;              // the op's Input spatial dims
+  int64_t groups = 1, cg = 0, og = 0;
+  int64_t stride[2] = {1, 1};
+  int64_t dilation[2] = {1, 1};
+  int64_t pad_begin[2] = {0, 0};
+};
+
+// Prepare only: reads list attributes.
+FleetStatus* Plan(const FleetKernelContext* kc, const FleetTensor* y, const char* y_slot,
+                  Geom* g) {
+  fleet::kernel::Deconv2dGeom p;
+  if (FleetStatus* e = fleet::kernel::ToFleetStatus(
+          fleet::kernel::PlanDeconv2d(kc, Input(kc, "Input"), Input(kc, "Filter"), y, y_slot,
+                                      /*count_in_messages=*/true, &p),
+          Error)) {
+    return e;
+  }
+  g->n = p.n, g->c = p.c, g->h = p.h, g->w = p.w;
+  g->o = p.o, g->kh = p.kh, g->kw = p.kw, g->oh = p.oh, g->ow = p.ow;
+  g->groups = p.groups, g->cg = p.cg, g->og = p.og;
+  for (int i = 0; i < 2; ++i) {
+    g->stride[i] = p.win.stride[i];
+    g->dilation[i] = p.win.dilation[i];
+    g->pad_begin[i] = p.win.pad_begin[i];
+  }
+  return nullptr;
+}
+
+bool HasDims(const FleetTensor* t, int64_t d0, int64_t d1, int64_t d2, int64_t d3) {
+  return t != nullptr && t->ndim == 4 && t->dims[0] == d0 && t->dims[1] == d1 &&
+         t->dims[2] == d2 && t->dims[3] == d3;
+}
+
+// Launch: Input, Filter and the Output-shaped tensor must still be what prepare planned for.
+FleetStatus* CheckShapes(const FleetKernelContext* kc, const Geom& g, const FleetTensor* y,
+                         const char* y_slot) {
+  if (HasDims(Input(kc, "Input"), g.n, g.o, g.oh, g.ow) &&
+      HasDims(Input(kc, "Filter"), g.o, g.cg, g.kh, g.kw) && HasDims(y, g.n, g.c, g.h, g.w)) {
+    return nullptr;
+  }
+  return InvalidArgument(OpName(kc) + ": Input, Filter or " + y_slot +
+                         " is missing or differs from the shapes prepared for");
+}
+
+// ---- direct kernels ----------------------------------------------------------------------
+
+// Each Output element gathers Input * Filter over the Input pixels whose taps land on it
+// (r = i * stride - pad + a * dilation solved for i), Input channels then taps in order.
+template <typename T>
+__global__ void DeconvForwardDirect(Geom g, const T* in, const T* f, T* out) {
+  const int64_t total = g.n * g.c * g.h * g.w;
+  FLEET_CUDA_LOOP(idx, total) {
+    const int64_t s = idx % g.w;
+    int64_t t = idx / g.w;
+    const int64_t r = t % g.h;
+    t /= g.h;
+    const int64_t ci = t % g.c;
+    const int64_t n = t / g.c;
+    const int64_t grp = ci / g.cg, c = ci % g.cg;
+    T acc = 0;
+    for (int64_t o = grp * g.og; o < (grp + 1) * g.og; ++o) {
+      const T* io = in + (n * g.o + o) * g.oh * g.ow;
+      const T* fc = f + (o * g.cg + c) * g.kh * g.kw;
+      for (int64_t a = g.kh - 1; a >= 0; --a) {
+        const int64_t th = r + g.pad_begin[0] - a * g.dilation[0];
+        if (th < 0 || th % g.stride[0] != 0) continue;
+        const int64_t i = th / g.stride[0];
+        if (i >= g.oh) continue;
+        for (int64_t b = g.kw - 1; b >= 0; --b) {
+          const int64_t tw = s + g.pad_begin[1] - b * g.dilation[1];
+          if (tw < 0 || tw % g.stride[1] != 0) continue;
+          const int64_t j = tw / g.stride[1];
+          if (j >= g.ow) continue;
+          acc += io[i * g.ow + j] * fc[a * g.kw + b];
+        }
+      }
+    }
+    out[idx] = acc;
+  }
+}
+
+// Each Input@GRAD element: the Output@GRAD window its taps reached, times the filter.
+template <typename T>
+__global__ void DeconvDataGradDirect(Geom g, const T* dout, const T* f, T* din) {
+  const int64_t total = g.n * g.o * g.oh * g.ow;
+  FLEET_CUDA_LOOP(idx, total) {
+    const int64_t j = idx % g.ow;
+    int64_t t = idx / g.ow;
+    const int64_t i = t % g.oh;
+    t /= g.oh;
+    const int64_t o = t % g.o;
+    const int64_t n = t / g.o;
+    const int64_t grp = o / g.og;
+    T acc = 0;
+    for (int64_t c = 0; c < g.cg; ++c) {
+      const T* dc = dout + (n * g.c + grp * g.cg + c) * g.h * g.w;
+      const T* fc = f + (o * g.cg + c) * g.kh * g.kw;
+      for (int64_t a = 0; a < g.kh; ++a) {
+        const int64_t r = i * g.stride[0] - g.pad_begin[0] + a * g.dilation[0];
+        if (r < 0 || r >= g.h) continue;
+        for (int64_t b = 0; b < g.kw; ++b) {
+          const int64_t s = j * g.stride[1] - g.pad_begin[1] + b * g.dilation[1];
+          if (s < 0 || s >= g.w) continue;
+          acc += dc[r * g.w + s] * fc[a * g.kw + b];
+        }
+      }
+    }
+    din[idx] = acc;
+  }
+}
+
+// One block per filter element (strided over the grid): the block's threads split the
+// (batch, Input position) pairs and BlockSum adds their partial sums in a fixed tree.
+template <typename T>
+__global__ void DeconvFilterGradDirect(Geom g, const T* in, const T* dout, T* df) {
+  __shared__ T buf[kThreads];
+  const int64_t total = g.o * g.cg * g.kh * g.kw;
+  const int64_t plane = g.oh * g.ow;
+  const int64_t pairs = g.n * plane;
+  for (int64_t e = blockIdx.x; e < total; e += gridDim.x) {
+    const int64_t b = e % g.kw;
+    int64_t t = e / g.kw;
+    const int64_t a = t % g.kh;
+    t /= g.kh;
+    const int64_t c = t % g.cg;
+    const int64_t o = t / g.cg;
+    const int64_t grp = o / g.og;
+    T acc = 0;
+    for (int64_t q = threadIdx.x; q < pairs; q += blockDim.x) {
+      const int64_t n = q / plane, p = q % plane;
+      const int64_t i = p / g.ow, j = p % g.ow;
+      const int64_t r = i * g.stride[0] - g.pad_begin[0] + a * g.dilation[0];
+      const int64_t s = j * g.stride[1] - g.pad_begin[1] + b * g.dilation[1];
+      if (r < 0 || r >= g.h || s < 0 || s >= g.w) continue;
+      acc += in[(n * g.o + o) * plane + p] *
+             dout[((n * g.c + grp * g.cg + c) * g.h + r) * g.w + s];
+    }
+    acc = dense::BlockSum(acc, buf);
+    if (threadIdx.x == 0) df[e] = acc;
+  }
+}
+
+// ---- cuDNN -------------------------------------------------------------------------------
+
+template <typename T>
+struct DnnTraits;
+template <>
+struct DnnTraits<float> {
+  static constexpr cudnnDataType_t kType = CUDNN_DATA_FLOAT;
+  static constexpr cudnnMathType_t kMath = CUDNN_FMA_MATH;  // no TF32 tensor cores
+};
+template <>
+struct DnnTraits<double> {
+  static constexpr cudnnDataType_t kType = CUDNN_DATA_DOUBLE;
+  static constexpr cudnnMathType_t kMath = CUDNN_DEFAULT_MATH;
+};
+
+struct DeconvState {
+  Geom g;
+  bool want_data = false, want_filter = false;  // grad: which outputs the op has
+  // x: the op's Output side [n, c, h, w]; y: its Input side [n, o, oh, ow].
+  cudnnTensorDescriptor_t x_desc = nullptr, y_desc = nullptr;
+  cudnnFilterDescriptor_t w_desc = nullptr;
+  cudnnConvolutionDescriptor_t conv_desc = nullptr;
+  // Which directions run on cuDNN; a launch that cuDNN refuses clears its flag for good.
+  // fwd: the op's forward (conv data gradient); data: Input@GRAD (conv forward); filter.
+  bool fwd_dnn = false, data_dnn = false, filter_dnn = false;
+  cudnnConvolutionBwdDataAlgo_t fwd_algo = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
+  cudnnConvolutionFwdAlgo_t data_algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+  cudnnConvolutionBwdFilterAlgo_t filter_algo = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1;
+  size_t fwd_ws = 0, data_ws = 0, filter_ws = 0;
+
+  DeconvState() = default;
+  DeconvState(const DeconvState&) = delete;
+  DeconvState& operator=(const DeconvState&) = delete;
+  ~DeconvState() {
+    if (conv_desc != nullptr) cudnnDestroyConvolutionDescriptor(conv_desc);
+    if (w_desc != nullptr) cudnnDestroyFilterDescriptor(w_desc);
+    if (y_desc != nullptr) cudnnDestroyTensorDescriptor(y_desc);
+    if (x_desc != nullptr) cudnnDestroyTensorDescriptor(x_desc);
+  }
+};
+
+bool FitsInt(int64_t v) { return v >= 0 && v <= INT_MAX; }
+
+// Whether the convolution with symmetric padding pad_begin maps the Output size back to the
+// Input size (extra trailing Output rows that no tap reaches are fine: they come out zero).
+bool DnnExpressible(const Geom& g) {
+  const int64_t x[2] = {g.h, g.w}, k[2] = {g.kh, g.kw}, y[2] = {g.oh, g.ow};
+  for (int i = 0; i < 2; ++i) {
+    const int64_t span = (k[i] - 1) * g.dilation[i] + 1;
+    const int64_t padded = x[i] + 2 * g.pad_begin[i] - span;
+    if (padded < 0 || padded / g.stride[i] + 1 != y[i]) return false;
+    if (!FitsInt(g.pad_begin[i]) || !FitsInt(g.stride[i]) || !FitsInt(g.dilation[i])) {
+      return false;
+    }
+  }
+  for (int64_t v : {g.n, g.c, g.h, g.w, g.o, g.cg, g.kh, g.kw, g.oh, g.ow, g.groups}) {
+    if (v <= 0 || !FitsInt(v)) return false;
+  }
+  return true;
+}
+
+// Creates the descriptors (an error only when cuDNN cannot allocate them); *ok is false when
+// cuDNN refuses the description, which leaves the direct path.
+template <typename T>
+FleetStatus* MakeDescriptors(const FleetKernelContext* kc, DeconvState& st, bool* ok) {
+  *ok = false;
+  const std::string what = OpName(kc) + ": creating cuDNN descriptors";
+  if (FleetStatus* e = DnnStatus(cudnnCreateTensorDescriptor(&st.x_desc), what)) return e;
+  if (FleetStatus* e = DnnStatus(cudnnCreateTensorDescriptor(&st.y_desc), what)) return e;
+  if (FleetStatus* e = DnnStatus(cudnnCreateFilterDescriptor(&st.w_desc), what)) return e;
+  if (FleetStatus* e = DnnStatus(cudnnCreateConvolutionDescriptor(&st.conv_desc), what)) {
+    return e;
+  }
+  const Geom& g = st.g;
+  const auto I = [](int64_t v) { return static_cast<int>(v); };
+  const cudnnDataType_t type = DnnTraits<T>::kType;
+  if (cudnnSetTensor4dDescriptor(st.x_desc, CUDNN_TENSOR_NCHW, type, I(g.n), I(g.c), I(g.h),
+                                 I(g.w)) != CUDNN_STATUS_SUCCESS ||
+      cudnnSetTensor4dDescriptor(st.y_desc, CUDNN_TENSOR_NCHW, type, I(g.n), I(g.o), I(g.oh),
+                                 I(g.ow)) != CUDNN_STATUS_SUCCESS ||
+      cudnnSetFilter4dDescriptor(st.w_desc, type, CUDNN_TENSOR_NCHW, I(g.o), I(g.cg), I(g.kh),
+                                 I(g.kw)) != CUDNN_STATUS_SUCCESS ||
+      cudnnSetConvolution2dDescriptor(st.conv_desc, I(g.pad_begin[0]), I(g.pad_begin[1]),
+                                      I(g.stride[0]), I(g.stride[1]), I(g.dilation[0]),
+                                      I(g.dilation[1]), CUDNN_CROSS_CORRELATION,
+                                      type) != CUDNN_STATUS_SUCCESS ||
+      cudnnSetConvolutionGroupCount(st.conv_desc, I(g.groups)) != CUDNN_STATUS_SUCCESS ||
+      cudnnSetConvolutionMathType(st.conv_desc, DnnTraits<T>::kMath) != CUDNN_STATUS_SUCCESS) {
+    return nullptr;
+  }
+  int n = 0, c = 0, h = 0, w = 0;
+  if (cudnnGetConvolution2dForwardOutputDim(st.conv_desc, st.x_desc, st.w_desc, &n, &c, &h,
+                                            &w) != CUDNN_STATUS_SUCCESS ||
+      n != g.n || c != g.o || h != g.oh || w != g.ow) {
+    return nullptr;
+  }
+  *ok = true;
+  return nullptr;
+}
+
+// Whether cuDNN's heuristics list `algo` as supported (and deterministic when asked).
+template <typename Perf, typename Algo>
+bool Listed(const Perf* perf, int count, Algo algo, bool deterministic) {
+  for (int i = 0; i < count; ++i) {
+    if (perf[i].algo != algo || perf[i].status != CUDNN_STATUS_SUCCESS) continue;
+    if (!deterministic || perf[i].determinism == CUDNN_DETERMINISTIC) return true;
+  }
+  return false;
+}
+
+// The op's forward: the convolution's data gradient, deterministic algorithm 1 only.
+void ChooseForward(DeconvState& st, cudnnHandle_t h) {
+  cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+  int count = 0;
+  const bool listed =
+      cudnnGetConvolutionBackwardDataAlgorithm_v7(
+          h, st.w_desc, st.y_desc, st.conv_desc, st.x_desc,
+          CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perf) == CUDNN_STATUS_SUCCESS;
+  const cudnnConvolutionBwdDataAlgo_t algo = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
+  if (listed && !Listed(perf, count, algo, true)) return;
+  size_t ws = 0;
+  if (cudnnGetConvolutionBackwardDataWorkspaceSize(h, st.w_desc, st.y_desc, st.conv_desc,
+                                                   st.x_desc, algo, &ws) != CUDNN_STATUS_SUCCESS) {
+    return;
+  }
+  st.fwd_dnn = true;
+  st.fwd_algo = algo;
+  st.fwd_ws = ws;
+}
+
+// Input@GRAD: the convolution's forward, the first implicit-GEMM algorithm cuDNN offers.
+void ChooseDataGrad(DeconvState& st, cudnnHandle_t h) {
+  cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+  int count = 0;
+  const bool listed = cudnnGetConvolutionForwardAlgorithm_v7(
+                          h, st.x_desc, st.w_desc, st.conv_desc, st.y_desc,
+                          CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perf) == CUDNN_STATUS_SUCCESS;
+  for (cudnnConvolutionFwdAlgo_t algo : {CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM,
+                                         CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
+                                         CUDNN_CONVOLUTION_FWD_ALGO_GEMM}) {
+    if (listed && !Listed(perf, count, algo, false)) continue;
+    size_t ws = 0;
+    if (cudnnGetConvolutionForwardWorkspaceSize(h, st.x_desc, st.w_desc, st.conv_desc,
+                                                st.y_desc, algo, &ws) != CUDNN_STATUS_SUCCESS) {
+      continue;
+    }
+    st.data_dnn = true;
+    st.data_algo = algo;
+    st.data_ws = ws;
+    return;
+  }
+}
+
+void ChooseFilterGrad(DeconvState& st, cudnnHandle_t h) {
+  cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+  int count = 0;
+  const bool listed =
+      cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+          h, st.x_desc, st.y_desc, st.conv_desc, st.w_desc,
+          CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, perf) == CUDNN_STATUS_SUCCESS;
+  const cudnnConvolutionBwdFilterAlgo_t algo = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1;
+  if (listed && !Listed(perf, count, algo, true)) return;
+  size_t ws = 0;
+  if (cudnnGetConvolutionBackwardFilterWorkspaceSize(h, st.x_desc, st.y_desc, st.conv_desc,
+                                                     st.w_desc, algo, &ws) !=
+      CUDNN_STATUS_SUCCESS) {
+    return;
+  }
+  st.filter_dnn = true;
+  st.filter_algo = algo;
+  st.filter_ws = ws;
+}
+
+bool Unsupported(cudnnStatus_t s) {
+  return CUDNN_STATUS_CATEGORY(s) == CUDNN_STATUS_NOT_SUPPORTED;
+}
+
+template <typename T, bool kGrad>
+FleetStatus* DeconvPrepare(void*, const FleetKernelContext* kc, void** state,
+                           size_t* scratch_bytes) {
+  const char* y_slot = kGrad ? "Output@GRAD" : "Output";
+  const FleetTensor* y = kGrad ? Input(kc, y_slot) : Output(kc, y_slot);
+  auto st = std::make_unique<DeconvState>();
+  if (FleetStatus* e = Plan(kc, y, y_slot, &st->g)) return e;
+  st->want_data = kGrad && Output(kc, "Input@GRAD") != nullptr;
+  st->want_filter = kGrad && Output(kc, "Filter@GRAD") != nullptr;
+  if (DnnExpressible(st->g) && (!kGrad || st->want_data || st->want_filter)) {
+    bool ok = false;
+    if (FleetStatus* e = MakeDescriptors<T>(kc, *st, &ok)) return e;
+    if (ok) {
+      // The handle is only consulted here; each launch takes the handle of its own stream.
+      FleetStatus* e = Run(kc, [&](FleetStream* s) -> FleetStatus* {
+        cudnnHandle_t h = Dnn(s);
+        if (!kGrad) ChooseForward(*st, h);
+        if (st->want_data) ChooseDataGrad(*st, h);
+        if (st->want_filter) ChooseFilterGrad(*st, h);
+        return nullptr;
+      });
+      if (e != nullptr) return e;
+    }
+  }
+  size_t ws = 0;
+  if (st->fwd_dnn) ws = std::max(ws, st->fwd_ws);
+  if (st->data_dnn) ws = std::max(ws, st->data_ws);  // the two grads run one after the other
+  if (st->filter_dnn) ws = std::max(ws, st->filter_ws);
+  *scratch_bytes = ws;
+  *state = st.release();
+  return nullptr;
+}
+
+FleetStatus* MissingScratch(const FleetKernelContext* kc, size_t bytes) {
+  return InvalidArgument(OpName(kc) + ": launched without the " + std::to_string(bytes) +
+                         " scratch bytes prepare asked for");
+}
+
+template <typename T>
+FleetStatus* DeconvLaunch(void*, const FleetKernelContext* kc, void* state) {
+  auto* st = static_cast<DeconvState*>(state);
+  if (st == nullptr) return InvalidArgument(OpName(kc) + ": launched without prepare");
+  const FleetTensor* in = Input(kc, "Input");
+  const FleetTensor* filter = Input(kc, "Filter");
+  const FleetTensor* out = Output(kc, "Output");
+  if (FleetStatus* e = CheckShapes(kc, st->g, out, "Output")) return e;
+  if (st->fwd_dnn && st->fwd_ws > 0 && kc->scratch == nullptr) {
+    return MissingScratch(kc, st->fwd_ws);
+  }
+  return Run(kc, [&](FleetStream* s) -> FleetStatus* {
+    if (st->fwd_dnn) {
+      const T alpha = 1, beta = 0;
+      const cudnnStatus_t r = cudnnConvolutionBackwardData(
+          Dnn(s), &alpha, st->w_desc, filter->data, st->y_desc, in->data, st->conv_desc,
+          st->fwd_algo, kc->scratch, st->fwd_ws, &beta, st->x_desc, out->data);
+      if (r == CUDNN_STATUS_SUCCESS) return nullptr;
+      if (!Unsupported(r)) return DnnStatus(r, OpName(kc) + ": cudnnConvolutionBackwardData");
+      st->fwd_dnn = false;
+    }
+    const int64_t total = Numel(out);
+    if (total > 0) {
+      DeconvForwardDirect<T><<<Blocks(total), kThreads, 0, s->native>>>(
+          st->g, Data<const T>(in), Data<const T>(filter), Data<T>(out));
+    }
+    return nullptr;
+  });
+}
+
+template <typename T>
+FleetStatus* DeconvGradLaunch(void*, const FleetKernelContext* kc, void* state) {
+  auto* st = static_cast<DeconvState*>(state);
+  if (st == nullptr) return InvalidArgument(OpName(kc) + ": launched without prepare");
+  const Geom& g = st->g;
+  const FleetTensor* in = Input(kc, "Input");
+  const FleetTensor* filter = Input(kc, "Filter");
+  const FleetTensor* dout = Input(kc, "Output@GRAD");
+  const FleetTensor* din = Output(kc, "Input@GRAD");
+  const FleetTensor* df = Output(kc, "Filter@GRAD");
+  if (FleetStatus* e = CheckShapes(kc, g, dout, "Output@GRAD")) return e;
+  if ((din != nullptr) != st->want_data || (df != nullptr) != st->want_filter ||
+      (din != nullptr && !HasDims(din, g.n, g.o, g.oh, g.ow)) ||
+      (df != nullptr && !HasDims(df, g.o, g.cg, g.kh, g.kw))) {
+    return InvalidArgument(OpName(kc) + ": Input@GRAD / Filter@GRAD differ from what prepare "
+                                        "saw or from the shapes of Input / Filter");
+  }
+  const size_t ws = std::max(din != nullptr && st->data_dnn ? st->data_ws : 0,
+                             df != nullptr && st->filter_dnn ? st->filter_ws : 0);
+  if (ws > 0 && kc->scratch == nullptr) return MissingScratch(kc, ws);
+  return Run(kc, [&](FleetStream* s) -> FleetStatus* {
+    const T alpha = 1, beta = 0;
+    if (din != nullptr) {
+      if (st->data_dnn) {
+        const cudnnStatus_t r = cudnnConvolutionForward(
+            Dnn(s), &alpha, st->x_desc, dout->data, st->w_desc, filter->data, st->conv_desc,
+            st->data_algo, kc->scratch, st->data_ws, &beta, st->y_desc, din->data);
+        if (r != CUDNN_STATUS_SUCCESS && !Unsupported(r)) {
+          return DnnStatus(r, OpName(kc) + ": cudnnConvolutionForward");
+        }
+        st->data_dnn = r == CUDNN_STATUS_SUCCESS;
+      }
+      const int64_t total = Numel(din);
+      if (!st->data_dnn && total > 0) {
+        DeconvDataGradDirect<T><<<Blocks(total), kThreads, 0, s->native>>>(
+            g, Data<const T>(dout), Data<const T>(filter), Data<T>(din));
+      }
+    }
+    if (df != nullptr) {
+      if (st->filter_dnn) {
+        const cudnnStatus_t r = cudnnConvolutionBackwardFilter(
+            Dnn(s), &alpha, st->x_desc, dout->data, st->y_desc, in->data, st->conv_desc,
+            st->filter_algo, kc->scratch, st->filter_ws, &beta, st->w_desc, df->data);
+        if (r != CUDNN_STATUS_SUCCESS && !Unsupported(r)) {
+          return DnnStatus(r, OpName(kc) + ": cudnnConvolutionBackwardFilter");
+        }
+        st->filter_dnn = r == CUDNN_STATUS_SUCCESS;
+      }
+      const int64_t total = Numel(df);
+      if (!st->filter_dnn && total > 0) {
+        const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(total, 1 << 20));
+        DeconvFilterGradDirect<T><<<blocks, kThreads, 0, s->native>>>(
+            g, Data<const T>(in), Data<const T>(dout), Data<T>(df));
+      }
+    }
+    return nullptr;
+  });
+}
+
+template <typename T>
+void AddDeconv(KernelList& list, int32_t dtype) {
+  Add(list, "conv2d_transpose", dtype, DeconvLaunch<T>, DeconvPrepare<T, false>,
+      dense::DeleteState<DeconvState>);
+  Add(list, "conv2d_transpose_grad", dtype, DeconvGradLaunch<T>, DeconvPrepare<T, true>,
+      dense::DeleteState<DeconvState>);
+}
+
+}  // namespace
+
+void AddDenseDeconvKernels(KernelList& list) {
+  AddDeconv<float>(list, FLEET_DTYPE_FLOAT32);
+  AddDeconv<double>(list, FLEET_DTYPE_FLOAT64);
+}
+
+}  // namespace fleet_cuda
