@@ -111,6 +111,7 @@ void RegisterNnOps(OpRegistry& registry) {
   RegisterNnMiscOps(registry);
   RegisterNnExtOps(registry);
   RegisterNnInterpOps(registry);
+  RegisterNnSampledOps(registry);
 }
 
 }  // namespace fleet::ops

@@ -37,6 +37,7 @@ void AddNnKernels(KernelList& list) {
   AddNnMiscKernels(list);
   AddNnExtKernels(list);
   AddNnInterpKernels(list);
+  AddNnSampledKernels(list);
 }
 
 }  // namespace fleet_cpu
