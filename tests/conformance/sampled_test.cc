@@ -74,6 +74,15 @@ TEST(SampledConformance, HsigmoidGradient) {
   ExpectFloat32GradsMatchFloat64(*runner, Hsigmoid(6, true), HsVars(6, {0, 5, 2, 3, 5, 1}, 3, 17));
 }
 
+TEST(SampledConformance, HsigmoidWOutIsW) {
+  FLEET_CONFORMANCE_RUNNER(runner);
+  ir::Op op = Hsigmoid(6, true);
+  op.outputs["W_Out"] = {"wout"};
+  VarMap v = HsVars(6, {0, 5, 2}, 3, 19);
+  ASSERT_TRUE(runner->Run(op, v).ok());
+  EXPECT_TRUE(AllClose(v.at("wout"), v.at("w"), 0, 0));
+}
+
 TEST(SampledConformance, HsigmoidRefusals) {
   FLEET_CONFORMANCE_RUNNER(runner);
   VarMap bad = HsVars(6, {0, 1, 6}, 4, 21);

@@ -84,6 +84,10 @@ FleetStatus* Hsigmoid(void*, const FleetKernelContext* kc, void*) {
       out[i] = fk::HsigmoidForwardRow(x + i * v.dim, w, bias, v.dim, IndexAt(label, i),
                                       v.num_classes, v.width, pre + i * v.width);
     }
+    // Paddle names W itself as W_Out; a distinct W_Out gets a copy of W.
+    if (const FleetTensor* wo = Output(kc, "W_Out"); wo != nullptr && wo->data != w) {
+      std::copy(w, w + (v.num_classes - 1) * v.dim, Data<T>(wo));
+    }
     return nullptr;
   });
 }

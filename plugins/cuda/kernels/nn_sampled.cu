@@ -113,6 +113,18 @@ FleetStatus* Hsigmoid(void*, const FleetKernelContext* kc, void*) {
           b != nullptr ? Data<const T>(b) : nullptr, Data<const int64_t>(label), v.n, v.dim,
           v.num_classes, v.width, Data<T>(out), Data<T>(pre), flag);
     }
+    // Paddle names W itself as W_Out; a distinct W_Out gets a copy of W.
+    const FleetTensor* w = Input(kc, "W");
+    const FleetTensor* wo = Output(kc, "W_Out");
+    if (wo != nullptr && wo->data != w->data) {
+      if (FleetStatus* st = Expect(kc, wo, "W_Out", DtypeOf<T>(), Numel(w))) return st;
+      if (FleetStatus* st = CudaStatus(
+              cudaMemcpyAsync(wo->data, w->data, static_cast<size_t>(Numel(w)) * sizeof(T),
+                              cudaMemcpyDeviceToDevice, s->native),
+              OpName(kc) + ": copying W to W_Out")) {
+        return st;
+      }
+    }
     int64_t pos = -1, value = 0;
     if (FleetStatus* st = ReadFlag(kc, s, flag, label, &pos, &value)) return st;
     return pos >= 0 ? OutOfRange(kc, "Label", pos, value, v.num_classes) : nullptr;
