@@ -112,6 +112,7 @@ void RegisterNnOps(OpRegistry& registry) {
   RegisterNnExtOps(registry);
   RegisterNnInterpOps(registry);
   RegisterNnDeconvOps(registry);
+  RegisterNnSampledOps(registry);
 }
 
 }  // namespace fleet::ops

@@ -21,6 +21,7 @@ void RegisterNnMiscOps(OpRegistry& registry);   // nn_misc_ops.cc: dropout, look
 void RegisterNnExtOps(OpRegistry& registry);    // nn_ext_ops.cc: group_norm, instance_norm
 void RegisterNnInterpOps(OpRegistry& registry); // nn_interp_ops.cc: bilinear/nearest_interp_v2
 void RegisterNnDeconvOps(OpRegistry& registry); // nn_deconv_ops.cc: conv2d_transpose
+void RegisterNnSampledOps(OpRegistry& registry);  // nn_sampled_ops.cc: hierarchical_sigmoid, nce
 
 
 // Geometry of a 2-D sliding window over spatial dims (H, W), Paddle's rules applied:

@@ -38,6 +38,7 @@ void AddNnKernels(KernelList& list) {
   AddNnExtKernels(list);
   AddNnInterpKernels(list);
   AddNnDeconvKernels(list);
+  AddNnSampledKernels(list);
 }
 
 }  // namespace fleet_cpu

@@ -25,6 +25,7 @@ void AddNnLossExtKernels(KernelList& list);  // nn_loss_ext.cu
 void AddNnMiscKernels(KernelList& list);  // nn_misc.cu
 void AddNnExtKernels(KernelList& list);   // nn_ext.cu: group_norm, instance_norm
 void AddNnInterpKernels(KernelList& list);  // nn_interp.cu: bilinear/nearest_interp_v2
+void AddNnSampledKernels(KernelList& list);  // nn_sampled.cu: hierarchical_sigmoid, nce
 
 // The helpers get their own namespace: other kernel groups have helpers of the same names.
 namespace nn {

@@ -112,6 +112,7 @@ void AddNnKernels(KernelList& list) {
   AddNnMiscKernels(list);
   AddNnExtKernels(list);
   AddNnInterpKernels(list);
+  AddNnSampledKernels(list);
 }
 
 }  // namespace fleet_cuda
