@@ -589,6 +589,7 @@ void RegisterTensorOps(OpRegistry& registry) {
   RegisterLayoutOps(registry);
   tensor_ops::RegisterTensorCreateOps(registry);
   tensor_ops::RegisterTensorShapeExtOps(registry);
+  tensor_ops::RegisterTensorSlicePadOps(registry);
   tensor_ops::RegisterTensorIndexOps(registry);
 }
 

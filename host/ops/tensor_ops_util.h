@@ -38,9 +38,15 @@ OpSchema XShapeGradSchema(std::string type, std::vector<AttrSpec> attrs, std::st
 // gaussian_random, increment (tensor_create_ops.cc).
 void RegisterTensorCreateOps(OpRegistry& registry);
 
-// unsqueeze2, squeeze2, expand_v2, expand_as_v2, tile, stack, unstack, flip, roll, tril_triu,
-// strided_slice, pad3d, pad (tensor_shape_ext_ops.cc).
+// unsqueeze2, squeeze2, expand_v2, expand_as_v2, tile, stack, unstack, flip, roll, tril_triu
+// (tensor_shape_ext_ops.cc).
 void RegisterTensorShapeExtOps(OpRegistry& registry);
+
+// The shape function of a grad op whose X@GRAD has X's dims and Out@GRAD's dtype.
+Status InferGradLikeX(ShapeContext& c);
+
+// strided_slice, pad3d, pad (tensor_slice_pad_ops.cc).
+void RegisterTensorSlicePadOps(OpRegistry& registry);
 
 // gather, gather_nd, index_select, scatter, one_hot_v2 (tensor_index_ops.cc).
 void RegisterTensorIndexOps(OpRegistry& registry);
