@@ -185,19 +185,6 @@ __global__ void ConvFilterGradDirect(ConvGeom g, const T* x, const T* dy, T* df)
 
 // ---- cuDNN -------------------------------------------------------------------------------
 
-template <typename T>
-struct DnnTraits;
-template <>
-struct DnnTraits<float> {
-  static constexpr cudnnDataType_t kType = CUDNN_DATA_FLOAT;
-  static constexpr cudnnMathType_t kMath = CUDNN_FMA_MATH;  // no TF32 tensor cores
-};
-template <>
-struct DnnTraits<double> {
-  static constexpr cudnnDataType_t kType = CUDNN_DATA_DOUBLE;
-  static constexpr cudnnMathType_t kMath = CUDNN_DEFAULT_MATH;
-};
-
 struct ConvState {
   ConvGeom g;
   bool want_data = false, want_filter = false;  // grad: which outputs the op has
@@ -221,8 +208,6 @@ struct ConvState {
     if (x_desc != nullptr) cudnnDestroyTensorDescriptor(x_desc);
   }
 };
-
-bool FitsInt(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
 // Whether cuDNN's symmetric padding by pad_begin yields exactly the host's windows.
 bool DnnExpressible(const ConvGeom& g) {
@@ -394,11 +379,6 @@ FleetStatus* ConvPrepare(void*, const FleetKernelContext* kc, void** state,
   *scratch_bytes = ws;
   *state = st.release();
   return nullptr;
-}
-
-FleetStatus* MissingScratch(const FleetKernelContext* kc, size_t bytes) {
-  return InvalidArgument(OpName(kc) + ": launched without the " + std::to_string(bytes) +
-                         " scratch bytes prepare asked for");
 }
 
 template <typename T>

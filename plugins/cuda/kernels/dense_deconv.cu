@@ -176,19 +176,6 @@ __global__ void DeconvFilterGradDirect(Geom g, const T* in, const T* dout, T* df
 
 // ---- cuDNN -------------------------------------------------------------------------------
 
-template <typename T>
-struct DnnTraits;
-template <>
-struct DnnTraits<float> {
-  static constexpr cudnnDataType_t kType = CUDNN_DATA_FLOAT;
-  static constexpr cudnnMathType_t kMath = CUDNN_FMA_MATH;  // no TF32 tensor cores
-};
-template <>
-struct DnnTraits<double> {
-  static constexpr cudnnDataType_t kType = CUDNN_DATA_DOUBLE;
-  static constexpr cudnnMathType_t kMath = CUDNN_DEFAULT_MATH;
-};
-
 struct DeconvState {
   Geom g;
   bool want_data = false, want_filter = false;  // grad: which outputs the op has
@@ -214,8 +201,6 @@ struct DeconvState {
     if (x_desc != nullptr) cudnnDestroyTensorDescriptor(x_desc);
   }
 };
-
-bool FitsInt(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
 // Whether the convolution with symmetric padding pad_begin maps the Output size back to the
 // Input size (extra trailing Output rows that no tap reaches are fine: they come out zero).
@@ -382,11 +367,6 @@ FleetStatus* DeconvPrepare(void*, const FleetKernelContext* kc, void** state,
   *scratch_bytes = ws;
   *state = st.release();
   return nullptr;
-}
-
-FleetStatus* MissingScratch(const FleetKernelContext* kc, size_t bytes) {
-  return InvalidArgument(OpName(kc) + ": launched without the " + std::to_string(bytes) +
-                         " scratch bytes prepare asked for");
 }
 
 template <typename T>

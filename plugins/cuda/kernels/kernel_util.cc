@@ -133,4 +133,11 @@ FleetStatus* FromException(const FleetKernelContext* kc, const std::exception* e
 }
 
 }  // namespace detail
+
+FleetStatus* MissingScratch(const FleetKernelContext* kc, size_t bytes) {
+  const std::string op = kc != nullptr && kc->op_type != nullptr ? kc->op_type : "kernel";
+  return InvalidArgument(op + ": launched without the " + std::to_string(bytes) +
+                         " scratch bytes prepare asked for");
+}
+
 }  // namespace fleet_cuda

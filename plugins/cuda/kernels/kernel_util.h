@@ -122,6 +122,28 @@ FleetStatus* Run(const FleetKernelContext* kc, F&& body) {
   return detail::EndLaunch(kc, stream, result);
 }
 
+// ---- cuDNN ---------------------------------------------------------------------------------
+// The cuDNN data and math types of a kernel's element type: float32 runs without TF32 tensor
+// cores, so results stay within float32 rounding of the CPU plugin's.
+template <typename T>
+struct DnnTraits;
+template <>
+struct DnnTraits<float> {
+  static constexpr cudnnDataType_t kType = CUDNN_DATA_FLOAT;
+  static constexpr cudnnMathType_t kMath = CUDNN_FMA_MATH;
+};
+template <>
+struct DnnTraits<double> {
+  static constexpr cudnnDataType_t kType = CUDNN_DATA_DOUBLE;
+  static constexpr cudnnMathType_t kMath = CUDNN_DEFAULT_MATH;
+};
+
+// Whether a size fits cuDNN's int parameters.
+inline bool FitsInt(int64_t v) { return v >= 0 && v <= 2147483647; }
+
+// INVALID_ARGUMENT for a launch whose context lacks the scratch prepare asked for.
+FleetStatus* MissingScratch(const FleetKernelContext* kc, size_t bytes);
+
 // ---- launch geometry ---------------------------------------------------------------------
 constexpr int kThreads = 256;
 // Blocks for a grid-stride loop over n elements (at least 1, capped so the grid stays small).
