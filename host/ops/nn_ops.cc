@@ -113,6 +113,7 @@ void RegisterNnOps(OpRegistry& registry) {
   RegisterNnInterpOps(registry);
   RegisterNnDeconvOps(registry);
   RegisterNnSampledOps(registry);
+  RegisterNnRnnOps(registry);
 }
 
 }  // namespace fleet::ops

@@ -22,6 +22,7 @@ void RegisterNnExtOps(OpRegistry& registry);    // nn_ext_ops.cc: group_norm, in
 void RegisterNnInterpOps(OpRegistry& registry); // nn_interp_ops.cc: bilinear/nearest_interp_v2
 void RegisterNnDeconvOps(OpRegistry& registry); // nn_deconv_ops.cc: conv2d_transpose
 void RegisterNnSampledOps(OpRegistry& registry);  // nn_sampled_ops.cc: hierarchical_sigmoid, nce
+void RegisterNnRnnOps(OpRegistry& registry);      // nn_rnn_ops.cc: rnn (LSTM, GRU, simple RNN)
 
 
 // Geometry of a 2-D sliding window over spatial dims (H, W), Paddle's rules applied:

@@ -39,6 +39,7 @@ void AddNnKernels(KernelList& list) {
   AddNnInterpKernels(list);
   AddNnDeconvKernels(list);
   AddNnSampledKernels(list);
+  AddNnRnnKernels(list);
 }
 
 }  // namespace fleet_cpu

@@ -26,6 +26,7 @@ void AddNnMiscKernels(KernelList& list);  // nn_misc.cu
 void AddNnExtKernels(KernelList& list);   // nn_ext.cu: group_norm, instance_norm
 void AddNnInterpKernels(KernelList& list);  // nn_interp.cu: bilinear/nearest_interp_v2
 void AddNnSampledKernels(KernelList& list);  // nn_sampled.cu: hierarchical_sigmoid, nce
+void AddNnRnnKernels(KernelList& list);    // nn_rnn.cu: rnn on cuDNN (LSTM, GRU, simple RNN)
 
 // The helpers get their own namespace: other kernel groups have helpers of the same names.
 namespace nn {

@@ -113,6 +113,7 @@ void AddNnKernels(KernelList& list) {
   AddNnExtKernels(list);
   AddNnInterpKernels(list);
   AddNnSampledKernels(list);
+  AddNnRnnKernels(list);
 }
 
 }  // namespace fleet_cuda
