@@ -119,10 +119,65 @@ def cases(torch, F):
           "inputs": {"Input": [f32(32, 64, 16, 16)], "Filter": [f32(64, 64, 4, 4)]}},
          lambda d: (lambda x, w: lambda: F.conv_transpose2d(x, w, stride=2, padding=1))(
              rand(d, 32, 64, 16, 16), rand(d, 64, 64, 4, 4))),
+        *rnn_cases(torch, rand),
         ("less_than 256x4096", {"type": "less_than",
                                 "inputs": {"X": [f32(256, 4096)], "Y": [f32(256, 4096)]}},
          lambda d: (lambda x, y: lambda: x < y)(rand(d, 256, 4096), rand(d, 256, 4096))),
     ]
+
+
+def rnn_cases(torch, rand):
+    """One-layer LSTM and GRU of a text classifier (T 50, batch 32, 128 -> 256): the forward op
+    against torch.nn.LSTM / GRU, and the gradient op against torch.autograd.grad over the input,
+    the initial states and the four weights of a graph built once."""
+    steps, batch, inp, hid = 50, 32, 128, 256
+    out = []
+    for mode, gates in (("LSTM", 4), ("GRU", 3)):
+        states = 2 if mode == "LSTM" else 1
+        attrs = {"mode": mode, "input_size": inp, "hidden_size": hid}
+        weights = [f32(gates * hid, inp), f32(gates * hid, hid), f32(gates * hid),
+                   f32(gates * hid)]
+        fwd_inputs = {"Input": [f32(steps, batch, inp)],
+                      "PreState": [f32(1, batch, hid)] * states, "WeightList": weights}
+        grad_inputs = dict(fwd_inputs)
+        grad_inputs.update({"Out": [f32(steps, batch, hid)],
+                            "Reserve": [f32(steps, batch, hid * (gates + 3), low=0.0)],
+                            "Out@GRAD": [f32(steps, batch, hid)],
+                            "State@GRAD": [f32(1, batch, hid)] * states})
+
+        def layer(d, mode=mode):
+            cls = torch.nn.LSTM if mode == "LSTM" else torch.nn.GRU
+            net = cls(inp, hid).to(d)
+            x = rand(d, steps, batch, inp)
+            h = tuple(rand(d, 1, batch, hid) for _ in range(2 if mode == "LSTM" else 1))
+            return net, x, h if mode == "LSTM" else h[0]
+
+        def forward(d):
+            net, x, h = layer(d)
+            return lambda: net(x, h)
+
+        def backward(d):
+            net, x, h = layer(d)
+            leaves = [x.requires_grad_()] + [t.requires_grad_() for t in
+                                              (h if isinstance(h, tuple) else (h,))]
+            leaves += list(net.parameters())
+            with torch.enable_grad():
+                y, _ = net(x, h)
+            gy = torch.rand_like(y)
+
+            def run():
+                with torch.enable_grad():
+                    torch.autograd.grad(y, leaves, gy, retain_graph=True)
+            return run
+
+        label = f"{mode} T{steps} B{batch} {inp}->{hid}"
+        out.append((f"rnn {label}", {"type": "rnn", "attrs": attrs, "inputs": fwd_inputs,
+                                     "outputs": {"State": states}}, forward))
+        out.append((f"rnn_grad {label}",
+                    {"type": "rnn_grad", "attrs": attrs, "inputs": grad_inputs,
+                     "outputs": {"Input@GRAD": 1, "PreState@GRAD": states,
+                                 "WeightList@GRAD": 4}}, backward))
+    return out
 
 
 def fleet_time(exe, spec, device, threads, iters, warmup):

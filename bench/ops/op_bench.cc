@@ -5,7 +5,9 @@
 //                  [--plugin-dir DIR] SPEC
 //
 // SPEC is a JSON object: {"type": "cumsum", "attrs": {"axis": 1},
-//   "inputs": {"X": [{"dims": [64, 4096], "dtype": "float32", "low": -1, "high": 1}]}}.
+//   "inputs": {"X": [{"dims": [64, 4096], "dtype": "float32", "low": -1, "high": 1}]}},
+// optionally with "outputs": {"State": 2}, the var count of a duplicable or optional output
+// slot (required slots get one var by default, optional ones none).
 // Attribute values are converted to the type of the schema's default. Inputs are uniform random
 // in [low, high) (default [-1, 1)); integer inputs are whole numbers in that range, so index
 // inputs name their bound with "high". Prints one JSON line: the median, 10th and 90th
@@ -140,9 +142,15 @@ Status Bench(const Options& o) {
     in_slots.push_back(std::move(s));
     inputs.push_back(std::move(tensors));
   }
+  // Every required output slot gets one var; "outputs" may name how many a slot gets
+  // (duplicable ones, and optional ones such as a grad op's @GRAD outputs).
+  const json out_spec = spec.contains("outputs") ? spec.at("outputs") : json::object();
   for (const auto& slot : schema->outputs) {
-    if (slot.optional) continue;
-    op.outputs[slot.name] = {slot.name + "_out"};
+    if (slot.optional && !out_spec.contains(slot.name)) continue;
+    const int count = out_spec.value(slot.name, 1);
+    for (int k = 0; k < count; ++k) {
+      op.outputs[slot.name].push_back(slot.name + "_out" + std::to_string(k));
+    }
   }
   ops::ShapeContext infer(*schema, op);
   infer.inputs = in_infos;
@@ -152,7 +160,9 @@ Status Bench(const Options& o) {
   for (const auto& slot : schema->outputs) {
     auto it = infer.outputs.find(slot.name);
     if (it == infer.outputs.end() || it->second.empty()) continue;
-    out_slots.push_back({slot.name, {{it->second[0].dtype, it->second[0].dims}}});
+    SlotShapes shapes{slot.name, {}};
+    for (const ops::TensorInfo& t : it->second) shapes.tensors.push_back({t.dtype, t.dims});
+    out_slots.push_back(std::move(shapes));
   }
   const ir::DataType dtype = inputs.empty() || inputs[0].empty()
                                  ? ir::DataType::kFloat32
@@ -198,11 +208,14 @@ Status Bench(const Options& o) {
       }
     }
     for (size_t s = 0; s < out_slots.size(); ++s) {
-      const TensorShape& t = out_slots[s].tensors[0];
-      int64_t n = 1;
-      for (int64_t d : t.dims) n *= d;
-      FLEET_ASSIGN_OR_RETURN(void* p, alloc(static_cast<size_t>(n) * ir::DataTypeSize(t.dtype)));
-      call->SetData(true, s, 0, p);
+      for (size_t i = 0; i < out_slots[s].tensors.size(); ++i) {
+        const TensorShape& t = out_slots[s].tensors[i];
+        int64_t n = 1;
+        for (int64_t d : t.dims) n *= d;
+        FLEET_ASSIGN_OR_RETURN(void* p,
+                               alloc(static_cast<size_t>(n) * ir::DataTypeSize(t.dtype)));
+        call->SetData(true, s, i, p);
+      }
     }
     if (scratch > 0) {
       FLEET_ASSIGN_OR_RETURN(void* p, alloc(scratch));

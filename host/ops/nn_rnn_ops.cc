@@ -12,7 +12,7 @@
 //   SequenceLength [B] int32/int64 (optional): steps at or past a sequence's length leave the
 //     state unchanged and output zeros; the reverse direction starts at the sequence's last step.
 //   Out [T, B, D * H]; State like PreState, the state after each sequence's last step.
-//   Reserve [T, B, num_layers * D * H * (G + 2)]: what the device keeps for the gradient. Its
+//   Reserve [T, B, num_layers * D * H * (G + 3)]: what the device keeps for the gradient. Its
 //     contents belong to the device that ran the forward op (the CPU keeps every layer's outputs
 //     and activated gates there; the CUDA plugin recomputes instead).
 #include "ops/nn_util.h"
@@ -35,7 +35,7 @@ struct RnnShape {
   std::vector<int64_t> StateDims() const { return {layers * dirs, batch, hidden}; }
   std::vector<int64_t> OutDims() const { return {seq, batch, dirs * hidden}; }
   std::vector<int64_t> ReserveDims() const {
-    return {seq, batch, layers * dirs * hidden * (gates + 2)};
+    return {seq, batch, layers * dirs * hidden * (gates + 3)};
   }
 };
 

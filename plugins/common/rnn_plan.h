@@ -47,17 +47,20 @@ struct RnnPlan {
   size_t BiasHh(int64_t layer, int64_t dir) const { return BiasIh(layer, dir) + 1; }
 
   // A Reserve row [T, B, width] (one per step and sequence) holds, per layer: the layer's output
-  // (D * H, the next layer's input), then per direction the G activated gates and one more
-  // H-wide value (LSTM: the new cell state; GRU: W_hc h + b_hc, the recurrent part of the
-  // candidate before the reset gate scales it).
-  int64_t LayerStride() const { return dirs * hidden * (gates + 2); }
+  // (D * H, the next layer's input), then per direction the G activated gates and two more
+  // H-wide values: LSTM the new cell state c and tanh(c); GRU W_hc h + b_hc (the recurrent part
+  // of the candidate, before the reset gate scales it) and an unused slot.
+  int64_t LayerStride() const { return dirs * hidden * (gates + 3); }
   int64_t ReserveWidth() const { return layers * LayerStride(); }
   int64_t OutputOffset(int64_t layer) const { return layer * LayerStride(); }
   int64_t GatesOffset(int64_t layer, int64_t dir) const {
-    return OutputOffset(layer) + dirs * hidden + dir * (gates + 1) * hidden;
+    return OutputOffset(layer) + dirs * hidden + dir * (gates + 2) * hidden;
   }
   int64_t ExtraOffset(int64_t layer, int64_t dir) const {
     return GatesOffset(layer, dir) + gates * hidden;
+  }
+  int64_t Extra2Offset(int64_t layer, int64_t dir) const {
+    return ExtraOffset(layer, dir) + hidden;
   }
 };
 

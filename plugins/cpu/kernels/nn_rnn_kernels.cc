@@ -18,7 +18,9 @@
 #include <stdexcept>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/math_util.h"
@@ -47,9 +49,94 @@ void RowGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a,
                      ldc, 1, beta != 0.0);
 }
 
-template <typename T>
-T Sigmoid(T v) {
-  return T(1) / (T(1) + std::exp(-v));
+// ---- activations -----------------------------------------------------------------------------
+
+// The gate nonlinearities over dense buffers: in float32 oneDNN's eltwise primitives (vectorised
+// exp and tanh; made at prepare for the buffer sizes the op uses), in float64 plain loops.
+// Gates are gathered into dense per-function buffers first, since oneDNN's fast eltwise paths
+// take dense memory only.
+enum class Fn { kSigmoid, kTanh };
+
+// D[m, n] = A[m, k] B[k, n] (or D += with `accumulate`) as a oneDNN matmul whose B is packed
+// into the primitive's own layout once per launch: the recurrent GEMM runs every step with the
+// same weights and a small m, where repacking B on every call (as sgemm does) would dominate.
+struct PackedGemm {
+  math::DnnlCall matmul, pack;
+  size_t packed_bytes = 0;
+
+  // `b_strides`: B's element strides as stored (a transposed weight has {1, ld}).
+  void Make(int64_t m, int64_t n, int64_t k, const dnnl::memory::dims& b_strides,
+            bool accumulate) {
+    using dnnl::memory;
+    const memory::desc a_md({m, k}, memory::data_type::f32, memory::dims{k, 1});
+    const memory::desc b_any({k, n}, memory::data_type::f32, memory::format_tag::any);
+    const memory::desc d_md({m, n}, memory::data_type::f32, memory::dims{n, 1});
+    dnnl::primitive_attr attr;
+    if (accumulate) {
+      dnnl::post_ops ops;
+      ops.append_sum(1.0f);
+      attr.set_post_ops(ops);
+    }
+    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_any, d_md), attr,
+                                          DnnlEngine());
+    matmul.prim = dnnl::matmul(pd);
+    matmul.Bind(DNNL_ARG_SRC, a_md);
+    matmul.Bind(DNNL_ARG_WEIGHTS, pd.weights_desc());
+    matmul.Bind(DNNL_ARG_DST, d_md);
+    const memory::desc b_user({k, n}, memory::data_type::f32, b_strides);
+    pack.prim = dnnl::reorder(dnnl::reorder::primitive_desc(DnnlEngine(), b_user, DnnlEngine(),
+                                                            pd.weights_desc()));
+    pack.Bind(DNNL_ARG_FROM, b_user);
+    pack.Bind(DNNL_ARG_TO, pd.weights_desc());
+    packed_bytes = pd.weights_desc().get_size();
+  }
+  void Pack(const float* b, void* packed) {
+    pack.Set(DNNL_ARG_FROM, b);
+    pack.Set(DNNL_ARG_TO, packed);
+    pack.Run();
+    matmul.Set(DNNL_ARG_WEIGHTS, packed);
+  }
+  void Run(const float* a, float* d) {
+    matmul.Set(DNNL_ARG_SRC, a);
+    matmul.Set(DNNL_ARG_DST, d);
+    matmul.Run();
+  }
+};
+
+// What prepare makes for a float32 kernel: the activation primitives (forward) and the packed
+// recurrent GEMM (forward: hh = h W_hh^T; backward: dh += dg W_hh). Empty for float64.
+struct RnnState {
+  math::DnnlCall sigmoid, tanh;
+  int64_t sigmoid_n = 0, tanh_n = 0;
+  PackedGemm recurrent;
+  size_t packed_at = 0;  // byte offset of the packed weights in the scratch
+};
+
+math::DnnlCall MakeEltwise(dnnl::algorithm alg, int64_t n) {
+  const dnnl::memory::desc md({n}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::a);
+  dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference, alg, md, 0.0f, 0.0f);
+  dnnl::eltwise_forward::primitive_desc pd(d, DnnlEngine());
+  math::DnnlCall call;
+  call.prim = dnnl::eltwise_forward(pd);
+  call.Bind(DNNL_ARG_SRC, md);
+  call.Bind(DNNL_ARG_DST, md);
+  return call;
+}
+
+// dst[i] = fn(src[i]) for i < n (src may equal dst).
+void Apply(RnnState& st, Fn fn, const float* src, float* dst, int64_t n) {
+  math::DnnlCall& call = fn == Fn::kSigmoid ? st.sigmoid : st.tanh;
+  if (n != (fn == Fn::kSigmoid ? st.sigmoid_n : st.tanh_n)) {
+    throw std::runtime_error("rnn: an activation of a size prepare did not plan");
+  }
+  call.Set(DNNL_ARG_SRC, src);
+  call.Set(DNNL_ARG_DST, dst);
+  call.Run();
+}
+void Apply(RnnState&, Fn fn, const double* src, double* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    dst[i] = fn == Fn::kSigmoid ? 1.0 / (1.0 + std::exp(-src[i])) : std::tanh(src[i]);
+  }
 }
 
 // Sequence b's length (T without SequenceLength).
@@ -74,25 +161,54 @@ FleetStatus* Plan(const FleetKernelContext* kc, bool grad, RnnPlan* p) {
   return fk::ToFleetStatus(fk::PlanRnn(kc, grad, p), Error);
 }
 
-// Scratch elements: forward h, c [B, H] and the recurrent projection [B, G * H]; backward dh, dc
-// [B, H], the gate gradients of every step (input side and recurrent side) [T * B, G * H], the
-// previous hidden state of every step [T * B, H], and two layer-output gradients
-// [T * B, D * H].
-int64_t ForwardScratch(const RnnPlan& p) { return p.batch * (2 * p.hidden + p.GateWidth()); }
+// Elements of the sigmoid buffer: the gates that go through a sigmoid (LSTM i, f, o; GRU r, z).
+int64_t SigmoidWidth(const RnnPlan& p) {
+  return p.mode == RnnMode::kLstm ? 3 * p.hidden : p.mode == RnnMode::kGru ? 2 * p.hidden : 0;
+}
+
+// Scratch elements: forward h, c, tanh(c) and the tanh-gate buffer [B, H] each, the recurrent
+// projection [B, G * H] and the sigmoid buffer [B, 3H]; backward dh, dc [B, H], the gate
+// gradients of every step (input side and recurrent side) [T * B, G * H], the previous hidden
+// state of every step [T * B, H], and two layer-output gradients [T * B, D * H].
+int64_t ForwardScratch(const RnnPlan& p) { return p.batch * (7 * p.hidden + p.GateWidth()); }
 int64_t BackwardScratch(const RnnPlan& p) {
   const int64_t rows = p.seq * p.batch;
   return 2 * p.batch * p.hidden + 2 * rows * p.GateWidth() + rows * p.hidden +
          2 * rows * p.dirs * p.hidden;
 }
 
+void Release(void*, void* state) { delete static_cast<RnnState*>(state); }
+
 template <typename T>
 FleetStatus* Prepare(void*, const FleetKernelContext* kc, void** state, size_t* scratch_bytes) {
-  *state = nullptr;
-  RnnPlan p;
-  const bool grad = std::string(kc->op_type) == "rnn_grad";
-  if (FleetStatus* st = Plan(kc, grad, &p)) return st;
-  *scratch_bytes = static_cast<size_t>(grad ? BackwardScratch(p) : ForwardScratch(p)) * sizeof(T);
-  return nullptr;
+  UseThreads(kc);  // oneDNN sizes a primitive's thread team when it is created
+  return Guard(kc, [&]() -> FleetStatus* {
+    RnnPlan p;
+    const bool grad = std::string(kc->op_type) == "rnn_grad";
+    if (FleetStatus* st = Plan(kc, grad, &p)) return st;
+    auto st = std::make_unique<RnnState>();
+    const int64_t H = p.hidden, GH = p.GateWidth();
+    if (!grad && std::is_same_v<T, float>) {
+      st->sigmoid_n = p.batch * SigmoidWidth(p);
+      st->tanh_n = p.batch * H;
+      if (st->sigmoid_n > 0) {
+        st->sigmoid = MakeEltwise(dnnl::algorithm::eltwise_logistic, st->sigmoid_n);
+      }
+      st->tanh = MakeEltwise(dnnl::algorithm::eltwise_tanh, st->tanh_n);
+    }
+    if (std::is_same_v<T, float>) {
+      if (grad) {
+        st->recurrent.Make(p.batch, H, GH, {H, 1}, true);  // W_hh as stored, [G * H, H]
+      } else {
+        st->recurrent.Make(p.batch, GH, H, {1, H}, false);  // W_hh^T
+      }
+    }
+    const size_t elems = static_cast<size_t>(grad ? BackwardScratch(p) : ForwardScratch(p));
+    st->packed_at = (elems * sizeof(T) + 63) / 64 * 64;
+    *scratch_bytes = st->packed_at + st->recurrent.packed_bytes;
+    *state = st.release();
+    return nullptr;
+  });
 }
 
 template <typename T>
@@ -106,17 +222,21 @@ T* ScratchOf(const FleetKernelContext* kc) {
 // One layer and direction over every step. `x` is the layer input [T * B, ldx]; `res` the
 // Reserve rows [T * B, W].
 template <typename T>
-void ForwardCell(const FleetKernelContext* kc, const RnnPlan& p, const Lengths& len, int64_t layer,
-                 int64_t dir, const T* x, int64_t ldx, T* res, T* scratch) {
+void ForwardCell(const FleetKernelContext* kc, RnnState& st, const RnnPlan& p, const Lengths& len,
+                 int64_t layer, int64_t dir, const T* x, int64_t ldx, T* res, T* scratch) {
   const int64_t B = p.batch, H = p.hidden, GH = p.GateWidth(), W = p.ReserveWidth();
+  const int64_t SW = SigmoidWidth(p);
   const int64_t cell = layer * p.dirs + dir;
   const T* w_ih = Data<T>(Input(kc, "WeightList", p.WeightIh(layer, dir)));
   const T* w_hh = Data<T>(Input(kc, "WeightList", p.WeightHh(layer, dir)));
   const T* b_ih = Data<T>(Input(kc, "WeightList", p.BiasIh(layer, dir)));
   const T* b_hh = Data<T>(Input(kc, "WeightList", p.BiasHh(layer, dir)));
-  T* h = scratch;
-  T* c = h + B * H;
-  T* hh = c + B * H;
+  T* h = scratch;         // [B, H] the state
+  T* c = h + B * H;       // [B, H] LSTM cell state
+  T* tc = c + B * H;      // [B, H] tanh(c)
+  T* th = tc + B * H;     // [B, H] the gate that goes through tanh (LSTM g, GRU n, RNN h)
+  T* hh = th + B * H;     // [B, G * H] the recurrent projection W_hh h
+  T* sg = hh + B * GH;    // [B, 3H] the gates that go through a sigmoid
   std::memcpy(h, Data<T>(Input(kc, "PreState", 0)) + cell * B * H, sizeof(T) * B * H);
   if (p.mode == RnnMode::kLstm) {
     std::memcpy(c, Data<T>(Input(kc, "PreState", 1)) + cell * B * H, sizeof(T) * B * H);
@@ -125,74 +245,127 @@ void ForwardCell(const FleetKernelContext* kc, const RnnPlan& p, const Lengths& 
   T* gates = res + p.GatesOffset(layer, dir);
   RowGemm(false, true, p.seq * B, GH, p.LayerInput(layer), x, ldx, w_ih, p.LayerInput(layer),
           T(0), gates, W);
+  // Both biases go in here, except GRU's b_hc: the candidate keeps it on the recurrent side,
+  // inside the reset gate's product.
+  const int64_t both_biases = p.mode == RnnMode::kGru ? 2 * H : GH;
   math::ParallelFor(kc, p.seq * B, 64, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
-      for (int64_t j = 0; j < GH; ++j) gates[r * W + j] += b_ih[j];
+      T* g = gates + r * W;
+      #pragma omp simd
+      for (int64_t j = 0; j < both_biases; ++j) g[j] += b_ih[j] + b_hh[j];
+      #pragma omp simd
+      for (int64_t j = both_biases; j < GH; ++j) g[j] += b_ih[j];
     }
   });
+  if constexpr (std::is_same_v<T, float>) {
+    st.recurrent.Pack(w_hh, reinterpret_cast<char*>(scratch) + st.packed_at);
+  }
   T* out_col = res + p.OutputOffset(layer) + dir * H;
+  T* extra = res + p.ExtraOffset(layer, dir);
+  T* extra2 = res + p.Extra2Offset(layer, dir);
+  const bool lstm = p.mode == RnnMode::kLstm;
   for (int64_t s = 0; s < p.seq; ++s) {
     const int64_t t = dir == 0 ? s : p.seq - 1 - s;
-    RowGemm(false, true, B, GH, H, h, H, w_hh, H, T(0), hh, GH);
-    math::ParallelFor(kc, B, 8, [&](int64_t begin, int64_t end) {
-      for (int64_t b = begin; b < end; ++b) {
-        const int64_t row = (t * B + b) * W;
-        T* g = gates + row;
-        T* y = out_col + row;
-        if (t >= len[b]) {  // masked: the state stays, the output is zero
-          std::fill(y, y + H, T(0));
-          continue;
-        }
+    const int64_t row0 = t * B;
+    if constexpr (std::is_same_v<T, float>) {
+      st.recurrent.Run(h, hh);
+    } else {
+      RowGemm(false, true, B, GH, H, h, H, w_hh, H, T(0), hh, GH);
+    }
+    // Pre-activations, gathered by nonlinearity (every row; masked ones are not used).
+    for (int64_t b = 0; b < B; ++b) {
+      const T* g = gates + (row0 + b) * W;
+      const T* r = hh + b * GH;
+      T* sgb = sg + b * SW;
+      T* thb = th + b * H;
+      if (lstm) {
+        #pragma omp simd
+        for (int64_t k = 0; k < 2 * H; ++k) sgb[k] = g[k] + r[k];
+        #pragma omp simd
+        for (int64_t k = 0; k < H; ++k) sgb[2 * H + k] = g[3 * H + k] + r[3 * H + k];
+        #pragma omp simd
+        for (int64_t k = 0; k < H; ++k) thb[k] = g[2 * H + k] + r[2 * H + k];
+      } else if (p.mode == RnnMode::kGru) {
+        #pragma omp simd
+        for (int64_t k = 0; k < 2 * H; ++k) sgb[k] = g[k] + r[k];
+      } else {
+        #pragma omp simd
+        for (int64_t k = 0; k < H; ++k) thb[k] = g[k] + r[k];
+      }
+    }
+    if (SW > 0) Apply(st, Fn::kSigmoid, sg, sg, B * SW);
+    if (p.mode == RnnMode::kGru) {
+      for (int64_t b = 0; b < B; ++b) {
+        const T* g = gates + (row0 + b) * W;
         const T* r = hh + b * GH;
-        T* hb = h + b * H;
-        T* extra = res + p.ExtraOffset(layer, dir) + row;
+        #pragma omp simd
         for (int64_t k = 0; k < H; ++k) {
-          switch (p.mode) {
-            case RnnMode::kLstm: {
-              const T i = Sigmoid(g[k] + r[k] + b_hh[k]);
-              const T f = Sigmoid(g[H + k] + r[H + k] + b_hh[H + k]);
-              const T cc = std::tanh(g[2 * H + k] + r[2 * H + k] + b_hh[2 * H + k]);
-              const T o = Sigmoid(g[3 * H + k] + r[3 * H + k] + b_hh[3 * H + k]);
-              T& cb = c[b * H + k];
-              cb = f * cb + i * cc;
-              hb[k] = o * std::tanh(cb);
-              g[k] = i, g[H + k] = f, g[2 * H + k] = cc, g[3 * H + k] = o;
-              extra[k] = cb;
-              break;
-            }
-            case RnnMode::kGru: {
-              const T rg = Sigmoid(g[k] + r[k] + b_hh[k]);
-              const T z = Sigmoid(g[H + k] + r[H + k] + b_hh[H + k]);
-              const T hc = r[2 * H + k] + b_hh[2 * H + k];
-              const T n = std::tanh(g[2 * H + k] + rg * hc);
-              hb[k] = (hb[k] - n) * z + n;
-              g[k] = rg, g[H + k] = z, g[2 * H + k] = n;
-              extra[k] = hc;
-              break;
-            }
-            case RnnMode::kRnnTanh:
-              hb[k] = std::tanh(g[k] + r[k] + b_hh[k]);
-              g[k] = hb[k];
-              break;
-            case RnnMode::kRnnRelu:
-              hb[k] = std::max(T(0), g[k] + r[k] + b_hh[k]);
-              g[k] = hb[k];
-              break;
-          }
-          y[k] = hb[k];
+          th[b * H + k] = g[2 * H + k] + sg[b * SW + k] * (r[2 * H + k] + b_hh[2 * H + k]);
         }
       }
-    });
+    }
+    if (p.mode != RnnMode::kRnnRelu) Apply(st, Fn::kTanh, th, th, B * H);
+    if (lstm) {
+      for (int64_t b = 0; b < B; ++b) {
+        if (t >= len[b]) continue;
+        const T* sgb = sg + b * SW;
+        #pragma omp simd
+        for (int64_t k = 0; k < H; ++k) {
+          c[b * H + k] = sgb[H + k] * c[b * H + k] + sgb[k] * th[b * H + k];
+        }
+      }
+      Apply(st, Fn::kTanh, c, tc, B * H);
+    }
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t row = (row0 + b) * W;
+      T* y = out_col + row;
+      if (t >= len[b]) {  // masked: the state stays, the output is zero
+        std::fill(y, y + H, T(0));
+        continue;
+      }
+      T* g = gates + row;
+      T* hb = h + b * H;
+      const T* sgb = sg + b * SW;
+      const T* thb = th + b * H;
+      switch (p.mode) {
+        case RnnMode::kLstm:
+          #pragma omp simd
+          for (int64_t k = 0; k < H; ++k) {
+            hb[k] = sgb[2 * H + k] * tc[b * H + k];
+            g[k] = sgb[k], g[H + k] = sgb[H + k], g[2 * H + k] = thb[k], g[3 * H + k] = sgb[2 * H + k];
+            extra[row + k] = c[b * H + k];
+            extra2[row + k] = tc[b * H + k];
+          }
+          break;
+        case RnnMode::kGru:
+          #pragma omp simd
+          for (int64_t k = 0; k < H; ++k) {
+            const T z = sgb[H + k], n = thb[k];
+            hb[k] = (hb[k] - n) * z + n;
+            g[k] = sgb[k], g[H + k] = z, g[2 * H + k] = n;
+            extra[row + k] = hh[b * GH + 2 * H + k] + b_hh[2 * H + k];
+          }
+          break;
+        case RnnMode::kRnnTanh:
+          #pragma omp simd
+          for (int64_t k = 0; k < H; ++k) hb[k] = g[k] = thb[k];
+          break;
+        case RnnMode::kRnnRelu:
+          #pragma omp simd
+          for (int64_t k = 0; k < H; ++k) hb[k] = g[k] = std::max(T(0), thb[k]);
+          break;
+      }
+      std::memcpy(y, hb, sizeof(T) * H);
+    }
   }
   std::memcpy(Data<T>(Output(kc, "State", 0)) + cell * B * H, h, sizeof(T) * B * H);
-  if (p.mode == RnnMode::kLstm) {
-    std::memcpy(Data<T>(Output(kc, "State", 1)) + cell * B * H, c, sizeof(T) * B * H);
-  }
+  if (lstm) std::memcpy(Data<T>(Output(kc, "State", 1)) + cell * B * H, c, sizeof(T) * B * H);
 }
 
 template <typename T>
-FleetStatus* Rnn(void*, const FleetKernelContext* kc, void*) {
+FleetStatus* Rnn(void*, const FleetKernelContext* kc, void* state) {
   return Guard(kc, [&]() -> FleetStatus* {
+    if (state == nullptr) return InvalidArgument(OpName(kc) + ": launched without prepare");
     RnnPlan p;
     if (FleetStatus* st = Plan(kc, false, &p)) return st;
     Lengths len;
@@ -200,10 +373,13 @@ FleetStatus* Rnn(void*, const FleetKernelContext* kc, void*) {
     T* res = Data<T>(Output(kc, "Reserve"));
     T* scratch = ScratchOf<T>(kc);
     const int64_t W = p.ReserveWidth();
+    auto& st = *static_cast<RnnState*>(state);
     for (int64_t l = 0; l < p.layers; ++l) {
       const T* x = l == 0 ? Data<T>(Input(kc, "Input")) : res + p.OutputOffset(l - 1);
       const int64_t ldx = l == 0 ? p.input : W;
-      for (int64_t d = 0; d < p.dirs; ++d) ForwardCell<T>(kc, p, len, l, d, x, ldx, res, scratch);
+      for (int64_t d = 0; d < p.dirs; ++d) {
+        ForwardCell<T>(kc, st, p, len, l, d, x, ldx, res, scratch);
+      }
     }
     const int64_t DH = p.dirs * p.hidden;
     T* out = Data<T>(Output(kc, "Out"));
@@ -221,7 +397,7 @@ FleetStatus* Rnn(void*, const FleetKernelContext* kc, void*) {
 // gradient of the layer's output [T * B, D * H] (nullptr: zero); `dx` [T * B, ld_dx] receives
 // (+=) the input gradient when not nullptr.
 template <typename T>
-void BackwardCell(const FleetKernelContext* kc, const RnnPlan& p, const Lengths& len,
+void BackwardCell(const FleetKernelContext* kc, RnnState& st, const RnnPlan& p, const Lengths& len,
                   int64_t layer, int64_t dir, const T* x, int64_t ldx, const T* res, const T* dy,
                   T* dx, int64_t ld_dx, T* scratch) {
   const int64_t B = p.batch, H = p.hidden, GH = p.GateWidth(), W = p.ReserveWidth();
@@ -247,7 +423,11 @@ void BackwardCell(const FleetKernelContext* kc, const RnnPlan& p, const Lengths&
   const T* gates = res + p.GatesOffset(layer, dir);
   const T* outs = res + p.OutputOffset(layer) + dir * H;
   const T* extras = res + p.ExtraOffset(layer, dir);
+  const T* extras2 = res + p.Extra2Offset(layer, dir);
   const T* w_hh = Data<T>(Input(kc, "WeightList", p.WeightHh(layer, dir)));
+  if constexpr (std::is_same_v<T, float>) {
+    st.recurrent.Pack(w_hh, static_cast<char*>(kc->scratch) + st.packed_at);
+  }
 
   for (int64_t s = p.seq - 1; s >= 0; --s) {
     const int64_t t = dir == 0 ? s : p.seq - 1 - s;
@@ -272,14 +452,16 @@ void BackwardCell(const FleetKernelContext* kc, const RnnPlan& p, const Lengths&
         std::memcpy(hp, h0, sizeof(T) * H);
         const T* g = gates + r * W;
         const T* e = extras + r * W;
+        const T* e2 = extras2 + r * W;
         const T* y = outs + r * W;
         T* dhb = dh + b * H;
+        #pragma omp simd
         for (int64_t k = 0; k < H; ++k) {
           const T dht = dhb[k] + (dy != nullptr ? dy[r * DH + dir * H + k] : T(0));
           switch (p.mode) {
             case RnnMode::kLstm: {
               const T i = g[k], f = g[H + k], cc = g[2 * H + k], o = g[3 * H + k];
-              const T tc = std::tanh(e[k]);
+              const T tc = e2[k];
               const T dct = dc[b * H + k] + dht * o * (T(1) - tc * tc);
               gx[k] = dct * cc * i * (T(1) - i);
               gx[H + k] = dct * c0[k] * f * (T(1) - f);
@@ -315,7 +497,11 @@ void BackwardCell(const FleetKernelContext* kc, const RnnPlan& p, const Lengths&
       }
     });
     // dh += dgh_t W_hh (masked rows have zero gate gradients, so their dh passes through).
-    RowGemm(false, false, B, H, GH, dgh + t * B * GH, GH, w_hh, H, T(1), dh, H);
+    if constexpr (std::is_same_v<T, float>) {
+      st.recurrent.Run(dgh + t * B * GH, dh);
+    } else {
+      RowGemm(false, false, B, H, GH, dgh + t * B * GH, GH, w_hh, H, T(1), dh, H);
+    }
   }
 
   if (OutputCount(kc, "PreState@GRAD") > 0) {
@@ -340,6 +526,7 @@ void BackwardCell(const FleetKernelContext* kc, const RnnPlan& p, const Lengths&
   auto column_sums = [&](const T* m, T* to) {
     std::fill(to, to + GH, T(0));
     for (int64_t r = 0; r < rows; ++r) {
+      #pragma omp simd
       for (int64_t j = 0; j < GH; ++j) to[j] += m[r * GH + j];
     }
   };
@@ -352,8 +539,10 @@ void BackwardCell(const FleetKernelContext* kc, const RnnPlan& p, const Lengths&
 }
 
 template <typename T>
-FleetStatus* RnnGrad(void*, const FleetKernelContext* kc, void*) {
+FleetStatus* RnnGrad(void*, const FleetKernelContext* kc, void* state) {
   return Guard(kc, [&]() -> FleetStatus* {
+    if (state == nullptr) return InvalidArgument(OpName(kc) + ": launched without prepare");
+    auto& st = *static_cast<RnnState*>(state);
     RnnPlan p;
     if (FleetStatus* st = Plan(kc, true, &p)) return st;
     Lengths len;
@@ -383,7 +572,7 @@ FleetStatus* RnnGrad(void*, const FleetKernelContext* kc, void*) {
       const T* x = l == 0 ? Data<T>(Input(kc, "Input")) : res + p.OutputOffset(l - 1);
       const int64_t ldin = l == 0 ? p.input : W;
       for (int64_t d = 0; d < p.dirs; ++d) {
-        BackwardCell<T>(kc, p, len, l, d, x, ldin, res, dy, dx, ldx, cell_scratch);
+        BackwardCell<T>(kc, st, p, len, l, d, x, ldin, res, dy, dx, ldx, cell_scratch);
       }
     }
     return nullptr;
@@ -393,10 +582,10 @@ FleetStatus* RnnGrad(void*, const FleetKernelContext* kc, void*) {
 }  // namespace
 
 void AddNnRnnKernels(KernelList& list) {
-  Add(list, "rnn", FLEET_DTYPE_FLOAT32, Rnn<float>, Prepare<float>);
-  Add(list, "rnn", FLEET_DTYPE_FLOAT64, Rnn<double>, Prepare<double>);
-  Add(list, "rnn_grad", FLEET_DTYPE_FLOAT32, RnnGrad<float>, Prepare<float>);
-  Add(list, "rnn_grad", FLEET_DTYPE_FLOAT64, RnnGrad<double>, Prepare<double>);
+  Add(list, "rnn", FLEET_DTYPE_FLOAT32, Rnn<float>, Prepare<float>, Release);
+  Add(list, "rnn", FLEET_DTYPE_FLOAT64, Rnn<double>, Prepare<double>, Release);
+  Add(list, "rnn_grad", FLEET_DTYPE_FLOAT32, RnnGrad<float>, Prepare<float>, Release);
+  Add(list, "rnn_grad", FLEET_DTYPE_FLOAT64, RnnGrad<double>, Prepare<double>, Release);
 }
 
 }  // namespace fleet_cpu
