@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <map>
+#include <optional>
 
 #include "fleet/fleet_plugin.h"
+#include "ops/shape_inference.h"
 #include "support/logging.h"
 
 namespace fleet::exec {
@@ -160,6 +163,8 @@ StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
     infos[name] = {v->dtype, dims};
   }
 
+  // Values known before the run (fill_constant outputs), for value-dependent shapes.
+  std::map<std::string, std::vector<double>> constants;
   // Shapes, kernels and kernel calls, op by op.
   struct OpSlots {  // var names per schema slot, in schema order
     std::vector<std::vector<std::string>> inputs, outputs;
@@ -185,9 +190,13 @@ StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
       return Status(s.code(), label + ": " + s.message());
     }
     ops::ShapeContext ctx(*schema, op);
+    ctx.values_tracked = true;
     for (const auto& [slot, names] : op.inputs) {
       auto& slot_infos = ctx.inputs[slot];
+      auto& slot_values = ctx.input_values[slot];
       for (const std::string& name : names) {
+        auto known = constants.find(name);
+        slot_values.push_back(known != constants.end() ? known->second : std::vector<double>{});
         auto it = infos.find(name);
         if (it == infos.end()) {
           const ir::Var* v = declared(name);
@@ -246,6 +255,14 @@ StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
                                  ir::TypeShapeText(existing->second.dtype, existing->second.dims));
         }
         infos[names[k]] = info;
+        // What this op writes is known before the run only when its attributes fix it.
+        std::optional<std::vector<double>> fixed;
+        if (slot == "Out" && k == 0) fixed = ops::FixedOutputValues(op, info);
+        if (fixed) {
+          constants[names[k]] = std::move(*fixed);
+        } else {
+          constants.erase(names[k]);
+        }
       }
     }
 

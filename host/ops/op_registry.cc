@@ -34,6 +34,14 @@ size_t ShapeContext::InputCount(std::string_view slot) const {
   return it == inputs.end() ? 0 : it->second.size();
 }
 
+const std::vector<double>* ShapeContext::InputValue(std::string_view slot, size_t i) const {
+  auto it = input_values.find(std::string(slot));
+  if (it == input_values.end() || i >= it->second.size() || it->second[i].empty()) {
+    return nullptr;
+  }
+  return &it->second[i];
+}
+
 size_t ShapeContext::OutputCount(std::string_view slot) const {
   auto it = outputs.find(std::string(slot));
   return it == outputs.end() ? 0 : it->second.size();

@@ -56,6 +56,15 @@ class ShapeContext {
   std::map<std::string, std::vector<TensorInfo>> inputs;
   std::map<std::string, std::vector<TensorInfo>> outputs;
 
+  // Input values known before the program runs, for the few shape functions whose output
+  // shape depends on them (range). `values_tracked` says whether the caller knows values at
+  // all: the executor does (what fill_constant writes, see FixedOutputValues), and so does
+  // the conformance harness (its input tensors); program building does not. Untracked, such a
+  // shape function leaves the dims unknown (-1); tracked but without a value for the var (it
+  // is computed at run time), it reports that its shape cannot be fixed.
+  bool values_tracked = false;
+  std::map<std::string, std::vector<std::vector<double>>> input_values;  // slot -> per var
+
   const ir::Op& op() const { return op_; }
   bool HasInput(std::string_view slot) const;
   bool HasOutput(std::string_view slot) const;
@@ -64,6 +73,8 @@ class ShapeContext {
   const TensorInfo& Input(std::string_view slot, size_t i = 0) const;
   TensorInfo& Output(std::string_view slot, size_t i = 0);
   size_t InputCount(std::string_view slot) const;
+  // The known values of input `slot` var `i`, or nullptr.
+  const std::vector<double>* InputValue(std::string_view slot, size_t i = 0) const;
   size_t OutputCount(std::string_view slot) const;
 
   // The attribute as set on the op, else the schema's default. Asking for an attribute the

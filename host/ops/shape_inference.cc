@@ -1,11 +1,32 @@
 #include "ops/shape_inference.h"
 
+#include <cstdlib>
+
 namespace fleet::ops {
-namespace {
 
-
-
-}  // namespace
+std::optional<std::vector<double>> FixedOutputValues(const ir::Op& op, const TensorInfo& out) {
+  if (op.type != "fill_constant" || !op.inputs.empty()) return std::nullopt;
+  int64_t n = 1;
+  for (int64_t d : out.dims) {
+    if (d < 0) return std::nullopt;
+    n *= d;
+    if (n > kMaxTrackedValues) return std::nullopt;
+  }
+  if (n == 0) return std::nullopt;
+  double value = 0.0;
+  const ir::Attribute* text = op.FindAttr("str_value");
+  const std::string* str = text != nullptr ? std::get_if<std::string>(text) : nullptr;
+  if (str != nullptr && !str->empty()) {
+    char* end = nullptr;
+    value = std::strtod(str->c_str(), &end);
+    if (end == str->c_str() || *end != '\0') return std::nullopt;
+  } else if (const ir::Attribute* v = op.FindAttr("value")) {
+    const std::optional<double> d = ir::AttrAsDouble(*v);
+    if (!d) return std::nullopt;
+    value = *d;
+  }
+  return std::vector<double>(static_cast<size_t>(n), value);
+}
 
 StatusOr<SlotInfos> InferOpShapes(const OpRegistry& registry, const ir::Program& program,
                                   int32_t block, const ir::Op& op) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,5 +25,13 @@ StatusOr<SlotInfos> InferOpShapes(const OpRegistry& registry, const ir::Program&
 // keeps its declaration, and a disagreement with it is an error (a parameter's shape is fixed).
 Status InferAndDeclareOutputs(const OpRegistry& registry, ir::Program& program, int32_t block,
                               const ir::Op& op);
+
+// Values are tracked for tensors of at most this many elements.
+inline constexpr int64_t kMaxTrackedValues = 64;
+
+// The values `op` writes to its output Out when its attributes alone fix them (fill_constant of
+// at most kMaxTrackedValues elements, `out` being its inferred Out); nullopt otherwise. The
+// executor records these so that shape functions can read them (ShapeContext::input_values).
+std::optional<std::vector<double>> FixedOutputValues(const ir::Op& op, const TensorInfo& out);
 
 }  // namespace fleet::ops

@@ -5,6 +5,7 @@
 // FLEET_DTYPE_* values (float32 = 9, float64 = 10, int64 = 6, int32 = 5, bool = 1), not
 // Paddle's VarType numbers; a frontend reading a Paddle program translates them.
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <string>
 #include <utility>
@@ -89,6 +90,61 @@ Status InferRandom(ShapeContext& c, const char* lo_name, const char* hi_name) {
                    ")");
   }
   c.Output("Out") = {dtype, std::move(shape)};
+  return OkStatus();
+}
+
+// range: Out = [Start, Start + Step, ...) up to End, its length fixed by the three values.
+Status InferRange(ShapeContext& c) {
+  const ir::DataType t = c.Input("Start").dtype;
+  if (t != ir::DataType::kFloat32 && t != ir::DataType::kFloat64 &&
+      t != ir::DataType::kInt32 && t != ir::DataType::kInt64) {
+    return c.Error("Start must be float32, float64, int32 or int64");
+  }
+  double v[3] = {0, 0, 0};
+  bool known = true;
+  const char* slots[3] = {"Start", "End", "Step"};
+  for (int i = 0; i < 3; ++i) {
+    const TensorInfo& in = c.Input(slots[i]);
+    if (in.dtype != t) return c.Error(std::string(slots[i]) + " must have Start's dtype");
+    if (ProductOrUnknown(in.dims, 0, in.dims.size()) != 1) {
+      return c.Error(std::string(slots[i]) + " must hold one value, got " +
+                     ir::ShapeText(in.dims));
+    }
+    const std::vector<double>* value = c.InputValue(slots[i]);
+    if (value == nullptr) {
+      known = false;
+    } else {
+      v[i] = (*value)[0];
+    }
+  }
+  if (!known) {
+    if (!c.values_tracked) {
+      c.Output("Out") = TensorInfo{t, {-1}};
+      return OkStatus();
+    }
+    return c.Error("the length of Out depends on the values of Start, End and Step, so they must "
+                   "be fixed before the run (written by fill_constant in this program)");
+  }
+  const bool integral = t == ir::DataType::kInt32 || t == ir::DataType::kInt64;
+  if (integral) {
+    for (double& x : v) x = std::trunc(x);
+  }
+  const double start = v[0], end = v[1], step = v[2];
+  if (step == 0 || !std::isfinite(start) || !std::isfinite(end) || !std::isfinite(step)) {
+    return c.Error("Step must be non-zero and Start, End, Step finite");
+  }
+  if ((start < end && step < 0) || (start > end && step > 0)) {
+    return c.Error("Step " + std::to_string(step) + " moves away from End " +
+                   std::to_string(end) + " starting at " + std::to_string(start));
+  }
+  const double count = std::ceil(std::fabs((end - start) / step));
+  // Out is allocated from this count: a program must not be able to ask for an absurd one.
+  constexpr double kMaxCount = 2147483647.0;
+  if (count > kMaxCount) {
+    return c.Error("Out would hold " + std::to_string(count) + " elements, more than " +
+                   std::to_string(static_cast<int64_t>(kMaxCount)));
+  }
+  c.Output("Out") = TensorInfo{t, {static_cast<int64_t>(count)}};
   return OkStatus();
 }
 
@@ -178,6 +234,18 @@ void RegisterTensorCreateOps(OpRegistry& registry) {
                {"force_cpu", false}};
     s.kernel_dtype_slot = "Out";
     s.infer_shape = InferFillConstant;
+    RegisterBuiltin(registry, std::move(s));
+  }
+  {
+    OpSchema s;
+    s.type = "range";
+    s.summary = "Out = [Start, Start + Step, Start + 2 Step, ...) while before End; Start, End "
+                "and Step hold one value each, fixed before the run (fill_constant)";
+    s.inputs = {{"Start", false, false, true}, {"End", false, false, true},
+                {"Step", false, false, true}};
+    s.outputs = {{"Out"}};
+    s.kernel_dtype_slot = "Start";
+    s.infer_shape = InferRange;
     RegisterBuiltin(registry, std::move(s));
   }
   {

@@ -1,4 +1,4 @@
-// Layout ops: reshape2, transpose2, flatten_contiguous_range, concat, split, slice, and their
+// Layout ops: reshape2, transpose2, flatten_contiguous_range, flatten2, concat, split, slice, and their
 // gradient ops. Creation and conversion ops (cast, fills, random initializers, assign,
 // increment) are in tensor_create_ops.cc.
 //
@@ -250,6 +250,22 @@ Status InferFlatten(ShapeContext& c) {
   return OkStatus();
 }
 
+// Paddle 1.x's flatten2: X [d0, ..., dn) -> [d0 * ... * d(axis-1), d(axis) * ... * d(n-1)].
+Status InferFlatten2(ShapeContext& c) {
+  const TensorInfo& x = c.Input("X");
+  const int64_t rank = static_cast<int64_t>(x.dims.size());
+  const int64_t axis = c.IntAttr("axis");
+  if (axis < 0 || axis > rank) {
+    return c.Error("axis " + Str(axis) + " must be in [0, " + Str(rank) + "] for X of shape " +
+                   ir::ShapeText(x.dims));
+  }
+  const std::vector<int64_t> outer(x.dims.begin(), x.dims.begin() + axis);
+  const std::vector<int64_t> inner(x.dims.begin() + axis, x.dims.end());
+  c.Output("Out") = TensorInfo{x.dtype, {ir::KnownNumel(outer), ir::KnownNumel(inner)}};
+  SetXShape(c, x);
+  return OkStatus();
+}
+
 // ---- concat ---------------------------------------------------------------------------------
 
 // Shape of concatenating `parts` along `axis_attr`; `what` names the slot in errors.
@@ -496,6 +512,19 @@ void RegisterLayoutOps(OpRegistry& registry) {
                     XShapeGradSchema("flatten_contiguous_range_grad",
                                      {{"start_axis", int32_t{1}}, {"stop_axis", int32_t{1}}},
                                      "X@GRAD = Out@GRAD with X's dims"));
+  }
+  {
+    OpSchema s;
+    s.type = "flatten2";
+    s.summary = "Out = X as a matrix: the dims before axis times the dims from axis on";
+    s.inputs = {{"X"}};
+    s.outputs = {{"Out"}, {"XShape", true}};
+    s.attrs = {{"axis", int32_t{1}}};
+    s.infer_shape = InferFlatten2;
+    s.grad = XShapeGrad("flatten2_grad");
+    RegisterBuiltin(registry, std::move(s));
+    RegisterBuiltin(registry, XShapeGradSchema("flatten2_grad", {{"axis", int32_t{1}}},
+                                               "X@GRAD = Out@GRAD with X's dims"));
   }
   {
     OpSchema s;

@@ -12,6 +12,7 @@
 
 #include "fleet/fleet_plugin.h"
 #include "ops/op_registry.h"
+#include "ops/shape_inference.h"
 #include "plugin/device.h"
 #include "plugin/kernel.h"
 
@@ -167,6 +168,27 @@ Status OpRunner::Run(const ir::Op& op, VarMap& vars, uint64_t seed) {
   return OkStatus();
 }
 
+namespace {
+
+// A small numeric tensor's values as doubles (what value-dependent shape functions read);
+// empty for larger or non-numeric tensors, as the executor tracks only small constants.
+std::vector<double> ValuesOf(const HostTensor& t) {
+  std::vector<double> out;
+  if (t.numel() == 0 || t.numel() > ops::kMaxTrackedValues) return out;
+  switch (t.dtype) {
+    case ir::DataType::kFloat32: for (float v : Values<float>(t)) out.push_back(v); break;
+    case ir::DataType::kFloat64: out = Values<double>(t); break;
+    case ir::DataType::kInt32: for (int32_t v : Values<int32_t>(t)) out.push_back(v); break;
+    case ir::DataType::kInt64:
+      for (int64_t v : Values<int64_t>(t)) out.push_back(static_cast<double>(v));
+      break;
+    default: break;
+  }
+  return out;
+}
+
+}  // namespace
+
 Status OpRunner::RunOn(const std::string& device_name, const ir::Op& op, VarMap& vars,
                        uint64_t seed) {
   const ops::OpSchema* schema = ops::BuiltinOps().Find(op.type);
@@ -174,6 +196,7 @@ Status OpRunner::RunOn(const std::string& device_name, const ir::Op& op, VarMap&
   FLEET_RETURN_IF_ERROR(ops::CheckOpSlots(*schema, op));
 
   ops::ShapeContext shapes(*schema, op);
+  shapes.values_tracked = true;  // the harness holds every input's values
   std::vector<SlotShapes> in_slots, out_slots;
   std::vector<std::vector<const HostTensor*>> in_tensors;
   for (const auto& spec : schema->inputs) {
@@ -185,6 +208,7 @@ Status OpRunner::RunOn(const std::string& device_name, const ir::Op& op, VarMap&
       auto it = vars.find(n);
       if (it == vars.end()) return NotFound(op.type + ": input var '" + n + "' has no value");
       shapes.inputs[spec.name].push_back(InfoOf(it->second));
+      shapes.input_values[spec.name].push_back(ValuesOf(it->second));
       slot.tensors.push_back({it->second.dtype, it->second.dims});
       ts.push_back(&it->second);
     }

@@ -183,6 +183,21 @@ TEST(TensorConformance, FlattenMatchesNumpyAndGradient) {
   EXPECT_TRUE(CheckGradients(*runner, op, {{"x", RandomTensor<double>({2, 2, 3}, 10)}}, {}));
 }
 
+TEST(TensorConformance, Flatten2MatchesNumpyAndGradient) {
+  FLEET_CONFORMANCE_RUNNER(runner);
+  for (int32_t axis : {0, 1, 2, 4}) {
+    ir::Op op = MakeOp("flatten2", {{"X", {"x"}}}, {{"Out", {"out"}}, {"XShape", {"xs"}}},
+                       {{"axis", axis}});
+    ExpectMatchesNumpy(*runner, op, {{"x", RandomTensor<float>({2, 3, 4, 2}, 19)}});
+  }
+  ir::Op bad = MakeOp("flatten2", {{"X", {"x"}}}, {{"Out", {"out"}}}, {{"axis", int32_t{4}}});
+  std::string e = RunError(*runner, bad, {{"x", RandomTensor<float>({2, 3, 4}, 9)}});
+  EXPECT_NE(e.find("axis 4 must be in [0, 3]"), std::string::npos) << e;
+  ir::Op op = MakeOp("flatten2", {{"X", {"x"}}}, {{"Out", {"out"}}, {"XShape", {"xs"}}},
+                     {{"axis", int32_t{2}}});
+  EXPECT_TRUE(CheckGradients(*runner, op, {{"x", RandomTensor<double>({2, 2, 3}, 10)}}, {}));
+}
+
 // ---- concat / split -------------------------------------------------------------------------
 
 TEST(TensorConformance, ConcatMatchesNumpy) {
@@ -601,6 +616,51 @@ TEST(TensorConformance, TruncatedGaussianRandom) {
   EXPECT_NEAR(sd, 0.5 * 0.8796, 0.01);  // std of a standard normal truncated to [-2, 2]
   ExpectMatchesNumpy(*runner, op({4, 9}, D::kFloat64, 12), {}, "", 1e-12);
   ExpectMatchesNumpy(*runner, op({3, 3}, D::kFloat32, 13), {}, "", 1e-6);
+}
+
+// ---- range ----------------------------------------------------------------------------------
+
+ir::Op RangeOp() {
+  return MakeOp("range", {{"Start", {"start"}}, {"End", {"end"}}, {"Step", {"step"}}},
+                {{"Out", {"out"}}});
+}
+
+template <typename T>
+VarMap RangeVars(T start, T end, T step) {
+  return {{"start", MakeTensor<T>({1}, {start})},
+          {"end", MakeTensor<T>({1}, {end})},
+          {"step", MakeTensor<T>({1}, {step})}};
+}
+
+TEST(TensorConformance, RangeMatchesNumpy) {
+  FLEET_CONFORMANCE_RUNNER(runner);
+  ExpectMatchesNumpy(*runner, RangeOp(), RangeVars<int64_t>(0, 10, 1));
+  ExpectMatchesNumpy(*runner, RangeOp(), RangeVars<int64_t>(7, -8, -3));
+  ExpectMatchesNumpy(*runner, RangeOp(), RangeVars<int32_t>(-5, 6, 4));
+  ExpectMatchesNumpy(*runner, RangeOp(), RangeVars<float>(0.5f, 3.0f, 0.1f));
+  ExpectMatchesNumpy(*runner, RangeOp(), RangeVars<double>(1.0, -2.0, -0.3));
+  ExpectMatchesNumpy(*runner, RangeOp(), RangeVars<float>(1e6f, 1.0001e6f, 0.37f));
+  // Start == End is an empty range.
+  VarMap empty = RangeVars<int64_t>(3, 3, 1);
+  ASSERT_TRUE(runner->Run(RangeOp(), empty).ok());
+  EXPECT_EQ(empty.at("out").dims, std::vector<int64_t>{0});
+  VarMap shape = RangeVars<float>(0.0f, 1.0f, 0.25f);
+  ASSERT_TRUE(runner->Run(RangeOp(), shape).ok());
+  EXPECT_EQ(shape.at("out").dims, std::vector<int64_t>{4});
+}
+
+TEST(TensorConformance, RangeRefusesBadBounds) {
+  FLEET_CONFORMANCE_RUNNER(runner);
+  EXPECT_NE(RunError(*runner, RangeOp(), RangeVars<int64_t>(0, 10, 0)).find("non-zero"),
+            std::string::npos);
+  EXPECT_NE(RunError(*runner, RangeOp(), RangeVars<int64_t>(0, 10, -1)).find("moves away"),
+            std::string::npos);
+  EXPECT_NE(RunError(*runner, RangeOp(), RangeVars<double>(0, 1e12, 1e-3)).find("more than"),
+            std::string::npos);
+  VarMap mixed = RangeVars<int64_t>(0, 4, 1);
+  mixed["step"] = MakeTensor<int32_t>({1}, {1});
+  EXPECT_NE(RunError(*runner, RangeOp(), mixed).find("Step must have Start's dtype"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -174,6 +174,39 @@ TEST_F(ExecutorTest, ScaleChainComputesAndFetches) {
   }
 }
 
+// range's length comes from values: fill_constant outputs are known at prepare, a computed
+// Start is not, and a var fill_constant wrote and a later op overwrote is no longer known.
+TEST_F(ExecutorTest, RangeTakesItsLengthFromConstants) {
+  auto exec = Make();
+  ir::Program p;
+  ir::Block& b = p.global();
+  for (const char* n : {"start", "end", "step", "scaled", "ids", "ids2"}) {
+    (void)b.AddVar(Data(n, {-1}));
+  }
+  auto range = [](const std::string& start, const std::string& out) {
+    return ir::MakeOp("range", {{"Start", {start}}, {"End", {"end"}}, {"Step", {"step"}}},
+                      {{"Out", {out}}});
+  };
+  b.ops = {Fill("start", {1}, 1.0f), Fill("end", {1}, 2.0f), Fill("step", {1}, 0.25f),
+           range("start", "ids")};
+  auto prepared = exec->Prepare(p, {}, {"ids"});
+  ASSERT_TRUE(prepared.ok()) << prepared.status().ToString();
+  std::vector<HostTensor> out;
+  ASSERT_TRUE(exec->Run(**prepared, {}, out).ok());
+  EXPECT_EQ(Values(out[0]), (std::vector<float>{1.0f, 1.25f, 1.5f, 1.75f}));
+
+  b.ops.push_back(Scale("start", "scaled", 2.0f));
+  b.ops.push_back(range("scaled", "ids2"));
+  auto computed = exec->Prepare(p, {}, {"ids2"});
+  ASSERT_FALSE(computed.ok());
+  EXPECT_NE(computed.status().message().find("must be fixed before the run"), std::string::npos)
+      << computed.status().ToString();
+
+  b.ops = {Fill("start", {1}, 1.0f), Fill("end", {1}, 2.0f), Fill("step", {1}, 0.25f),
+           Scale("start", "start", 2.0f), range("start", "ids")};
+  EXPECT_FALSE(exec->Prepare(p, {}, {"ids"}).ok());
+}
+
 TEST_F(ExecutorTest, MemoryPlanReusesDeadBuffers) {
   auto exec = Make();
   ir::Program p = ScaleChain();

@@ -1,5 +1,5 @@
 // Creation and conversion kernels: cast (+ cast_grad), fill_constant, fill_any_like,
-// fill_zeros_like, increment, uniform_random, gaussian_random, truncated_gaussian_random.
+// fill_zeros_like, range, increment, uniform_random, gaussian_random, truncated_gaussian_random.
 //
 // Random kernels draw from a counter-based generator, so element i depends only on the seed
 // and i (never on threads or on earlier launches):
@@ -138,6 +138,26 @@ FleetStatus* FillZerosLikeLaunch(void*, const FleetKernelContext* kc, void*) {
     const FleetTensor* out = Output(kc, "Out");
     if (out == nullptr) return InvalidArgument(OpName(kc) + ": Out is missing");
     if (Numel(out) > 0) Fill<E>(out, typename E::type{});
+    return nullptr;
+  });
+}
+
+// Out[i] = Start + i * Step (not a running sum, which would drift), as the CUDA plugin does.
+template <typename T>
+FleetStatus* RangeLaunch(void*, const FleetKernelContext* kc, void*) {
+  return Guard(kc, [&]() -> FleetStatus* {
+    const FleetTensor* start = Input(kc, "Start");
+    const FleetTensor* step = Input(kc, "Step");
+    const FleetTensor* out = Output(kc, "Out");
+    if (start == nullptr || step == nullptr || out == nullptr) {
+      return InvalidArgument(OpName(kc) + ": Start, Step or Out is missing");
+    }
+    if (Numel(start) != 1 || Numel(step) != 1 || out->ndim != 1) {
+      return InvalidArgument(OpName(kc) + ": Start and Step must hold one value, Out be 1-D");
+    }
+    const T first = Data<T>(start)[0], delta = Data<T>(step)[0];
+    T* y = Data<T>(out);
+    for (int64_t i = 0; i < Numel(out); ++i) y[i] = first + static_cast<T>(i) * delta;
     return nullptr;
   });
 }
@@ -285,6 +305,10 @@ void AddTensorCreateKernels(KernelList& list) {
   AddNumeric<FillConstantK>(list, "fill_constant");
   AddNumeric<FillAnyLikeK>(list, "fill_any_like");
   AddNumeric<FillZerosLikeK>(list, "fill_zeros_like");
+  Add(list, "range", FLEET_DTYPE_INT32, RangeLaunch<int32_t>);
+  Add(list, "range", FLEET_DTYPE_INT64, RangeLaunch<int64_t>);
+  Add(list, "range", FLEET_DTYPE_FLOAT32, RangeLaunch<float>);
+  Add(list, "range", FLEET_DTYPE_FLOAT64, RangeLaunch<double>);
   Add(list, "increment", FLEET_DTYPE_INT32, IncrementLaunch<I32>);
   Add(list, "increment", FLEET_DTYPE_INT64, IncrementLaunch<I64>);
   Add(list, "increment", FLEET_DTYPE_FLOAT32, IncrementLaunch<F32>);

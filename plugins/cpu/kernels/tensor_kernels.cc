@@ -1,4 +1,4 @@
-// Layout kernels: reshape2, flatten_contiguous_range, assign, transpose2, concat, split,
+// Layout kernels: reshape2, flatten_contiguous_range, flatten2, assign, transpose2, concat, split,
 // split_byref, slice and their gradients. They only move elements, so one kernel per element
 // size serves every dtype. Each prepare turns the op into a list of copy steps through the
 // builders shared with the CUDA plugin (plugins/common/layout_plan.h); launch runs them.
@@ -83,6 +83,8 @@ void AddTensorKernels(KernelList& list) {
   AddLayout(list, "reshape2_grad", PrepareLayout<plan::BuildGradToXGrad>);
   AddLayout(list, "flatten_contiguous_range", PrepareLayout<plan::BuildXToOut>);
   AddLayout(list, "flatten_contiguous_range_grad", PrepareLayout<plan::BuildGradToXGrad>);
+  AddLayout(list, "flatten2", PrepareLayout<plan::BuildXToOut>);
+  AddLayout(list, "flatten2_grad", PrepareLayout<plan::BuildGradToXGrad>);
   AddLayout(list, "assign", PrepareLayout<plan::BuildXToOut>);
   AddLayout(list, "transpose2", PrepareLayout<plan::BuildTranspose>);
   AddLayout(list, "transpose2_grad", PrepareLayout<plan::BuildTransposeGrad>);

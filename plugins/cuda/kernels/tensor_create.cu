@@ -1,5 +1,5 @@
 // Creation and conversion kernels: cast (+ cast_grad), fill_constant, fill_any_like,
-// fill_zeros_like, increment, uniform_random, gaussian_random, truncated_gaussian_random, with
+// fill_zeros_like, range, increment, uniform_random, gaussian_random, truncated_gaussian_random, with
 // the semantics, dtypes and random streams of the CPU plugin's
 // (plugins/cpu/kernels/tensor_create_kernels.cc, whose header comment specifies the streams).
 //
@@ -197,6 +197,47 @@ FleetStatus* FillZerosLikeLaunch(void*, const FleetKernelContext* kc, void*) {
   });
 }
 
+// ---- range --------------------------------------------------------------------------------
+
+// Start + i * Step with one rounding per operation, as the CPU plugin computes it (no FMA).
+__device__ inline float RangeAt(float start, float step, int64_t i) {
+  return __fadd_rn(start, __fmul_rn(static_cast<float>(i), step));
+}
+__device__ inline double RangeAt(double start, double step, int64_t i) {
+  return __dadd_rn(start, __dmul_rn(static_cast<double>(i), step));
+}
+template <typename T>
+__device__ inline T RangeAt(T start, T step, int64_t i) {
+  return start + static_cast<T>(i) * step;
+}
+
+template <typename T>
+__global__ void RangeKernel(const T* start, const T* step, T* y, int64_t n) {
+  const T first = start[0], delta = step[0];
+  FLEET_CUDA_LOOP(i, n) { y[i] = RangeAt(first, delta, i); }
+}
+
+template <typename T>
+FleetStatus* RangeLaunch(void*, const FleetKernelContext* kc, void*) {
+  const FleetTensor* start = Input(kc, "Start");
+  const FleetTensor* step = Input(kc, "Step");
+  const FleetTensor* out = Output(kc, "Out");
+  if (start == nullptr || step == nullptr || out == nullptr) {
+    return InvalidArgument(OpName(kc) + ": Start, Step or Out is missing");
+  }
+  if (Numel(start) != 1 || Numel(step) != 1 || out->ndim != 1) {
+    return InvalidArgument(OpName(kc) + ": Start and Step must hold one value, Out be 1-D");
+  }
+  const int64_t n = Numel(out);
+  if (n == 0) return nullptr;
+  return Run(kc, [&](FleetStream* s) -> FleetStatus* {
+    RangeKernel<T><<<Blocks(n), kThreads, 0, s->native>>>(
+        static_cast<const T*>(start->data), static_cast<const T*>(step->data),
+        static_cast<T*>(out->data), n);
+    return nullptr;
+  });
+}
+
 // ---- increment ----------------------------------------------------------------------------
 
 // One thread: the counter stays on the device, and X may be Out (an in-place step counter).
@@ -390,6 +431,10 @@ void AddTensorCreateKernels(KernelList& list) {
   AddNumeric<FillConstantK>(list, "fill_constant");
   AddNumeric<FillAnyLikeK>(list, "fill_any_like");
   AddNumeric<FillZerosLikeK>(list, "fill_zeros_like");
+  Add(list, "range", FLEET_DTYPE_INT32, RangeLaunch<int32_t>);
+  Add(list, "range", FLEET_DTYPE_INT64, RangeLaunch<int64_t>);
+  Add(list, "range", FLEET_DTYPE_FLOAT32, RangeLaunch<float>);
+  Add(list, "range", FLEET_DTYPE_FLOAT64, RangeLaunch<double>);
   Add(list, "increment", FLEET_DTYPE_INT32, IncrementLaunch<I32>);
   Add(list, "increment", FLEET_DTYPE_INT64, IncrementLaunch<I64>);
   Add(list, "increment", FLEET_DTYPE_FLOAT32, IncrementLaunch<F32>);

@@ -1,4 +1,4 @@
-// Layout kernels: reshape2, flatten_contiguous_range, assign, transpose2, concat, split,
+// Layout kernels: reshape2, flatten_contiguous_range, flatten2, assign, transpose2, concat, split,
 // split_byref, slice and their gradients, with the semantics of the CPU plugin's
 // (plugins/cpu/kernels/tensor_kernels.cc). They only move elements, so one kernel per element
 // size serves every dtype.
@@ -240,6 +240,8 @@ void AddTensorShapeKernels(KernelList& list) {
   AddLayout(list, "reshape2_grad", PrepareLayout<plan::BuildGradToXGrad>);
   AddLayout(list, "flatten_contiguous_range", PrepareLayout<plan::BuildXToOut>);
   AddLayout(list, "flatten_contiguous_range_grad", PrepareLayout<plan::BuildGradToXGrad>);
+  AddLayout(list, "flatten2", PrepareLayout<plan::BuildXToOut>);
+  AddLayout(list, "flatten2_grad", PrepareLayout<plan::BuildGradToXGrad>);
   AddLayout(list, "assign", PrepareLayout<plan::BuildXToOut>);
   AddLayout(list, "transpose2", PrepareLayout<plan::BuildTranspose>);
   AddLayout(list, "transpose2_grad", PrepareLayout<plan::BuildTransposeGrad>);

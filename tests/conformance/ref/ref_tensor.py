@@ -44,6 +44,13 @@ def flatten_contiguous_range(inputs, attrs):
     return {"Out": x.reshape(shape), "XShape": _xshape(x)}
 
 
+def flatten2(inputs, attrs):
+    x = inputs["X"][0]
+    axis = attrs.get("axis", 1)
+    rows = int(np.prod(x.shape[:axis]))
+    return {"Out": x.reshape([rows, x.size // rows if rows else 0]), "XShape": _xshape(x)}
+
+
 def concat(inputs, attrs):
     return {"Out": np.concatenate(inputs["X"], axis=attrs.get("axis", 0))}
 
@@ -179,10 +186,22 @@ def truncated_gaussian_random(inputs, attrs):
     return {"Out": out.astype(dtype).reshape(shape)}
 
 
+def range_(inputs, attrs):
+    """Start + i * Step for i below ceil(|End - Start| / |Step|), each product and sum rounded
+    in the inputs' dtype (NumPy scalar arithmetic in that dtype)."""
+    start, end, step = (inputs[k][0].reshape(-1)[0] for k in ("Start", "End", "Step"))
+    dtype = inputs["Start"][0].dtype
+    count = int(np.ceil(abs((float(end) - float(start)) / float(step))))
+    out = np.array([start + dtype.type(i) * step for i in range(count)], dtype=dtype)
+    return {"Out": out}
+
+
 REFERENCES = {
+    "range": range_,
     "reshape2": reshape2,
     "transpose2": transpose2,
     "flatten_contiguous_range": flatten_contiguous_range,
+    "flatten2": flatten2,
     "concat": concat,
     "split": split,
     "slice": slice_,
