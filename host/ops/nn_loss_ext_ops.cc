@@ -1,6 +1,6 @@
 // Element-wise and reducing losses beyond cross entropy: sigmoid_cross_entropy_with_logits,
-// bce_loss, log_loss, huber_loss, smooth_l1_loss, kldiv_loss, and label_smooth, each with its
-// grad op. Slots, attributes and defaults are Paddle's; the formulas are in
+// bce_loss, log_loss, huber_loss, smooth_l1_loss, kldiv_loss, label_smooth and margin_rank_loss,
+// each with its grad op. Slots, attributes and defaults are Paddle's; the formulas are in
 // plugins/common/loss_formulas.h.
 //
 // Labels and targets are float tensors of the input's shape and dtype (Paddle's), and are
@@ -273,6 +273,40 @@ void RegisterLabelSmooth(OpRegistry& registry) {
                                        {{"X@GRAD", "Out@GRAD"}}, attrs, "Out@GRAD"));
 }
 
+// margin_rank_loss: X1, X2, Label [N, 1] -> Out = max(0, -Label * (X1 - X2) + margin), and
+// Activated (1 where Out > 0, else 0), which the gradient reads.
+void RegisterMarginRank(OpRegistry& registry) {
+  const std::vector<AttrSpec> attrs = {{"margin", 0.0f}};
+  OpSchema s;
+  s.type = "margin_rank_loss";
+  s.summary = "Out = max(0, -Label * (X1 - X2) + margin); Activated = (Out > 0)";
+  s.inputs = {{"X1"}, {"X2"}, {"Label", false, false, true}};
+  s.outputs = {{"Out"}, {"Activated"}};
+  s.attrs = attrs;
+  s.kernel_dtype_slot = "X1";
+  s.infer_shape = [](ShapeContext& c) {
+    FLEET_RETURN_IF_ERROR(CheckFloat(c, "X1"));
+    FLEET_RETURN_IF_ERROR(CheckSameAs(c, "X2", "X1"));
+    FLEET_RETURN_IF_ERROR(CheckSameAs(c, "Label", "X1"));
+    const TensorInfo& x = c.Input("X1");
+    if (x.dims.size() != 2 || !DimsMatch(x.dims[1], 1)) {
+      return c.Error("X1 must have shape [batch, 1], got " + ir::ShapeText(x.dims));
+    }
+    c.Output("Out") = x;
+    c.Output("Activated") = x;
+    return OkStatus();
+  };
+  s.grad = [](const ir::Op& fwd) {
+    return std::vector<ir::Op>{
+        GradOp(fwd, "margin_rank_loss_grad", {"Label", "Activated"}, {"Out"}, {"X1", "X2"})};
+  };
+  RegisterBuiltin(registry, std::move(s));
+  RegisterBuiltin(registry, GradSchema("margin_rank_loss_grad",
+                                       {{"Label", false, false, true}, {"Activated"}, {"Out@GRAD"}},
+                                       {{"X1@GRAD", "Label"}, {"X2@GRAD", "Label"}}, attrs,
+                                       "Out@GRAD"));
+}
+
 }  // namespace
 
 void RegisterNnLossExtOps(OpRegistry& registry) {
@@ -288,6 +322,7 @@ void RegisterNnLossExtOps(OpRegistry& registry) {
   RegisterSmoothL1(registry);
   RegisterKlDiv(registry);
   RegisterLabelSmooth(registry);
+  RegisterMarginRank(registry);
 }
 
 }  // namespace fleet::ops

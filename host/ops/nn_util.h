@@ -13,7 +13,8 @@ namespace fleet::ops {
 // One per file, all called from RegisterNnOps (nn_ops.cc).
 void RegisterNnLossOps(OpRegistry& registry);   // nn_loss_ops.cc
 void RegisterNnLossExtOps(OpRegistry& registry);  // nn_loss_ext_ops.cc: sigmoid/bce/log/huber/
-                                                  // smooth_l1/kldiv losses, label_smooth
+                                                  // smooth_l1/kldiv/margin_rank losses,
+                                                  // label_smooth
 void RegisterNnConvOps(OpRegistry& registry);   // nn_conv_ops.cc: conv2d, pool2d
 void RegisterNnNormOps(OpRegistry& registry);   // nn_norm_ops.cc: batch_norm, layer_norm
 void RegisterNnMiscOps(OpRegistry& registry);   // nn_misc_ops.cc: dropout, lookup_table_v2,

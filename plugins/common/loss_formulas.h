@@ -13,7 +13,9 @@
 //     outside;
 //   - SmoothL1 on d = (x - y) * inside_weight with sigma2 = sigma^2: sigma2 * d^2 / 2 when
 //     |d| < 1 / sigma2, |d| - 1 / (2 sigma2) otherwise;
-//   - KlDiv: target * (log(target) - x) where target > 0, else 0 (and so its derivative).
+//   - KlDiv: target * (log(target) - x) where target > 0, else 0 (and so its derivative);
+//   - MarginRank: max(0, -label * (x1 - x2) + margin); its derivative in x1 is -label where the
+//     value is positive (x2's is the opposite).
 //
 // Header-only, C++17, usable from g++ and nvcc (see host_device.h).
 #pragma once
@@ -120,6 +122,12 @@ FLEET_HOST_DEVICE inline T SigmoidCeNorm(double kept) {
 template <typename T>
 FLEET_HOST_DEVICE inline bool SigmoidCeIgnored(T label, int64_t ignore_index) {
   return label == static_cast<T>(ignore_index);
+}
+
+template <typename T>
+FLEET_HOST_DEVICE inline T MarginRank(T x1, T x2, T label, T margin) {
+  const T v = -label * (x1 - x2) + margin;
+  return v > T(0) ? v : T(0);
 }
 
 }  // namespace fleet::kernel

@@ -351,6 +351,38 @@ TEST(LossExtConformance, LabelSmoothPriorMustMatchClasses) {
       FailsWith(*runner, LabelSmooth(0.1f, true), v, {"label_smooth", "PriorDist", "[1, 3]"}));
 }
 
+// ---- margin_rank_loss ------------------------------------------------------------------------
+
+ir::Op MarginRank(float margin) {
+  return MakeOp("margin_rank_loss", {{"X1", {"a"}}, {"X2", {"b"}}, {"Label", {"l"}}},
+                {{"Out", {"out"}}, {"Activated", {"act"}}}, {{"margin", margin}});
+}
+
+// Labels of +1 and -1, as the loss expects.
+template <typename T>
+HostTensor Signs(std::vector<int64_t> dims, uint64_t seed) {
+  HostTensor t = Binary<T>(dims, seed);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<T>()[i] = t.data<T>()[i] > T(0) ? T(1) : T(-1);
+  return t;
+}
+
+TEST(LossExtConformance, MarginRankLossMatchesNumpyAndGradient) {
+  FLEET_CONFORMANCE_RUNNER(runner);
+  for (float margin : {0.0f, 0.3f}) {
+    VarMap v{{"a", RandomTensor<double>({6, 1}, 101)},
+             {"b", RandomTensor<double>({6, 1}, 102)},
+             {"l", Signs<double>({6, 1}, 103)}};
+    EXPECT_TRUE(MatchesNumpy(*runner, MarginRank(margin), v, {"Out", "Activated"}, 1e-12, 0));
+    GradCheckOptions opt;
+    opt.outputs = {"Out"};
+    EXPECT_TRUE(CheckGradients(*runner, MarginRank(margin), v, opt)) << margin;
+    EXPECT_TRUE(Float32MatchesFloat64(*runner, MarginRank(margin), v, {"Out"}, 1e-6)) << margin;
+  }
+  VarMap bad{{"a", RandomTensor<float>({6, 2}, 1)}, {"b", RandomTensor<float>({6, 2}, 2)},
+             {"l", RandomTensor<float>({6, 2}, 3)}};
+  EXPECT_TRUE(FailsWith(*runner, MarginRank(0), bad, {"margin_rank_loss", "[batch, 1]"}));
+}
+
 // ---- common shape rules ---------------------------------------------------------------------
 
 TEST(LossExtConformance, LabelsMustMatchTheInput) {

@@ -1,7 +1,7 @@
 // Kernels of sigmoid_cross_entropy_with_logits, bce_loss, log_loss, huber_loss, smooth_l1_loss,
-// kldiv_loss and label_smooth (+ grads), float32 and float64. The per-element formulas are
-// plugins/common/loss_formulas.h, shared with the CUDA plugin; the loops here only lay them
-// out and reduce. Sums run in double in index order, so a result does not depend on threads.
+// margin_rank_loss, kldiv_loss and label_smooth (+ grads), float32 and float64. The per-element
+// formulas are plugins/common/loss_formulas.h, shared with the CUDA plugin; the loops here only
+// lay them out and reduce. Sums run in double in index order, so a result does not depend on threads.
 #include <cmath>
 #include <string>
 
@@ -435,6 +435,55 @@ FleetStatus* LabelSmoothGrad(void*, const FleetKernelContext* kc, void*) {
   Add(list, op, FLEET_DTYPE_FLOAT32, fn<float>); \
   Add(list, op, FLEET_DTYPE_FLOAT64, fn<double>)
 
+// ---- margin_rank_loss -------------------------------------------------------------------------
+
+template <typename T>
+FleetStatus* MarginRank(void*, const FleetKernelContext* kc, void*) {
+  return Guard(kc, [&]() -> FleetStatus* {
+    const FleetTensor* x1 = Input(kc, "X1");
+    if (FleetStatus* st = Require(kc, x1, "X1")) return st;
+    const int64_t n = Numel(x1);
+    const FleetTensor* x2 = Input(kc, "X2");
+    const FleetTensor* label = Input(kc, "Label");
+    const FleetTensor* out = Output(kc, "Out");
+    const FleetTensor* act = Output(kc, "Activated");
+    for (auto [t, slot] : {std::pair{x2, "X2"}, std::pair{label, "Label"}, std::pair{out, "Out"},
+                           std::pair{act, "Activated"}}) {
+      if (FleetStatus* st = Sized(kc, t, slot, n)) return st;
+    }
+    const T margin = static_cast<T>(FloatAttr(kc, "margin", 0.0));
+    const T *a = Data<T>(x1), *b = Data<T>(x2), *l = Data<T>(label);
+    T *o = Data<T>(out), *on = Data<T>(act);
+    for (int64_t i = 0; i < n; ++i) {
+      o[i] = fk::MarginRank(a[i], b[i], l[i], margin);
+      on[i] = o[i] > T(0) ? T(1) : T(0);
+    }
+    return nullptr;
+  });
+}
+
+template <typename T>
+FleetStatus* MarginRankGrad(void*, const FleetKernelContext* kc, void*) {
+  return Guard(kc, [&]() -> FleetStatus* {
+    const FleetTensor* dout = Input(kc, "Out@GRAD");
+    if (FleetStatus* st = Require(kc, dout, "Out@GRAD")) return st;
+    const int64_t n = Numel(dout);
+    const FleetTensor* label = Input(kc, "Label");
+    const FleetTensor* act = Input(kc, "Activated");
+    if (FleetStatus* st = Sized(kc, label, "Label", n)) return st;
+    if (FleetStatus* st = Sized(kc, act, "Activated", n)) return st;
+    const T *d = Data<T>(dout), *l = Data<T>(label), *on = Data<T>(act);
+    for (auto [slot, sign] : {std::pair{"X1@GRAD", T(-1)}, std::pair{"X2@GRAD", T(1)}}) {
+      const FleetTensor* g = Output(kc, slot);
+      if (g == nullptr) continue;
+      if (FleetStatus* st = Sized(kc, g, slot, n)) return st;
+      T* gs = Data<T>(g);
+      for (int64_t i = 0; i < n; ++i) gs[i] = sign * l[i] * on[i] * d[i];
+    }
+    return nullptr;
+  });
+}
+
 }  // namespace
 
 void AddNnLossExtKernels(KernelList& list) {
@@ -444,6 +493,10 @@ void AddNnLossExtKernels(KernelList& list) {
   Add(list, "bce_loss", FLEET_DTYPE_FLOAT64, ProbLoss<double, false>);
   Add(list, "bce_loss_grad", FLEET_DTYPE_FLOAT32, ProbLossGrad<float, false>);
   Add(list, "bce_loss_grad", FLEET_DTYPE_FLOAT64, ProbLossGrad<double, false>);
+  Add(list, "margin_rank_loss", FLEET_DTYPE_FLOAT32, MarginRank<float>);
+  Add(list, "margin_rank_loss", FLEET_DTYPE_FLOAT64, MarginRank<double>);
+  Add(list, "margin_rank_loss_grad", FLEET_DTYPE_FLOAT32, MarginRankGrad<float>);
+  Add(list, "margin_rank_loss_grad", FLEET_DTYPE_FLOAT64, MarginRankGrad<double>);
   Add(list, "log_loss", FLEET_DTYPE_FLOAT32, ProbLoss<float, true>);
   Add(list, "log_loss", FLEET_DTYPE_FLOAT64, ProbLoss<double, true>);
   Add(list, "log_loss_grad", FLEET_DTYPE_FLOAT32, ProbLossGrad<float, true>);

@@ -1,7 +1,7 @@
-// CUDA kernels of sigmoid_cross_entropy_with_logits, bce_loss, log_loss, huber_loss,
-// smooth_l1_loss, kldiv_loss and label_smooth (+ grads), float32 and float64, with the CPU
-// plugin's semantics (plugins/cpu/kernels/nn_loss_ext_kernels.cc) and the per-element formulas
-// both share (plugins/common/loss_formulas.h).
+// CUDA kernels of sigmoid_cross_entropy_with_logits, bce_loss, log_loss, margin_rank_loss,
+// huber_loss, smooth_l1_loss, kldiv_loss and label_smooth (+ grads), float32 and float64, with
+// the CPU plugin's semantics (plugins/cpu/kernels/nn_loss_ext_kernels.cc) and the per-element
+// formulas both share (plugins/common/loss_formulas.h).
 //
 // Reductions are deterministic: a whole-tensor sum (kldiv_loss, the kept-element count of
 // sigmoid_cross_entropy_with_logits with normalize) runs in one block, each thread striding in
@@ -178,6 +178,77 @@ FleetStatus* ProbLossLaunch(void*, const FleetKernelContext* kc, void*) {
       ProbLossKernel<T, kLog><<<Blocks(n), kThreads, 0, s->native>>>(
           Data<const T>(x), Data<const T>(label), Data<T>(out), n, eps);
     }
+    return nullptr;
+  });
+}
+
+// ---- margin_rank_loss -----------------------------------------------------------------------
+
+template <typename T>
+__global__ void MarginRankKernel(const T* x1, const T* x2, const T* label, T* out, T* act,
+                                 int64_t n, T margin) {
+  FLEET_CUDA_LOOP(i, n) {
+    const T v = fk::MarginRank(x1[i], x2[i], label[i], margin);
+    out[i] = v;
+    act[i] = v > T(0) ? T(1) : T(0);
+  }
+}
+
+// dX1 = -Label * Activated * dOut, dX2 = -dX1; either may be absent.
+template <typename T>
+__global__ void MarginRankGradKernel(const T* label, const T* act, const T* dout, T* dx1, T* dx2,
+                                     int64_t n) {
+  FLEET_CUDA_LOOP(i, n) {
+    const T g = label[i] * act[i] * dout[i];
+    if (dx1 != nullptr) dx1[i] = -g;
+    if (dx2 != nullptr) dx2[i] = g;
+  }
+}
+
+template <typename T>
+FleetStatus* MarginRankLaunch(void*, const FleetKernelContext* kc, void*) {
+  const FleetTensor* x1 = Input(kc, "X1");
+  if (FleetStatus* st = Require(kc, x1, "X1")) return st;
+  const int64_t n = Numel(x1);
+  const FleetTensor* x2 = Input(kc, "X2");
+  const FleetTensor* label = Input(kc, "Label");
+  const FleetTensor* out = Output(kc, "Out");
+  const FleetTensor* act = Output(kc, "Activated");
+  for (auto [t, slot] : {std::pair{x1, "X1"}, std::pair{x2, "X2"}, std::pair{label, "Label"},
+                         std::pair{out, "Out"}, std::pair{act, "Activated"}}) {
+    if (FleetStatus* st = RequireSized(kc, t, slot, DtypeOf<T>(), n)) return st;
+  }
+  const T margin = static_cast<T>(FloatAttr(kc, "margin", 0.0));
+  return Run(kc, [&](FleetStream* s) -> FleetStatus* {
+    MarginRankKernel<T><<<Blocks(n), kThreads, 0, s->native>>>(
+        Data<const T>(x1), Data<const T>(x2), Data<const T>(label), Data<T>(out), Data<T>(act),
+        n, margin);
+    return nullptr;
+  });
+}
+
+template <typename T>
+FleetStatus* MarginRankGradLaunch(void*, const FleetKernelContext* kc, void*) {
+  const FleetTensor* dout = Input(kc, "Out@GRAD");
+  if (FleetStatus* st = Require(kc, dout, "Out@GRAD")) return st;
+  const int64_t n = Numel(dout);
+  const FleetTensor* label = Input(kc, "Label");
+  const FleetTensor* act = Input(kc, "Activated");
+  const FleetTensor* dx1 = Output(kc, "X1@GRAD");
+  const FleetTensor* dx2 = Output(kc, "X2@GRAD");
+  if (dx1 == nullptr && dx2 == nullptr) return nullptr;
+  for (auto [t, slot] : {std::pair{dout, "Out@GRAD"}, std::pair{label, "Label"},
+                         std::pair{act, "Activated"}}) {
+    if (FleetStatus* st = RequireSized(kc, t, slot, DtypeOf<T>(), n)) return st;
+  }
+  for (auto [t, slot] : {std::pair{dx1, "X1@GRAD"}, std::pair{dx2, "X2@GRAD"}}) {
+    if (t == nullptr) continue;
+    if (FleetStatus* st = RequireSized(kc, t, slot, DtypeOf<T>(), n)) return st;
+  }
+  return Run(kc, [&](FleetStream* s) -> FleetStatus* {
+    MarginRankGradKernel<T><<<Blocks(n), kThreads, 0, s->native>>>(
+        Data<const T>(label), Data<const T>(act), Data<const T>(dout),
+        dx1 != nullptr ? Data<T>(dx1) : nullptr, dx2 != nullptr ? Data<T>(dx2) : nullptr, n);
     return nullptr;
   });
 }
@@ -529,6 +600,10 @@ void AddNnLossExtKernels(KernelList& list) {
   Add(list, "bce_loss", FLEET_DTYPE_FLOAT64, ProbLossLaunch<double, false, false>);
   Add(list, "bce_loss_grad", FLEET_DTYPE_FLOAT32, ProbLossLaunch<float, false, true>);
   Add(list, "bce_loss_grad", FLEET_DTYPE_FLOAT64, ProbLossLaunch<double, false, true>);
+  Add(list, "margin_rank_loss", FLEET_DTYPE_FLOAT32, MarginRankLaunch<float>);
+  Add(list, "margin_rank_loss", FLEET_DTYPE_FLOAT64, MarginRankLaunch<double>);
+  Add(list, "margin_rank_loss_grad", FLEET_DTYPE_FLOAT32, MarginRankGradLaunch<float>);
+  Add(list, "margin_rank_loss_grad", FLEET_DTYPE_FLOAT64, MarginRankGradLaunch<double>);
   Add(list, "log_loss", FLEET_DTYPE_FLOAT32, ProbLossLaunch<float, true, false>);
   Add(list, "log_loss", FLEET_DTYPE_FLOAT64, ProbLossLaunch<double, true, false>);
   Add(list, "log_loss_grad", FLEET_DTYPE_FLOAT32, ProbLossLaunch<float, true, true>);

@@ -97,7 +97,15 @@ def label_smooth(inputs, attrs):
     return {"Out": out.astype(x.dtype)}
 
 
+def margin_rank_loss(inputs, attrs):
+    x1, x2, label = (inputs[k][0].astype(np.float64) for k in ("X1", "X2", "Label"))
+    out = np.maximum(0.0, -label * (x1 - x2) + attrs.get("margin", 0.0))
+    dtype = inputs["X1"][0].dtype
+    return {"Out": out.astype(dtype), "Activated": (out > 0).astype(dtype)}
+
+
 REFERENCES = {
+    "margin_rank_loss": margin_rank_loss,
     "sigmoid_cross_entropy_with_logits": sigmoid_cross_entropy_with_logits,
     "bce_loss": bce_loss,
     "log_loss": log_loss,
