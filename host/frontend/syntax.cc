@@ -257,7 +257,24 @@ class Parser {
     return s;
   }
 
+  // Values nest (lists, parentheses, calls) at most this deep. The parser, the evaluator and
+  // the tree's destructor all recurse per level, so an unbounded depth would let a program file
+  // overflow the stack; real programs nest a handful of levels.
+  static constexpr int kMaxNesting = 64;
+
   StatusOr<Expr> Expression() {
+    if (depth_ >= kMaxNesting) {
+      return ErrorAt(file_, Cur().pos,
+                     "values nest more than " + std::to_string(kMaxNesting) +
+                         " levels deep (lists, parentheses or calls inside each other)");
+    }
+    ++depth_;
+    StatusOr<Expr> e = NestedExpression();
+    --depth_;
+    return e;
+  }
+
+  StatusOr<Expr> NestedExpression() {
     const Token& t = Cur();
     Expr e;
     e.pos = t.pos;
@@ -407,6 +424,7 @@ class Parser {
   std::vector<Token> tokens_;
   std::string_view file_;
   size_t pos_ = 0;
+  int depth_ = 0;
 };
 
 }  // namespace

@@ -475,6 +475,26 @@ TEST(FrontendTest, SyntaxErrorsPointAtTheToken) {
                "t.fleet:1:10: '.' after 'fluid': attribute access is not supported");
 }
 
+// Nesting thousands deep once overflowed the stack (a crash, not an error).
+TEST(FrontendTest, DeepNestingIsAnErrorNotACrash) {
+  for (const auto& [open, close] : {std::pair{"[", "]"}, std::pair{"(", ")"},
+                                    std::pair{"fc(", ")"}}) {
+    std::string text = "x = ";
+    for (int i = 0; i < 50000; ++i) text += open;
+    text += "1";
+    for (int i = 0; i < 50000; ++i) text += close;
+    ExpectPrefix(ErrorOf(text + "\n"), "t.fleet:1:");
+    EXPECT_NE(ErrorOf(text + "\n").find("values nest more than 64 levels deep"),
+              std::string::npos);
+  }
+  // 64 levels are fine: the call, 62 lists and the number (the error is then about the shape).
+  std::string ok = "x = data('x', shape=";
+  for (int i = 0; i < 62; ++i) ok += "[";
+  ok += "1";
+  for (int i = 0; i < 62; ++i) ok += "]";
+  EXPECT_EQ(ErrorOf(ok + ")\n").find("nest"), std::string::npos);
+}
+
 TEST(FrontendTest, CodeConstructsAreRejected) {
   EXPECT_EQ(ErrorOf("x = data('x', shape=[3])\nfor i in range(3):\n    x = relu(x)\n"),
             "t.fleet:2:1: 'for' is not supported: a program file is data, not code (no loops, "
