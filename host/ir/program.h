@@ -120,6 +120,18 @@ struct Op {
 // An op from its type, slots and attributes.
 Op MakeOp(std::string type, SlotMap inputs, SlotMap outputs, AttrMap attrs = {});
 
+// Var names are file names too (saved parameters, checkpoints) and appear in messages and JSON,
+// so every name entering a program is checked: non-empty, at most kMaxVarNameBytes bytes of
+// valid UTF-8, no control characters, no '/' or '\\', and not "." or "..". INVALID_ARGUMENT
+// saying what is wrong, the name quoted by QuoteForMessage.
+inline constexpr size_t kMaxVarNameBytes = 1024;
+Status CheckVarName(std::string_view name);
+
+// `text` for an error message: in single quotes, bytes outside printable ASCII (control
+// characters, escape sequences, invalid UTF-8) written as \xHH, and cut after `max_bytes`
+// with "..." so a huge input cannot flood a log.
+std::string QuoteForMessage(std::string_view text, size_t max_bytes = 80);
+
 struct Block {
   int32_t index = 0;
   int32_t parent = -1;               // -1 for the global block
@@ -128,7 +140,8 @@ struct Block {
 
   Var* FindVar(std::string_view name);
   const Var* FindVar(std::string_view name) const;
-  // Adds `var`; ALREADY_EXISTS if the name is taken in this block.
+  // Adds `var`; INVALID_ARGUMENT for a name CheckVarName refuses, ALREADY_EXISTS if the name
+  // is taken in this block.
   StatusOr<Var*> AddVar(Var var);
 
   bool operator==(const Block&) const = default;

@@ -296,6 +296,9 @@ class Parser {
     SkipSpace();
     size_t name_pos = pos_;
     FLEET_ASSIGN_OR_RETURN(var.name, ReadName("a var name"));
+    if (Status bad = CheckVarName(var.name); !bad.ok()) {
+      return ErrorMessage(name_pos, bad.message());
+    }
     if (block.vars.count(var.name) > 0) {
       return ErrorMessage(name_pos, "var '" + var.name + "' is declared twice in block " +
                                         std::to_string(block.index));

@@ -49,6 +49,8 @@ Status SaveParams(const exec::Executor& executor, const std::vector<std::string>
   for (const std::string& name : params) {
     const exec::ScopeVar* v = executor.scope().Find(name);
     if (v == nullptr) continue;  // a parameter the program never initialised
+    // The name becomes a file name: one that could leave `dir` is never written.
+    FLEET_RETURN_IF_ERROR(ir::CheckVarName(name).WithContext("train.save_params_dir"));
     data::NpyArray a;
     a.dtype = v->dtype;
     a.dims = v->dims;

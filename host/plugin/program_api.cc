@@ -419,6 +419,7 @@ FleetStatus* VarAdd(FleetProgram* p, int32_t block, const FleetVarDesc* desc) {
   }
   if (!ValidVarName(desc->name)) return BadArg("var_add: name is NULL or empty");
   std::string name = desc->name;
+  if (Status bad = ir::CheckVarName(name); !bad.ok()) return BadArg("var_add: " + bad.message());
   std::string what = "var_add '" + name + "': ";
   if (desc->dtype <= FLEET_DTYPE_INVALID || desc->dtype > FLEET_DTYPE_FLOAT64) {
     return BadArg(what + "unknown dtype " + std::to_string(desc->dtype));

@@ -262,7 +262,45 @@ TEST(IrText, ProgramSetRoundTrips) {
   EXPECT_EQ(PrintProgramSet(*back), text);
 }
 
+// Names become file names and JSON strings, so bad ones are refused where they enter.
+TEST(IrNames, CheckVarNameRefusesWhatCannotBeAFileOrJsonName) {
+  for (std::string_view ok : {"x", "fc_0.w_0", "x@GRAD@RENAME@0", "w\xc3\xb6rter_\xe2\x82\xac",
+                              "a b", "..x"}) {
+    EXPECT_TRUE(CheckVarName(ok).ok()) << ok;
+  }
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"", "a var name is empty"},
+      {".", "var name '.' is a path component, not a name"},
+      {"..", "var name '..' is a path component, not a name"},
+      {"../../x", "var name '../../x' holds a path separator"},
+      {"/abs/path", "var name '/abs/path' holds a path separator"},
+      {"a\\b", "var name 'a\\x5cb' holds a path separator"},
+      {"a\nb", "var name 'a\\x0ab' holds a control character"},
+      {"\x1b[31mred", "var name '\\x1b[31mred' holds a control character"},
+      {"\xff\xfe", "var name '\\xff\\xfe' is not valid UTF-8"},
+      {"\xc0\xaf", "var name '\\xc0\\xaf' is not valid UTF-8"},       // overlong '/'
+      {"\xed\xa0\x80", "var name '\\xed\\xa0\\x80' is not valid UTF-8"},  // a surrogate
+      {"\xe2\x82", "var name '\\xe2\\x82' is not valid UTF-8"},        // truncated
+  };
+  for (const auto& [name, message] : bad) {
+    Status s = CheckVarName(name);
+    EXPECT_EQ(s.code(), Code::kInvalidArgument) << QuoteForMessage(name);
+    EXPECT_EQ(s.message(), message);
+  }
+  const std::string huge(kMaxVarNameBytes + 1, 'v');
+  Status s = CheckVarName(huge);
+  EXPECT_EQ(s.message(), "var name '" + std::string(80, 'v') + "...' is 1025 bytes long, more "
+                         "than 1024");
+  Block b;
+  Var v;
+  v.name = "../escape";
+  EXPECT_EQ(b.AddVar(v).status().code(), Code::kInvalidArgument);
+  EXPECT_TRUE(b.vars.empty());
+}
+
 TEST(IrText, ParseErrorsNameLineAndColumn) {
+  EXPECT_EQ(ParseError("program { block 0 { var \"../x\" : int64[2] } }"),
+            "t.ir:1:25: var name '../x' holds a path separator");
   EXPECT_EQ(ParseError("program {\n  block 0 {\n    var x float32[2]\n  }\n}\n"),
             "t.ir:3:11: expected ':', got 'float32'");
   EXPECT_EQ(ParseError("program {\n  block 0 {\n    var x : floot32[2]\n  }\n}\n"),

@@ -495,6 +495,17 @@ TEST(FrontendTest, DeepNestingIsAnErrorNotACrash) {
   EXPECT_EQ(ErrorOf(ok + ")\n").find("nest"), std::string::npos);
 }
 
+// A name that could leave train.save_params_dir, or break a log or JSON, is refused at the call.
+TEST(FrontendTest, BadNamesAreRefusedAtTheCall) {
+  EXPECT_EQ(ErrorOf("x = data('../../x', shape=[-1, 3])\n"),
+            "t.fleet:1:5: data: var name '../../x' holds a path separator");
+  EXPECT_EQ(ErrorOf("x = data('x', shape=[-1, 3])\n"
+                    "h = fc(x, size=2, param_attr=ParamAttr(name='/abs/path'))\n"),
+            "t.fleet:2:5: fc: var name '/abs/path' holds a path separator");
+  EXPECT_EQ(ErrorOf("x = data('x', shape=[-1, 3])\nh = fc(x, size=2, name='a\\tb')\n"),
+            "t.fleet:2:5: fc: var name 'a\\x09b.w_0' holds a control character");
+}
+
 TEST(FrontendTest, CodeConstructsAreRejected) {
   EXPECT_EQ(ErrorOf("x = data('x', shape=[3])\nfor i in range(3):\n    x = relu(x)\n"),
             "t.fleet:2:1: 'for' is not supported: a program file is data, not code (no loops, "
