@@ -164,12 +164,7 @@ Status WriteLatest(const fs::path& root, const std::string& name) {
 }
 
 // Creates `dir` (and its parents) or says why not.
-Status MakeDirs(const fs::path& dir) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) return Unavailable("cannot create '" + dir.string() + "': " + ec.message());
-  return OkStatus();
-}
+Status MakeDirs(const fs::path& dir) { return MakePrivateDirectories(dir); }
 
 }  // namespace
 

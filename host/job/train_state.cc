@@ -4,6 +4,7 @@
 
 #include "checkpoint/init_from.h"
 #include "data/npy.h"
+#include "support/durable_file.h"
 #include "support/logging.h"
 #include "support/text.h"
 
@@ -42,10 +43,7 @@ StatusOr<std::vector<uint8_t>> ParamBytes(const exec::Executor& executor,
 
 Status SaveParams(const exec::Executor& executor, const std::vector<std::string>& params,
                   const std::filesystem::path& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return Unavailable("train.save_params_dir: cannot create '" + dir.string() + "': " +
-                             ec.message());
+  FLEET_RETURN_IF_ERROR(MakePrivateDirectories(dir).WithContext("train.save_params_dir"));
   for (const std::string& name : params) {
     const exec::ScopeVar* v = executor.scope().Find(name);
     if (v == nullptr) continue;  // a parameter the program never initialised

@@ -37,7 +37,7 @@ Status Launch::StartChildren() {
     PlanCollective();
   }
   for (Child& c : children_) {
-    c.log_fd = ::open(c.record.log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    c.log_fd = ::open(c.record.log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (c.log_fd < 0) {
       return FailedPrecondition("cannot open the log file " + c.record.log_path + ": " +
                                 strerror(errno));

@@ -232,7 +232,7 @@ Status WriteFailureJson(const JobFacts& job, const std::vector<ChildRecord>& rec
   namespace fs = std::filesystem;
   fs::path final_path = fs::path(job.log_dir) / "failure.json";
   fs::path tmp = fs::path(job.log_dir) / ("failure.json.tmp." + std::to_string(::getpid()));
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) {
     return Internal("cannot write " + tmp.string() + ": " + strerror(errno));
   }

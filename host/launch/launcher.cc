@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "launch/launch_internal.h"
+#include "support/durable_file.h"
 
 namespace fleet {
 namespace launcher_internal {
@@ -63,10 +64,8 @@ Status Launch::Prepare() {
   job_dir_ = (base / o_.job_id).lexically_normal();
   // A restarted job keeps the logs of the start that failed.
   if (o_.restart > 0) job_dir_ /= "restart." + std::to_string(o_.restart);
-  fs::create_directories(job_dir_, ec);
-  if (ec) {
-    return FailedPrecondition("cannot create the log directory " + job_dir_.string() + ": " +
-                              ec.message());
+  if (Status made = MakePrivateDirectories(job_dir_); !made.ok()) {
+    return FailedPrecondition("cannot create the log directory: " + made.message());
   }
   // A failure.json from an earlier run of the same job id would describe a run that is gone.
   fs::remove(job_dir_ / "failure.json", ec);

@@ -26,7 +26,7 @@ class LockFile {
     if (fd_ >= 0) ::close(fd_);  // closing the descriptor releases the lock
   }
   Status Acquire(const std::string& path) {
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (fd_ < 0) {
       return Unavailable("file store: cannot open lock file " + path + ": " + ErrnoText(errno));
     }

@@ -39,7 +39,7 @@ StatusOr<uint32_t> WriteFileDurably(const fs::path& file,
   // The writer's pid in the temporary name: processes that replace one file (servers updating a
   // checkpoint's `latest`) do not write into each other's temporary file.
   const fs::path tmp = file.string() + ".tmp-" + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) {
     return Unavailable("cannot create '" + tmp.string() + "': " + std::strerror(errno));
   }
@@ -102,14 +102,31 @@ Status CheckDirectoryTarget(const fs::path& out, bool replace) {
   return OkStatus();
 }
 
+Status MakePrivateDirectories(const fs::path& dir) {
+  std::error_code ec;
+  // The directories that do not exist yet, outermost first.
+  std::vector<fs::path> missing;
+  for (fs::path p = fs::absolute(dir, ec).lexically_normal(); !p.empty() && !fs::exists(p, ec);
+       p = p.parent_path()) {
+    missing.insert(missing.begin(), p);
+    if (p == p.parent_path()) break;
+  }
+  fs::create_directories(dir, ec);
+  if (ec) return Unavailable("cannot create '" + dir.string() + "': " + ec.message());
+  for (const fs::path& p : missing) {
+    fs::permissions(p, fs::perms::owner_all, fs::perm_options::replace, ec);
+    if (ec) return Unavailable("cannot make '" + p.string() + "' private: " + ec.message());
+  }
+  return OkStatus();
+}
+
 StatusOr<fs::path> TempDirBeside(const fs::path& out) {
   const fs::path abs = fs::absolute(out);
   const fs::path tmp = abs.parent_path() / ("." + abs.filename().string() + ".tmp-" +
                                             std::to_string(::getpid()));
   std::error_code ec;
   fs::remove_all(tmp, ec);
-  fs::create_directories(tmp, ec);
-  if (ec) return Unavailable("cannot create '" + tmp.string() + "': " + ec.message());
+  FLEET_RETURN_IF_ERROR(MakePrivateDirectories(tmp));
   return tmp;
 }
 

@@ -13,12 +13,17 @@
 
 namespace fleet {
 
-// Writes the concatenation of `pieces` to `file` through `file` + ".tmp-PID": write, fsync, close,
-// rename, then fsync the directory. Returns the CRC-32 (zlib's polynomial) of the bytes
+// Writes the concatenation of `pieces` to `file` (mode 0600) through `file` + ".tmp-PID": write,
+// fsync, close, rename, then fsync the directory. Returns the CRC-32 (zlib's polynomial) of the bytes
 // written, computed as they are written. On failure nothing is left at `file`'s temporary name
 // and `file` is untouched; the message names the path and the system's reason (ENOSPC, EFBIG).
 StatusOr<uint32_t> WriteFileDurably(const std::filesystem::path& file,
                                     const std::vector<std::span<const uint8_t>>& pieces);
+
+// Creates `dir` and any missing parents; every directory it creates is 0700 (owner only),
+// whatever the umask, since they hold checkpoints, exports and logs. Existing directories keep
+// their modes. UNAVAILABLE naming the path and the system's reason.
+Status MakePrivateDirectories(const std::filesystem::path& dir);
 
 // fsyncs a directory, so the entries created or renamed in it are durable. Best effort on
 // filesystems that refuse to open a directory.
@@ -27,7 +32,8 @@ void SyncDirectory(const std::filesystem::path& dir);
 // The CRC-32 of `bytes` continuing from `crc` (0 to start).
 uint32_t Crc32(std::span<const uint8_t> bytes, uint32_t crc = 0);
 
-// Directories written whole or not at all: fill the directory TempDirBeside(out) makes, then
+// Directories written whole or not at all: fill the directory TempDirBeside(out) makes (0700),
+// then
 // CommitDirectory puts it at `out`. An `out` that exists and is not empty is refused unless
 // `replace`; it is then moved aside, and removed only once the new one is in place.
 StatusOr<std::filesystem::path> TempDirBeside(const std::filesystem::path& out);

@@ -126,6 +126,29 @@ TEST_F(CheckpointTest, SaveCommitsFilesManifestAndLatest) {
       << Text(dir / kManifestFile);
 }
 
+// Checkpoints hold a model and its optimizer state: owner-only whatever the umask.
+TEST_F(CheckpointTest, CheckpointsAreOwnerOnly) {
+  const mode_t old_mask = ::umask(022);
+  Save(30);
+  ::umask(old_mask);
+  auto mode = [](const fs::path& p) { return fs::status(p).permissions() & fs::perms::all; };
+  EXPECT_EQ(mode(root_), fs::perms::owner_all);
+  const fs::path dir = root_ / "step_0000030";
+  EXPECT_EQ(mode(dir), fs::perms::owner_all);
+  for (const fs::path& f : {dir / kStateFile, dir / kManifestFile, root_ / kLatestFile}) {
+    EXPECT_EQ(mode(f), fs::perms::owner_read | fs::perms::owner_write) << f;
+  }
+  // A directory that already existed keeps its mode.
+  const fs::path shared = root_.parent_path() / "shared_parent";
+  fs::create_directories(shared);
+  fs::permissions(shared, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec);
+  ASSERT_TRUE(MakePrivateDirectories(shared / "a" / "b").ok());
+  EXPECT_EQ(mode(shared), fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec);
+  EXPECT_EQ(mode(shared / "a"), fs::perms::owner_all);
+  EXPECT_EQ(mode(shared / "a" / "b"), fs::perms::owner_all);
+  fs::remove_all(shared);
+}
+
 TEST_F(CheckpointTest, ResumeTakesTheNewestAndKeepPrunesTheOldest) {
   for (int64_t s : {10, 20, 30, 40}) Save(s, /*keep=*/2);
   EXPECT_FALSE(fs::exists(root_ / "step_0000010"));
