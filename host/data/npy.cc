@@ -1,12 +1,17 @@
 #include "data/npy.h"
 
+#include <charconv>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <string>
+#include <system_error>
 
 #include "support/durable_file.h"
 
 namespace fleet::data {
+
+namespace fs = std::filesystem;
 namespace {
 
 // NumPy's type strings for the dtypes Fleet moves through files.
@@ -53,8 +58,14 @@ int64_t NpyArray::numel() const {
 
 StatusOr<NpyArray> ReadNpy(const std::filesystem::path& file) {
   const std::string where = file.string();
+  std::error_code ec;
+  // A FIFO or a device (/dev/zero) would be read without end.
+  if (fs::exists(file, ec) && !fs::is_regular_file(file, ec)) {
+    return InvalidArgument(where + ": not a regular file");
+  }
+  const uintmax_t file_size = fs::file_size(file, ec);
   std::ifstream in(file, std::ios::binary);
-  if (!in) return NotFound(where + ": cannot open");
+  if (!in || ec) return NotFound(where + ": cannot open");
   char magic[8];
   if (!in.read(magic, 8) || std::memcmp(magic, "\x93NUMPY", 6) != 0) {
     return InvalidArgument(where + ": not a .npy file (bad magic)");
@@ -98,19 +109,30 @@ StatusOr<NpyArray> ReadNpy(const std::filesystem::path& file) {
     std::string item = inner.substr(pos, comma == std::string::npos ? std::string::npos
                                                                     : comma - pos);
     item.erase(0, item.find_first_not_of(' '));
+    item.erase(item.find_last_not_of(' ') + 1);
     if (!item.empty()) {
-      try {
-        long long d = std::stoll(item);
-        if (d < 0) return InvalidArgument(where + ": negative dimension in shape " + shape);
-        out.dims.push_back(d);
-      } catch (...) {
-        return InvalidArgument(where + ": bad shape " + shape);
+      // The whole item must be a non-negative integer: "16abc" is not 16.
+      int64_t d = -1;
+      const auto [end, err] = std::from_chars(item.data(), item.data() + item.size(), d);
+      if (err != std::errc() || end != item.data() + item.size() || d < 0) {
+        return InvalidArgument(where + ": bad dimension '" + item + "' in shape " + shape);
       }
+      out.dims.push_back(d);
     }
     if (comma == std::string::npos) break;
     pos = comma + 1;
   }
-  const size_t bytes = static_cast<size_t>(out.numel()) * ir::DataTypeSize(out.dtype);
+  // The header's shape is checked against the file before anything is allocated from it.
+  auto checked = ir::TensorBytes(out.dtype, out.dims);
+  if (!checked.ok()) {
+    return InvalidArgument(where + ": shape " + shape + ": " + checked.status().message());
+  }
+  const size_t bytes = *checked;
+  const uintmax_t data_start = static_cast<uintmax_t>(in.tellg());
+  if (file_size < data_start || file_size - data_start < bytes) {
+    return InvalidArgument(where + ": data shorter than shape " + shape + " needs (" +
+                           std::to_string(bytes) + " bytes)");
+  }
   out.bytes.resize(bytes);
   if (bytes > 0 && !in.read(reinterpret_cast<char*>(out.bytes.data()),
                             static_cast<std::streamsize>(bytes))) {

@@ -160,6 +160,9 @@ StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
       return InvalidArgument("feed '" + name + "' has shape " + ir::ShapeText(dims) +
                              " but the var is declared " + ir::TypeShapeText(v->dtype, v->shape));
     }
+    if (auto bytes = ir::TensorBytes(v->dtype, dims); !bytes.ok()) {
+      return InvalidArgument("feed '" + name + "': " + bytes.status().message());
+    }
     infos[name] = {v->dtype, dims};
   }
 
@@ -243,6 +246,11 @@ StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
         if (!FullyKnown(info.dims)) {
           return InvalidArgument(label + ": output " + slot + " '" + names[k] +
                                  "' has an unknown dimension: " + ir::ShapeText(info.dims));
+        }
+        // Every buffer is sized from these dims; they are checked before any is allocated.
+        if (auto bytes = ir::TensorBytes(info.dtype, info.dims); !bytes.ok()) {
+          return InvalidArgument(label + ": output " + slot + " '" + names[k] +
+                                 "': " + bytes.status().message());
         }
         if (v != nullptr && v->persistable) {
           auto sv = scope_.GetOrCreate(names[k], info.dtype, info.dims);

@@ -4,16 +4,6 @@
 
 namespace fleet::exec {
 
-namespace {
-
-int64_t Numel(const std::vector<int64_t>& dims) {
-  int64_t n = 1;
-  for (int64_t d : dims) n *= d;
-  return n;
-}
-
-}  // namespace
-
 Scope::~Scope() {
   if (Status s = WaitForStream(); !s.ok()) Log().warn("scope: {}", s.message());
   for (auto& [name, var] : vars_) {
@@ -50,7 +40,7 @@ StatusOr<const ScopeVar*> Scope::GetOrCreate(const std::string& name, ir::DataTy
   ScopeVar var;
   var.dtype = dtype;
   var.dims = dims;
-  var.bytes = static_cast<size_t>(Numel(dims)) * ir::DataTypeSize(dtype);
+  FLEET_ASSIGN_OR_RETURN(var.bytes, ir::TensorBytes(dtype, dims));
   FLEET_ASSIGN_OR_RETURN(var.data, device_.Alloc(ordinal_, var.bytes));
   // A var nobody initialised reads as zeros rather than as whatever the allocator left. On the
   // stream, so that it is ordered before the kernels that will write it.

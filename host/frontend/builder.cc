@@ -144,6 +144,8 @@ StatusOr<std::string> ProgramBuilder::CreateParameter(std::string_view layer, bo
     }
     return name;
   }
+  // A parameter's shape is fully known; one too large for any tensor is refused at its layer.
+  FLEET_RETURN_IF_ERROR(ir::TensorBytes(dtype, shape).status());
   ir::Var v;
   v.name = name;
   v.dtype = dtype;

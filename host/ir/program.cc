@@ -295,6 +295,18 @@ int64_t KnownNumel(const std::vector<int64_t>& dims) {
   return n;
 }
 
+StatusOr<size_t> TensorBytes(DataType dtype, const std::vector<int64_t>& dims) {
+  uint64_t bytes = DataTypeSize(dtype);
+  for (int64_t d : dims) {
+    if (d < 0) return InvalidArgument(TypeShapeText(dtype, dims) + " has an unknown dimension");
+    if (d != 0 && bytes > kMaxTensorBytes / static_cast<uint64_t>(d)) {
+      return InvalidArgument(TypeShapeText(dtype, dims) + " would take more than 2^62 bytes");
+    }
+    bytes *= static_cast<uint64_t>(d);
+  }
+  return static_cast<size_t>(bytes);
+}
+
 int32_t OpRoleOf(const Op& op) {
   const Attribute* a = op.FindAttr(op_role::kAttr);
   if (a == nullptr) return op_role::kForward;

@@ -181,6 +181,14 @@ bool ShapesCompatible(const std::vector<int64_t>& a, const std::vector<int64_t>&
 // The element count, or -1 when a dim is unknown.
 int64_t KnownNumel(const std::vector<int64_t>& dims);
 
+// Tensors hold at most kMaxTensorBytes bytes (2^62), so every element count, byte count and
+// offset within one fits int64_t and size_t.
+inline constexpr uint64_t kMaxTensorBytes = uint64_t{1} << 62;
+// The bytes of a tensor of `dtype` with fully known `dims`, multiplied out without overflow.
+// INVALID_ARGUMENT naming the type and shape for an unknown dim or a tensor larger than
+// kMaxTensorBytes: sizes that come from input are checked here before anything is allocated.
+StatusOr<size_t> TensorBytes(DataType dtype, const std::vector<int64_t>& dims);
+
 // Suffix of gradient variables, as in Paddle ("fc_0.w_0@GRAD").
 inline constexpr std::string_view kGradSuffix = "@GRAD";
 

@@ -2,6 +2,7 @@
 #include "data/source.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -213,6 +214,36 @@ TEST(NpySourceTest, Errors) {
   EXPECT_NE(error("x.npy", "y.npy").find("4 samples, but"), std::string::npos);
   dir.Write("junk.npy", "not an npy file");
   EXPECT_NE(error("junk.npy", "y.npy").find("junk.npy"), std::string::npos);
+}
+
+// An .npy header is input: its shape is parsed strictly, multiplied out without overflow and
+// checked against the file's size before anything is allocated from it.
+TEST(NpyTest, HostileHeadersAreRefusedBeforeAllocating) {
+  TempDir dir;
+  auto npy = [&](const std::string& name, const std::string& shape, size_t data_bytes) {
+    std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }";
+    header.append((64 - (10 + header.size() + 1) % 64) % 64, ' ');
+    header += '\n';
+    std::string file = std::string("\x93NUMPY\x01\x00", 8);
+    file += static_cast<char>(header.size() & 0xff);
+    file += static_cast<char>(header.size() >> 8);
+    dir.Write(name, file + header + std::string(data_bytes, '\0'));
+    auto r = ReadNpy(dir.path() / name);
+    return r.ok() ? std::string("ok") : r.status().message();
+  };
+  EXPECT_EQ(npy("ok.npy", "(2, 3)", 24), "ok");
+  EXPECT_NE(npy("letters.npy", "(16abc, 32)", 2048).find("bad dimension '16abc'"),
+            std::string::npos);
+  EXPECT_NE(npy("neg.npy", "(-4, 2)", 32).find("bad dimension '-4'"), std::string::npos);
+  EXPECT_NE(npy("huge.npy", "(4611686018427387904, 4)", 16).find("more than 2^62 bytes"),
+            std::string::npos);
+  // Claims 8 GB, holds 16 bytes: refused by size, not by a failed 8 GB allocation.
+  EXPECT_NE(npy("short.npy", "(1000000, 2000)", 16).find("data shorter than shape"),
+            std::string::npos);
+  ::mkfifo((dir.path() / "fifo.npy").c_str(), 0600);
+  auto fifo = ReadNpy(dir.path() / "fifo.npy");
+  ASSERT_FALSE(fifo.ok());
+  EXPECT_NE(fifo.status().message().find("not a regular file"), std::string::npos);
 }
 
 TEST(FeedSpecsTest, OnlyTheBatchDimMayBeUnknown) {

@@ -506,6 +506,16 @@ TEST(FrontendTest, BadNamesAreRefusedAtTheCall) {
             "t.fleet:2:5: fc: var name 'a\\x09b.w_0' holds a control character");
 }
 
+// fc(x, size=2**62) once wrapped a byte count around and wrote past a small buffer.
+TEST(FrontendTest, ParametersTooLargeForAnyTensorAreRefusedAtTheLayer) {
+  EXPECT_EQ(ErrorOf("x = data('x', shape=[-1, 4])\nh = fc(x, size=4611686018427387904)\n"),
+            "t.fleet:2:5: fc: float32[4, 4611686018427387904] would take more than 2^62 bytes");
+  EXPECT_EQ(ErrorOf("i = data('i', shape=[-1, 1], dtype='int64')\n"
+                    "e = embedding(i, size=[4611686018427387904, 8])\n"),
+            "t.fleet:2:5: embedding: float32[4611686018427387904, 8] would take more than 2^62 "
+            "bytes");
+}
+
 TEST(FrontendTest, CodeConstructsAreRejected) {
   EXPECT_EQ(ErrorOf("x = data('x', shape=[3])\nfor i in range(3):\n    x = relu(x)\n"),
             "t.fleet:2:1: 'for' is not supported: a program file is data, not code (no loops, "
