@@ -405,6 +405,40 @@ TEST(NnConformance, LayerNormGradient) {
   EXPECT_TRUE(CheckGradients(*runner, LayerNorm({{"begin_norm_axis", int32_t{2}}}), b, opt));
 }
 
+// The float32 kernels (oneDNN's layer normalization on the CPU) against the float64 ones the
+// gradient check covers, with and without Scale and Bias, and with only some gradients asked.
+TEST(NnConformance, LayerNormFloat32MatchesFloat64) {
+  FLEET_CONFORMANCE_RUNNER(runner);
+  VarMap a{{"x", RandomTensor<double>({6, 33}, 116, -2, 3)},
+           {"s", RandomTensor<double>({33}, 117)},
+           {"b", RandomTensor<double>({33}, 118)}};
+  ExpectFloatsMatchNumpy(*runner, LayerNorm({}), a, 1e-5, 1e-5);
+  ExpectFloat32GradsMatchFloat64(*runner, LayerNorm({}), a, 1e-4, 1e-5, 119);
+  ir::Op plain = MakeOp("layer_norm", {{"X", {"x"}}},
+                        {{"Y", {"y"}}, {"Mean", {"mean"}}, {"Variance", {"var"}}},
+                        {{"begin_norm_axis", int32_t{2}}});
+  VarMap b{{"x", RandomTensor<double>({3, 4, 5, 2}, 120)}};
+  ExpectFloatsMatchNumpy(*runner, plain, b, 1e-5, 1e-5, "layer_norm");
+  ExpectFloat32GradsMatchFloat64(*runner, plain, b, 1e-4, 1e-5, 121);
+  // Scale without Bias, and a grad op asked for X@GRAD only.
+  ir::Op scaled = MakeOp("layer_norm", {{"X", {"x"}}, {"Scale", {"s"}}},
+                         {{"Y", {"y"}}, {"Mean", {"mean"}}, {"Variance", {"var"}}});
+  ExpectFloat32GradsMatchFloat64(*runner, scaled, a, 1e-4, 1e-5, 122);
+  VarMap v = CastAll(a, ir::DataType::kFloat32);
+  ASSERT_TRUE(runner->Run(LayerNorm({}), v).ok());
+  v["y@GRAD"] = RandomTensor<float>({6, 33}, 123);
+  ir::Op dx_only = MakeOp("layer_norm_grad",
+                          {{"X", {"x"}}, {"Scale", {"s"}}, {"Bias", {"b"}}, {"Mean", {"mean"}},
+                           {"Variance", {"var"}}, {"Y@GRAD", {"y@GRAD"}}},
+                          {{"X@GRAD", {"dx"}}});
+  Status dx_status = runner->Run(dx_only, v);
+  ASSERT_TRUE(dx_status.ok()) << dx_status.ToString();
+  ir::Op all = dx_only;
+  all.outputs = {{"X@GRAD", {"dx2"}}, {"Scale@GRAD", {"ds"}}, {"Bias@GRAD", {"db"}}};
+  ASSERT_TRUE(runner->Run(all, v).ok());
+  EXPECT_TRUE(AllClose(v.at("dx"), v.at("dx2"), 0, 0));
+}
+
 // ---- dropout ------------------------------------------------------------------------------
 
 ir::Op Dropout(Attrs attrs) {

@@ -1,10 +1,14 @@
 // batch_norm and layer_norm kernels (+ grads), float32 and float64, as per-channel / per-row
-// loops (parallel over channels or rows; each inner loop is contiguous and vectorises).
+// loops (parallel over channels or rows; each inner loop is contiguous and vectorises), and
+// float32 layer_norm on oneDNN.
 //
 // batch_norm views X as [N, C, S] (S = product of the dims after C; 1 for 2-D input).
 // Statistics accumulate in double so float32 results do not drift with large N*S.
+#include <climits>
 #include <cmath>
+#include <memory>
 
+#include "kernels/math_util.h"
 #include "kernels/nn_kernels.h"
 
 namespace fleet_cpu {
@@ -175,9 +179,146 @@ FleetStatus* ViewRows(const FleetKernelContext* kc, const FleetTensor* x, Rows* 
   return nullptr;
 }
 
-template <typename T>
-FleetStatus* LayerNorm(void*, const FleetKernelContext* kc, void*) {
+// ---- layer_norm on oneDNN (float32) ----------------------------------------------------------
+
+// float32 layer_norm runs on oneDNN's layer_normalization primitives (vectorised for the CPU
+// they run on), made at prepare; float64, and shapes oneDNN's int sizes cannot take, run the
+// loops below. Outputs the op does not ask for (Mean / Variance in the forward pass, X@GRAD,
+// Scale@GRAD, Bias@GRAD in the backward) go to scratch, since the primitive writes them all.
+struct LayerNormState {
+  math::DnnlCall call;
+  Rows rows;
+  bool scale = false, shift = false;  // Scale / Bias inputs present
+  bool weights_grad = false;          // backward: the pass computes Scale / Bias gradients
+};
+
+void ReleaseLayerNorm(void*, void* state) { delete static_cast<LayerNormState*>(state); }
+
+bool DnnlSized(const Rows& r) {
+  return r.left > 0 && r.right > 0 && r.left <= INT32_MAX && r.right <= INT32_MAX &&
+         r.left * r.right <= INT32_MAX;
+}
+
+template <bool kGrad>
+FleetStatus* LayerNormPrepare(void*, const FleetKernelContext* kc, void** state,
+                              size_t* scratch_bytes) {
+  UseThreads(kc);  // oneDNN sizes a primitive's thread team when it is created
   return Guard(kc, [&]() -> FleetStatus* {
+    using dnnl::memory;
+    using dnnl::normalization_flags;
+    auto st = std::make_unique<LayerNormState>();
+    if (FleetStatus* e = ViewRows(kc, Input(kc, "X"), &st->rows)) return e;
+    if (!DnnlSized(st->rows)) {
+      *state = nullptr;  // the loops
+      return nullptr;
+    }
+    const Rows& r = st->rows;
+    st->scale = Input(kc, "Scale") != nullptr;
+    st->shift = Input(kc, "Bias") != nullptr;
+    auto flags = normalization_flags::none;
+    if (st->scale) flags |= normalization_flags::use_scale;
+    if (st->shift) flags |= normalization_flags::use_shift;
+    const float eps = static_cast<float>(FloatAttr(kc, "epsilon", 1e-5));
+    const memory::desc data({r.left, r.right}, memory::data_type::f32, memory::format_tag::ab);
+    const memory::desc stat({r.left}, memory::data_type::f32, memory::format_tag::a);
+    const memory::desc chan({r.right}, memory::data_type::f32, memory::format_tag::a);
+    const dnnl::layer_normalization_forward::primitive_desc fwd(
+        {dnnl::prop_kind::forward_training, data, stat, eps, flags}, DnnlEngine());
+    size_t scratch = 0;
+    if (!kGrad) {
+      st->call.prim = dnnl::layer_normalization_forward(fwd);
+      st->call.Bind(DNNL_ARG_SRC, data);
+      st->call.Bind(DNNL_ARG_DST, data);
+      st->call.Bind(DNNL_ARG_MEAN, stat);
+      st->call.Bind(DNNL_ARG_VARIANCE, stat);
+      if (Output(kc, "Mean") == nullptr) scratch += r.left;
+      if (Output(kc, "Variance") == nullptr) scratch += r.left;
+    } else {
+      // oneDNN computes the data gradient alone only without scale and shift; with either, the
+      // full backward pass runs and an unrequested Scale@GRAD / Bias@GRAD goes to scratch.
+      st->weights_grad = st->scale || st->shift;
+      const auto prop =
+          st->weights_grad ? dnnl::prop_kind::backward : dnnl::prop_kind::backward_data;
+      const dnnl::layer_normalization_backward::primitive_desc bwd(
+          {prop, data, data, stat, eps, flags}, DnnlEngine(), fwd);
+      st->call.prim = dnnl::layer_normalization_backward(bwd);
+      st->call.Bind(DNNL_ARG_SRC, data);
+      st->call.Bind(DNNL_ARG_MEAN, stat);
+      st->call.Bind(DNNL_ARG_VARIANCE, stat);
+      st->call.Bind(DNNL_ARG_DIFF_DST, data);
+      st->call.Bind(DNNL_ARG_DIFF_SRC, data);
+      if (Output(kc, "X@GRAD") == nullptr) scratch += r.left * r.right;
+      if (st->weights_grad) {
+        if (st->scale) st->call.Bind(DNNL_ARG_DIFF_SCALE, chan);
+        if (st->shift) st->call.Bind(DNNL_ARG_DIFF_SHIFT, chan);
+        scratch += 2 * r.right;
+      }
+    }
+    // The backward primitive takes the shift too, though the gradient does not depend on it.
+    if (st->scale) st->call.Bind(DNNL_ARG_SCALE, chan);
+    if (st->shift) st->call.Bind(DNNL_ARG_SHIFT, chan);
+    *scratch_bytes = static_cast<size_t>(scratch) * sizeof(float);
+    *state = st.release();
+    return nullptr;
+  });
+}
+
+// Where an output goes: its tensor, or the next `n` floats of scratch.
+float* OrScratch(const FleetTensor* t, float*& scratch, int64_t n) {
+  if (t != nullptr) return Data<float>(t);
+  float* p = scratch;
+  scratch += n;
+  return p;
+}
+
+FleetStatus* LayerNormDnnl(const FleetKernelContext* kc, LayerNormState& st) {
+  float* scratch = static_cast<float*>(kc->scratch);
+  const Rows& r = st.rows;
+  st.call.Set(DNNL_ARG_SRC, Input(kc, "X")->data);
+  st.call.Set(DNNL_ARG_DST, Output(kc, "Y")->data);
+  st.call.Set(DNNL_ARG_MEAN, OrScratch(Output(kc, "Mean"), scratch, r.left));
+  st.call.Set(DNNL_ARG_VARIANCE, OrScratch(Output(kc, "Variance"), scratch, r.left));
+  if (st.scale) st.call.Set(DNNL_ARG_SCALE, Input(kc, "Scale")->data);
+  if (st.shift) st.call.Set(DNNL_ARG_SHIFT, Input(kc, "Bias")->data);
+  st.call.Run();
+  return nullptr;
+}
+
+FleetStatus* LayerNormGradDnnl(const FleetKernelContext* kc, LayerNormState& st) {
+  const FleetTensor* dx = Output(kc, "X@GRAD");
+  if (dx == nullptr && Output(kc, "Scale@GRAD") == nullptr && Output(kc, "Bias@GRAD") == nullptr) {
+    return nullptr;
+  }
+  if (FleetStatus* e = Require(kc, Input(kc, "Mean"), "Mean")) return e;
+  if (FleetStatus* e = Require(kc, Input(kc, "Variance"), "Variance")) return e;
+  if (FleetStatus* e = Require(kc, Input(kc, "Y@GRAD"), "Y@GRAD")) return e;
+  float* scratch = static_cast<float*>(kc->scratch);
+  const Rows& r = st.rows;
+  st.call.Set(DNNL_ARG_SRC, Input(kc, "X")->data);
+  st.call.Set(DNNL_ARG_MEAN, Input(kc, "Mean")->data);
+  st.call.Set(DNNL_ARG_VARIANCE, Input(kc, "Variance")->data);
+  st.call.Set(DNNL_ARG_DIFF_DST, Input(kc, "Y@GRAD")->data);
+  st.call.Set(DNNL_ARG_DIFF_SRC, OrScratch(dx, scratch, r.left * r.right));
+  if (st.scale) st.call.Set(DNNL_ARG_SCALE, Input(kc, "Scale")->data);
+  if (st.shift) st.call.Set(DNNL_ARG_SHIFT, Input(kc, "Bias")->data);
+  if (st.weights_grad) {
+    if (st.scale) {
+      st.call.Set(DNNL_ARG_DIFF_SCALE, OrScratch(Output(kc, "Scale@GRAD"), scratch, r.right));
+    }
+    if (st.shift) {
+      st.call.Set(DNNL_ARG_DIFF_SHIFT, OrScratch(Output(kc, "Bias@GRAD"), scratch, r.right));
+    }
+  }
+  st.call.Run();
+  return nullptr;
+}
+
+// ---- layer_norm loops (float64, and float32 shapes oneDNN does not take) ----------------------
+
+template <typename T>
+FleetStatus* LayerNorm(void*, const FleetKernelContext* kc, void* state) {
+  return Guard(kc, [&]() -> FleetStatus* {
+    if (state != nullptr) return LayerNormDnnl(kc, *static_cast<LayerNormState*>(state));
     Rows r;
     const FleetTensor* xt = Input(kc, "X");
     if (FleetStatus* st = ViewRows(kc, xt, &r)) return st;
@@ -214,8 +355,9 @@ FleetStatus* LayerNorm(void*, const FleetKernelContext* kc, void*) {
 }
 
 template <typename T>
-FleetStatus* LayerNormGrad(void*, const FleetKernelContext* kc, void*) {
+FleetStatus* LayerNormGrad(void*, const FleetKernelContext* kc, void* state) {
   return Guard(kc, [&]() -> FleetStatus* {
+    if (state != nullptr) return LayerNormGradDnnl(kc, *static_cast<LayerNormState*>(state));
     Rows r;
     const FleetTensor* xt = Input(kc, "X");
     if (FleetStatus* st = ViewRows(kc, xt, &r)) return st;
@@ -280,9 +422,11 @@ void AddNnNormKernels(KernelList& list) {
   Add(list, "batch_norm", FLEET_DTYPE_FLOAT64, BatchNorm<double>);
   Add(list, "batch_norm_grad", FLEET_DTYPE_FLOAT32, BatchNormGrad<float>);
   Add(list, "batch_norm_grad", FLEET_DTYPE_FLOAT64, BatchNormGrad<double>);
-  Add(list, "layer_norm", FLEET_DTYPE_FLOAT32, LayerNorm<float>);
+  Add(list, "layer_norm", FLEET_DTYPE_FLOAT32, LayerNorm<float>, LayerNormPrepare<false>,
+      ReleaseLayerNorm);
   Add(list, "layer_norm", FLEET_DTYPE_FLOAT64, LayerNorm<double>);
-  Add(list, "layer_norm_grad", FLEET_DTYPE_FLOAT32, LayerNormGrad<float>);
+  Add(list, "layer_norm_grad", FLEET_DTYPE_FLOAT32, LayerNormGrad<float>,
+      LayerNormPrepare<true>, ReleaseLayerNorm);
   Add(list, "layer_norm_grad", FLEET_DTYPE_FLOAT64, LayerNormGrad<double>);
 }
 
