@@ -4,10 +4,12 @@
 // Why not oneDNN's RNN primitive: it has no per-sequence lengths (Paddle's SequenceLength, where
 // the reverse direction starts at each sequence's own last step) and no float64. The recurrence
 // here is the classic GEMM formulation instead, the one PyTorch's CPU path also uses: one GEMM
-// per layer and direction for the input projection of every step, one [B, H] x [H, G * H] GEMM
-// per step for the recurrence (oneDNN's sgemm in float32, a plain loop in float64), and the gate
-// arithmetic as a plain loop over the batch. The backward pass keeps the per-step gate gradients
-// and does the weight and input gradients as three large GEMMs per layer and direction.
+// per layer and direction for the input projection of every step (oneDNN's sgemm), one
+// [B, H] x [H, G * H] product per step for the recurrence (a oneDNN matmul on W_hh packed once
+// per launch), and the gates' sigmoid and tanh through oneDNN's eltwise primitives over dense
+// buffers. The backward pass keeps the per-step gate gradients and does the weight and input
+// gradients as three large GEMMs per layer and direction. float64 (for gradient checks) runs the
+// same steps with plain loops.
 //
 // Masking: a step at or past a sequence's length leaves h and c as they were and outputs zeros;
 // in backward such a step passes dh and dc through and has zero gate gradients. Every buffer a
@@ -15,10 +17,10 @@
 #include <dnnl.h>
 
 #include <algorithm>
-#include <stdexcept>
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -49,13 +51,7 @@ void RowGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a,
                      ldc, 1, beta != 0.0);
 }
 
-// ---- activations -----------------------------------------------------------------------------
-
-// The gate nonlinearities over dense buffers: in float32 oneDNN's eltwise primitives (vectorised
-// exp and tanh; made at prepare for the buffer sizes the op uses), in float64 plain loops.
-// Gates are gathered into dense per-function buffers first, since oneDNN's fast eltwise paths
-// take dense memory only.
-enum class Fn { kSigmoid, kTanh };
+// ---- prepared primitives -----------------------------------------------------------------------
 
 // D[m, n] = A[m, k] B[k, n] (or D += with `accumulate`) as a oneDNN matmul whose B is packed
 // into the primitive's own layout once per launch: the recurrent GEMM runs every step with the
@@ -111,6 +107,12 @@ struct RnnState {
   PackedGemm recurrent;
   size_t packed_at = 0;  // byte offset of the packed weights in the scratch
 };
+
+// The gate nonlinearities over dense buffers: in float32 oneDNN's eltwise primitives (vectorised
+// exp and tanh; made at prepare for the buffer sizes the op uses), in float64 plain loops.
+// Gates are gathered into dense per-function buffers first, since oneDNN's fast eltwise paths
+// take dense memory only.
+enum class Fn { kSigmoid, kTanh };
 
 math::DnnlCall MakeEltwise(dnnl::algorithm alg, int64_t n) {
   const dnnl::memory::desc md({n}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::a);
