@@ -12,6 +12,10 @@ int main(int argc, char** argv) {
   // A peer that goes away must surface as an error on the socket that wrote to it (stores,
   // communicators, transports), not kill the process with SIGPIPE.
   std::signal(SIGPIPE, SIG_IGN);
+  // Likewise a file-size limit (ulimit -f, a quota enforced that way) must fail the write with
+  // EFBIG, which every writer reports and cleans up after, not kill the process mid-checkpoint
+  // and leave its temporary files behind.
+  std::signal(SIGXFSZ, SIG_IGN);
   // The boundary of last resort: an exception that escaped every layer (a bug, or an
   // allocation the input sized past what the machine has) ends in a message and exit code 70
   // (EX_SOFTWARE), not in std::terminate's abort and core dump.

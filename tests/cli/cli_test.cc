@@ -30,11 +30,13 @@ std::string ReadFile(const fs::path& p) {
 
 // Runs fleet-host with `args` (already shell-quoted where needed) in `cwd`, with `env` prefixed
 // (e.g. "FLEET_PLUGIN_PATH=/x"). stdout and stderr are captured separately.
-Result RunHost(const std::string& args, const std::string& env = "", const fs::path& cwd = {}) {
+// `shell_prefix` runs before fleet-host in the same shell (e.g. "ulimit -f 8 && ").
+Result RunHost(const std::string& args, const std::string& env = "", const fs::path& cwd = {},
+               const std::string& shell_prefix = "") {
   fs::path dir = fs::temp_directory_path() / ("fleet_cli_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   fs::path out = dir / "out", err = dir / "err";
-  std::string cmd;
+  std::string cmd = shell_prefix;
   if (!cwd.empty()) cmd += "cd '" + cwd.string() + "' && ";
   cmd += "env -u FLEET_PLUGIN_PATH " + env + " timeout 60 " FLEET_HOST_EXE " " + args + " >'" +
          out.string() + "' 2>'" + err.string() + "'";
@@ -992,6 +994,23 @@ TEST(CliShowPserverTest, PserverRoleOutsideAPserverJobIsRefused) {
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_TRUE(Contains(r.err, "--role pserver needs a parameter-server job")) << r.err;
   EXPECT_TRUE(Contains(r.err, "\"collective\"")) << r.err;
+}
+
+// Under a file-size limit a checkpoint write fails with EFBIG: a clear error naming the file,
+// exit 1, and no temporary left, where SIGXFSZ used to kill the process mid-write.
+TEST(CliRunTest, AFileSizeLimitIsAnErrorNotADeath) {
+  TempDir dir;
+  const std::string mlp = (kExamples / "mlp/mlp.fleet").string();
+  const std::string ckpt = (dir.path() / "ckpt").string();
+  Result r = RunHost("--config " + (kExamples / "mlp/fleet.toml").string() + " run " + mlp +
+                         " --set train.steps=4 --set checkpoint.every_steps=2 "
+                         "--set checkpoint.dir=" + ckpt,
+                     "", {}, "ulimit -f 8 && ");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(Contains(r.err, "File too large")) << r.err;
+  for (const auto& e : fs::recursive_directory_iterator(dir.path())) {
+    EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << e.path();
+  }
 }
 
 // ---- export, infer, convert ------------------------------------------------------------------
