@@ -69,7 +69,7 @@ void PrintVersion(std::ostream& out) {
 }  // namespace
 
 int Fail(std::ostream& err, const Status& status) {
-  err << "fleet-host: " << status.message() << "\n";
+  err << "fleet-host: " << ForTerminal(status.message()) << "\n";
   return kExitFailure;
 }
 

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "support/text.h"
+
 namespace fleet::ir {
 namespace {
 
@@ -158,39 +160,6 @@ const Var* Block::FindVar(std::string_view name) const {
   return it == vars.end() ? nullptr : &it->second;
 }
 
-namespace {
-
-// The length of the UTF-8 sequence starting at s[i], or 0 when it is not valid (truncated, a
-// bad continuation byte, an overlong form, a surrogate or beyond U+10FFFF).
-size_t Utf8Length(std::string_view s, size_t i) {
-  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char c = b(i);
-  if (c < 0x80) return 1;
-  size_t n = 0;
-  uint32_t cp = 0;
-  if ((c & 0xE0) == 0xC0) {
-    n = 2;
-    cp = c & 0x1F;
-  } else if ((c & 0xF0) == 0xE0) {
-    n = 3;
-    cp = c & 0x0F;
-  } else if ((c & 0xF8) == 0xF0) {
-    n = 4;
-    cp = c & 0x07;
-  } else {
-    return 0;
-  }
-  if (i + n > s.size()) return 0;
-  for (size_t k = 1; k < n; ++k) {
-    if ((b(i + k) & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (b(i + k) & 0x3F);
-  }
-  static constexpr uint32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
-  if (cp < kMin[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-  return n;
-}
-
-}  // namespace
 
 std::string QuoteForMessage(std::string_view text, size_t max_bytes) {
   static constexpr char kHex[] = "0123456789abcdef";
@@ -226,7 +195,7 @@ Status CheckVarName(std::string_view name) {
     const auto c = static_cast<unsigned char>(name[i]);
     if (c < 0x20 || c == 0x7f) return refuse("holds a control character");
     if (c == '/' || c == '\\') return refuse("holds a path separator");
-    const size_t n = Utf8Length(name, i);
+    const size_t n = Utf8SequenceLength(name, i);
     if (n == 0) return refuse("is not valid UTF-8");
     i += n;
   }

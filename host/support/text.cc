@@ -1,6 +1,7 @@
 #include "support/text.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 
 namespace fleet {
@@ -59,6 +60,58 @@ std::string FormatFixed(double v, int digits) {
   char buf[64];
   std::snprintf(buf, sizeof(buf), "%.*f", digits, v);
   return buf;
+}
+
+size_t Utf8SequenceLength(std::string_view text, size_t i) {
+  const auto b = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
+  const unsigned char c = b(i);
+  if (c < 0x80) return 1;
+  size_t n = 0;
+  uint32_t cp = 0;
+  if ((c & 0xE0) == 0xC0) {
+    n = 2;
+    cp = c & 0x1F;
+  } else if ((c & 0xF0) == 0xE0) {
+    n = 3;
+    cp = c & 0x0F;
+  } else if ((c & 0xF8) == 0xF0) {
+    n = 4;
+    cp = c & 0x07;
+  } else {
+    return 0;
+  }
+  if (i + n > text.size()) return 0;
+  for (size_t k = 1; k < n; ++k) {
+    if ((b(i + k) & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (b(i + k) & 0x3F);
+  }
+  static constexpr uint32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < kMin[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+  return n;
+}
+
+std::string ForTerminal(std::string_view message, size_t max_bytes) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  size_t i = 0;
+  while (i < message.size() && i < max_bytes) {
+    const auto c = static_cast<unsigned char>(message[i]);
+    const size_t n = Utf8SequenceLength(message, i);
+    if (c == '\n' || c == '\t' || (n == 1 && c >= 0x20 && c != 0x7f) || n > 1) {
+      const size_t take = n > 1 ? n : 1;
+      out.append(message.substr(i, take));
+      i += take;
+      continue;
+    }
+    out += "\\x";
+    out += kHex[c >> 4];
+    out += kHex[c & 0xF];
+    ++i;
+  }
+  if (i < message.size()) {
+    out += "... (" + std::to_string(message.size() - i) + " more bytes)";
+  }
+  return out;
 }
 
 }  // namespace fleet

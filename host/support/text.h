@@ -22,4 +22,15 @@ std::vector<std::string> Split(std::string_view text, char sep);
 // `v` with `digits` digits after the point ("%.*f").
 std::string FormatFixed(double v, int digits);
 
+// The length of the UTF-8 sequence starting at text[i] (1 to 4), or 0 where it is not valid
+// UTF-8 (a truncated sequence, a bad continuation byte, an overlong form, a surrogate, a code
+// point beyond U+10FFFF).
+size_t Utf8SequenceLength(std::string_view text, size_t i);
+
+// `message` made safe for a terminal or a log: newlines and tabs kept, other control characters
+// (escape sequences among them), DEL and bytes that are not valid UTF-8 written as \xHH, and the
+// text cut after `max_bytes` bytes with a note of how much was left out. Messages echo input
+// (names, values, file contents), which must not drive the terminal or flood it.
+std::string ForTerminal(std::string_view message, size_t max_bytes = 16384);
+
 }  // namespace fleet

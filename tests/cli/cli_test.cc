@@ -996,6 +996,17 @@ TEST(CliShowPserverTest, PserverRoleOutsideAPserverJobIsRefused) {
   EXPECT_TRUE(Contains(r.err, "\"collective\"")) << r.err;
 }
 
+// An error that echoes input escapes what would drive the terminal.
+TEST(CliRunTest, EchoedInputCannotDriveTheTerminal) {
+  TempDir dir;
+  fs::path program = dir.Write("esc.fleet",
+                               "x = data('x', shape=[-1, 2], dtype='\x1b[2J\x1b[31mred')\n");
+  Result r = RunHost("check " + program.string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << r.err;
+  EXPECT_TRUE(Contains(r.err, "\\x1b[2J\\x1b[31mred")) << r.err;
+}
+
 // Under a file-size limit a checkpoint write fails with EFBIG: a clear error naming the file,
 // exit 1, and no temporary left, where SIGXFSZ used to kill the process mid-write.
 TEST(CliRunTest, AFileSizeLimitIsAnErrorNotADeath) {

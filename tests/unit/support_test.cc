@@ -50,6 +50,17 @@ TEST(TextTest, EditDistanceAndClosestMatch) {
   EXPECT_EQ(Split("a::b", ':'), (std::vector<std::string>{"a", "", "b"}));
 }
 
+// Messages echo input; what reaches a terminal cannot drive it or flood it.
+TEST(TextTest, ForTerminalEscapesControlsAndBadUtf8AndCuts) {
+  EXPECT_EQ(ForTerminal("plain\nlines\tand tabs, caf\xc3\xa9"), "plain\nlines\tand tabs, caf\xc3\xa9");
+  EXPECT_EQ(ForTerminal("red \x1b[31mtext\x1b[0m\r\x7f"),
+            "red \\x1b[31mtext\\x1b[0m\\x0d\\x7f");
+  EXPECT_EQ(ForTerminal("bad \xff\xc0\xaf utf8 \xe2\x82"), "bad \\xff\\xc0\\xaf utf8 \\xe2\\x82");
+  EXPECT_EQ(ForTerminal(std::string(20, 'a'), 8), "aaaaaaaa... (12 more bytes)");
+  EXPECT_EQ(Utf8SequenceLength("\xf0\x9f\x98\x80", 0), 4u);
+  EXPECT_EQ(Utf8SequenceLength("\xed\xa0\x80", 0), 0u);  // a surrogate
+}
+
 TEST(MemoryStoreTest, GetWaitsForSetFromAnotherThread) {
   MemoryStore store;
   std::thread writer([&] {
