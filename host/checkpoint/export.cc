@@ -1,6 +1,7 @@
 #include "checkpoint/export.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -28,6 +29,13 @@ bool HasSubBlock(const ir::Op& op) {
   return std::any_of(op.attrs.begin(), op.attrs.end(), [](const auto& a) {
     return std::holds_alternative<ir::BlockRef>(a.second);
   });
+}
+
+// A CRC-32 as the manifest writes it: eight lower-case hex digits.
+std::string CrcHex(uint32_t crc) {
+  char buf[9];
+  std::snprintf(buf, sizeof(buf), "%08x", crc);
+  return buf;
 }
 
 // A file name a manifest may name: plain, inside the export directory.
@@ -176,11 +184,13 @@ Status WriteExport(const fs::path& out, const ir::Program& program,
     fs::remove_all(tmp, ec);
     return s.WithContext("export to '" + out.string() + "'");
   };
-  if (auto w = WriteSafeTensors(tmp / kParamsFile, params); !w.ok()) return fail(w.status());
+  auto params_crc = WriteSafeTensors(tmp / kParamsFile, params);
+  if (!params_crc.ok()) return fail(params_crc.status());
   const std::string text = ir::PrintProgram(program);
-  if (auto w = WriteFileDurably(tmp / kProgramFile, {AsBytes(text)}); !w.ok()) {
-    return fail(w.status());
-  }
+  auto program_crc = WriteFileDurably(tmp / kProgramFile, {AsBytes(text)});
+  if (!program_crc.ok()) return fail(program_crc.status());
+  // What infer checks before trusting either file.
+  manifest["crc32"] = {{kProgramFile, CrcHex(*program_crc)}, {kParamsFile, CrcHex(*params_crc)}};
   const std::string m = manifest.dump(2) + "\n";
   if (auto w = WriteFileDurably(tmp / kManifest, {AsBytes(m)}); !w.ok()) return fail(w.status());
   return CommitDirectory(tmp, out, force).WithContext("export");
@@ -206,9 +216,26 @@ StatusOr<ExportedModel> ReadExport(const fs::path& dir) {
       !m["fetches"].is_array() || m["fetches"].empty()) {
     return DataLoss(mfile + ": 'feeds' and 'fetches' must be arrays, 'fetches' not empty");
   }
+  if (!m.contains("crc32") || !m["crc32"].is_object()) {
+    return DataLoss(mfile + ": no 'crc32' checksums (an export older than checksums; export the "
+                            "model again)");
+  }
+  // A file must have the CRC-32 the manifest recorded before anything is read from it.
+  auto checked_read = [&](const std::string& name) -> StatusOr<std::vector<uint8_t>> {
+    const fs::path file = dir / name;
+    FLEET_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, ReadWholeFile(file));
+    const json& want = m["crc32"].contains(name) ? m["crc32"][name] : json();
+    if (!want.is_string()) return DataLoss(mfile + ": no CRC-32 for '" + name + "'");
+    const std::string got = CrcHex(Crc32(bytes));
+    if (got != want.get<std::string>()) {
+      return DataLoss(file.string() + ": CRC-32 is " + got + " but " + kManifest + " says " +
+                      want.get<std::string>() + "; the file changed or is damaged");
+    }
+    return bytes;
+  };
   ExportedModel model;
   const fs::path program_file = dir / m["program"].get<std::string>();
-  FLEET_ASSIGN_OR_RETURN(std::vector<uint8_t> text, ReadWholeFile(program_file));
+  FLEET_ASSIGN_OR_RETURN(std::vector<uint8_t> text, checked_read(m["program"].get<std::string>()));
   FLEET_ASSIGN_OR_RETURN(
       model.program,
       ir::ParseProgram(std::string_view(reinterpret_cast<const char*>(text.data()), text.size()),
@@ -244,7 +271,9 @@ StatusOr<ExportedModel> ReadExport(const fs::path& dir) {
     model.fetches.push_back({f["name"].get<std::string>(), f["var"].get<std::string>()});
   }
   const fs::path params_file = dir / m["params"].get<std::string>();
-  FLEET_ASSIGN_OR_RETURN(model.params, ReadSafeTensors(params_file));
+  FLEET_ASSIGN_OR_RETURN(std::vector<uint8_t> params_bytes,
+                         checked_read(m["params"].get<std::string>()));
+  FLEET_ASSIGN_OR_RETURN(model.params, ParseSafeTensors(params_bytes, params_file.string()));
   std::set<std::string> want;
   for (const std::string& n : PersistablesUsed(model.program)) want.insert(n);
   for (const NamedTensor& t : model.params.tensors) {

@@ -9,9 +9,11 @@
 //   params.safetensors   exactly the persistable vars the program uses, with their values
 //   model.json           {"format": 1, "feeds": [{"name", "dtype", "shape"}],
 //                        "fetches": [{"name", "var"}], "program": "model.ir",
-//                        "params": "params.safetensors", "source": ...}; a fetch's name is
-//                        what the user asked for ("prediction"), its var the program's
-//                        ("fc_2.tmp_2")
+//                        "params": "params.safetensors", "source": ...,
+//                        "crc32": {"model.ir": "8 hex digits", "params.safetensors": ...}};
+//                        a fetch's name is what the user asked for ("prediction"), its var
+//                        the program's ("fc_2.tmp_2"). ReadExport checks both CRC-32s before
+//                        it parses either file.
 //
 // The directory is written whole or not at all: into a temporary directory beside it, every
 // file fsynced, then renamed into place.

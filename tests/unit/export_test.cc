@@ -6,10 +6,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <random>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "checkpoint/checkpoint.h"
@@ -21,6 +23,7 @@
 #include "ir/text.h"
 #include "job/pipeline.h"
 #include "plugin/registry.h"
+#include "support/durable_file.h"
 
 namespace fleet::checkpoint {
 namespace {
@@ -247,18 +250,46 @@ TEST_F(ExportRunTest, ABrokenExportIsRefusedNamingTheFile) {
   exec::HostTensor w;
   w.Reshape(ir::DataType::kFloat32, {5, 3});
   other.tensors.push_back({"fc_0.w_0", w});
-  ASSERT_TRUE(WriteSafeTensors(out / "params.safetensors", other).ok());
+  auto other_crc = WriteSafeTensors(out / "params.safetensors", other);
+  ASSERT_TRUE(other_crc.ok());
+  // The manifest's checksum catches the swap before the file is parsed.
   auto read = ReadExport(out);
+  ASSERT_FALSE(read.ok());
+  EXPECT_NE(read.status().message().find("params.safetensors: CRC-32 is "), std::string::npos)
+      << read.status().message();
+  EXPECT_NE(read.status().message().find("the file changed or is damaged"), std::string::npos);
+  // With the checksum updated too, the shapes still have to agree with the program.
+  auto set_crc = [&](const std::string& file, uint32_t crc) {
+    std::ifstream in(out / "model.json");
+    nlohmann::json m = nlohmann::json::parse(in);
+    char hex[9];
+    std::snprintf(hex, sizeof(hex), "%08x", crc);
+    m["crc32"][file] = hex;
+    std::ofstream(out / "model.json") << m.dump(2);
+  };
+  set_crc("params.safetensors", *other_crc);
+  read = ReadExport(out);
   ASSERT_FALSE(read.ok());
   EXPECT_NE(read.status().message().find("params.safetensors: 'fc_0.w_0' is float32[5, 3], the "
                                          "program says float32[4, 3]"),
             std::string::npos)
       << read.status().message();
   // A program that does not verify.
-  std::ofstream(out / "model.ir") << "program {\n  block 0 {\n    op nosuchop() -> ()\n  }\n}\n";
+  const std::string bad = "program {\n  block 0 {\n    op nosuchop() -> ()\n  }\n}\n";
+  std::ofstream(out / "model.ir") << bad;
+  set_crc("model.ir", Crc32({reinterpret_cast<const uint8_t*>(bad.data()), bad.size()}));
   read = ReadExport(out);
   ASSERT_FALSE(read.ok());
   EXPECT_NE(read.status().message().find("model.ir"), std::string::npos)
+      << read.status().message();
+  // A manifest without checksums (an export from before them) is refused with the remedy.
+  std::ifstream in(out / "model.json");
+  nlohmann::json m = nlohmann::json::parse(in);
+  m.erase("crc32");
+  std::ofstream(out / "model.json") << m.dump(2);
+  read = ReadExport(out);
+  ASSERT_FALSE(read.ok());
+  EXPECT_NE(read.status().message().find("no 'crc32' checksums"), std::string::npos)
       << read.status().message();
 }
 
