@@ -148,6 +148,16 @@ bool IsName(std::string_view s, bool allow_dot_dash) {
 bool IsComponentName(std::string_view s) { return IsName(s, true); }
 bool IsPluginName(std::string_view s) { return IsName(s, false); }
 
+// Caps on values that size memory, threads or peers. The batch (and the class count, which
+// sizes a label range) is indexed with int by the kernels' libraries, so 2^31 - 1.
+constexpr int64_t kMaxBatch = 2147483647;
+constexpr int64_t kMaxThreads = 4096;
+constexpr int64_t kMaxWorld = 65536;
+constexpr int64_t kMaxDevices = 1024;
+constexpr int64_t kMaxRings = 64;
+constexpr int64_t kMaxQueue = 65536;
+constexpr int64_t kMaxRetries = 1000;
+
 constexpr std::string_view kComponentNameRule = "a component name ([A-Za-z0-9_.-]+)";
 constexpr std::string_view kPluginNameRule = "a plugin name ([A-Za-z0-9_]+)";
 
@@ -221,8 +231,8 @@ class Checker {
       ReadEnum(*t, "strategy", "mode", kStrategyModes, config.strategy_mode);
       Config::Collective& c = config.collective;
       ReadEnum(*t, "strategy", "collective_mode", kCollectiveModes, c.mode);
-      ReadInt(*t, "strategy", "devices", 1, c.devices);
-      ReadInt(*t, "strategy", "nrings", 1, c.nrings);
+      ReadInt(*t, "strategy", "devices", 1, c.devices, kMaxDevices);
+      ReadInt(*t, "strategy", "nrings", 1, c.nrings, kMaxRings);
       ReadInt(*t, "strategy", "local_sgd_k_steps", 1, c.local_sgd_k_steps);
       Config::Pserver& ps = config.pserver;
       ReadBool(*t, "strategy", "sync_mode", ps.sync_mode);
@@ -420,7 +430,7 @@ class Checker {
     if (const toml::node* n = t.get("timeout_s")) {
       ReadTimeout(*n, "transport.timeout_s", rpc.timeout_s);
     }
-    ReadInt(t, "transport", "retries", 0, rpc.retries);
+    ReadInt(t, "transport", "retries", 0, rpc.retries, kMaxRetries);
     if (rpc.retries > 100) {
       diag_.AtValue(*t.get("retries"), "transport.retries",
                     "expected an integer in [0, 100], got " + ValueText(*t.get("retries")));
@@ -494,17 +504,23 @@ class Checker {
     }
   }
 
-  // An integer key of `t` that must be >= `min`.
+  // An integer key of `t` in [min, max]. Keys that size memory or thread counts have a `max`:
+  // a value past any machine is refused here, not met later as an int overflow, a failed
+  // allocation or a crash inside a library.
   void ReadInt(const toml::table& t, std::string_view section, std::string_view key, int64_t min,
-               int64_t& out) {
+               int64_t& out, int64_t max = std::numeric_limits<int64_t>::max()) {
     const toml::node* node = t.get(key);
     if (node == nullptr) return;
     std::string path = Join(section, key);
-    std::string expected = "expected an integer >= " + std::to_string(min) + ", got ";
+    std::string expected =
+        max == std::numeric_limits<int64_t>::max()
+            ? "expected an integer >= " + std::to_string(min) + ", got "
+            : "expected an integer in [" + std::to_string(min) + ", " + std::to_string(max) +
+                  "], got ";
     const auto* i = node->as_integer();
     if (i == nullptr) {
       diag_.AtValue(*node, path, expected + TypeName(*node));
-    } else if (i->get() < min) {
+    } else if (i->get() < min || i->get() > max) {
       diag_.AtValue(*node, path, expected + ValueText(*node));
     } else {
       out = i->get();
@@ -516,9 +532,9 @@ class Checker {
               {"steps", "batch_size", "seed", "threads", "log_every", "metrics_file", "profile",
                "save_params_dir", "init_from", "check_replicas"});
     ReadInt(t, "train", "steps", 1, out.steps);
-    ReadInt(t, "train", "batch_size", 1, out.batch_size);
+    ReadInt(t, "train", "batch_size", 1, out.batch_size, kMaxBatch);
     ReadInt(t, "train", "seed", 0, out.seed);
-    ReadInt(t, "train", "threads", 0, out.threads);
+    ReadInt(t, "train", "threads", 0, out.threads, kMaxThreads);
     ReadInt(t, "train", "log_every", 1, out.log_every);
     if (const toml::node* n = t.get("metrics_file")) {
       if (std::optional<std::string> s = String(*n, "train.metrics_file")) out.metrics_file = *s;
@@ -588,11 +604,11 @@ class Checker {
       }
     }
     note("role", !out.role.empty());
-    ReadInt(t, "role", "rank", -1, out.rank);
+    ReadInt(t, "role", "rank", -1, out.rank, kMaxWorld - 1);
     note("rank", out.rank != -1);
-    ReadInt(t, "role", "world_size", 0, out.world_size);
+    ReadInt(t, "role", "world_size", 0, out.world_size, kMaxWorld);
     note("world_size", out.world_size != 0);
-    ReadInt(t, "role", "local_rank", -1, out.local_rank);
+    ReadInt(t, "role", "local_rank", -1, out.local_rank, kMaxWorld - 1);
     note("local_rank", out.local_rank != -1);
     ReadBool(t, "role", "mpi_symmetric", out.mpi_symmetric);
     note("mpi_symmetric", out.mpi_symmetric);
@@ -675,7 +691,7 @@ class Checker {
     if (const toml::node* n = t.get("label")) {
       if (std::optional<std::string> s = String(*n, "data.label")) out.label = *s;
     }
-    ReadInt(t, "data", "classes", 0, out.classes);
+    ReadInt(t, "data", "classes", 0, out.classes, kMaxBatch);
     if (const toml::node* n = t.get("filelist")) {
       ReadStrings(*n, "data.filelist",
                   [&](const toml::node& item, const std::string& path, const std::string& value) {
@@ -704,7 +720,7 @@ class Checker {
     ReadBool(t, "data", "shuffle", out.shuffle);
     ReadEnum(t, "data", "last_batch", kLastBatch, out.last_batch);
     ReadEnum(t, "data", "bad_lines", kBadLines, out.bad_lines);
-    ReadInt(t, "data", "queue_batches", 0, out.queue_batches);
+    ReadInt(t, "data", "queue_batches", 0, out.queue_batches, kMaxQueue);
     if (const toml::node* n = t.get("shard")) {
       if (const auto* b = n->as_boolean()) {
         out.shard = b->get() ? "true" : "false";

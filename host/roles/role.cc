@@ -101,11 +101,14 @@ class Resolver {
     if (!text) return OkStatus();
     std::optional<int64_t> value = ParseInt(*text);
     if (!value) {
-      return InvalidArgument(name + "='" + *text + "': expected an integer");
+      return InvalidArgument(name + "='" + ForTerminal(*text, 64) + "': expected an integer");
     }
-    if (*value < min) {
-      return InvalidArgument(name + "=" + *text +
-                             ": expected an integer >= " + std::to_string(min));
+    // Ranks and world sizes are int everywhere downstream; a launcher's variable past any job
+    // is refused here rather than truncated.
+    constexpr int64_t kMax = 65536;
+    if (*value < min || *value > kMax) {
+      return InvalidArgument(name + "=" + ForTerminal(*text, 64) + ": expected an integer in [" +
+                             std::to_string(min) + ", " + std::to_string(kMax) + "]");
     }
     out.push_back({name, "env " + name, std::to_string(*value)});
     return OkStatus();

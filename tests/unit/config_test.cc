@@ -287,7 +287,7 @@ pserver_init = "lazy"
   const std::string& m = config.status().message();
   for (const char* want :
        {"fleet.toml:2:13: transport.timeout_s: expected a number >= 0.001, got 0",
-        "transport.retries: expected an integer >= 0, got -1",
+        "transport.retries: expected an integer in [0, 1000], got -1",
         "transport.max_message_mb: expected a number in [0.125, 2047], got 0",
         "transport.tls: expected a boolean, got a string",
         "strategy.sync_mode: expected a boolean, got an integer",
@@ -322,7 +322,7 @@ store = "redis"
                    "local_sgd or single_process_multi_thread, got 'ring'"),
             std::string::npos)
       << m;
-  EXPECT_NE(m.find("strategy.nrings: expected an integer >= 1, got 0"), std::string::npos) << m;
+  EXPECT_NE(m.find("strategy.nrings: expected an integer in [1, 64], got 0"), std::string::npos) << m;
   EXPECT_NE(m.find("strategy.fuse_grad_size_mb: expected a number >= 0, got -1"),
             std::string::npos)
       << m;
@@ -399,6 +399,24 @@ TEST(ConfigTest, BadNumbers) {
             "fleet.toml:2:13: comm.timeout_s: expected a number >= 0.001, got 0.0001");
   EXPECT_EQ(ErrorOf("[strategy]\nfuse_grad_size_mb = inf\n"),
             "fleet.toml:2:21: strategy.fuse_grad_size_mb: expected a number >= 0, got inf");
+}
+
+// Values that size memory, threads or peers have caps: 2^40 once reached oneDNN as a batch
+// (SIGFPE) and truncated a world size to 0.
+TEST(ConfigTest, ValuesPastAnyMachineAreRefused) {
+  EXPECT_EQ(ErrorOf("[train]\nbatch_size = 1099511627776\n"),
+            "fleet.toml:2:14: train.batch_size: expected an integer in [1, 2147483647], got "
+            "1099511627776");
+  EXPECT_EQ(ErrorOf("[train]\nthreads = 100000000\n"),
+            "fleet.toml:2:11: train.threads: expected an integer in [0, 4096], got 100000000");
+  EXPECT_EQ(ErrorOf("[role]\nworld_size = 1099511627776\n"),
+            "fleet.toml:2:14: role.world_size: expected an integer in [0, 65536], got "
+            "1099511627776");
+  EXPECT_EQ(ErrorOf("[data]\nqueue_batches = 1099511627776\n"),
+            "fleet.toml:2:17: data.queue_batches: expected an integer in [0, 65536], got "
+            "1099511627776");
+  EXPECT_EQ(ErrorOf("[strategy]\nnrings = 65\n"),
+            "fleet.toml:2:10: strategy.nrings: expected an integer in [1, 64], got 65");
 }
 
 TEST(ConfigTest, BadNames) {
@@ -842,11 +860,11 @@ y = [1, "a"]
   ASSERT_FALSE(config.ok());
   EXPECT_EQ(config.status().message(),
             "fleet.toml:2:9: train.steps: expected an integer >= 1, got 0\n"
-            "fleet.toml:3:14: train.batch_size: expected an integer >= 1, got a string\n"
+            "fleet.toml:3:14: train.batch_size: expected an integer in [1, 2147483647], got a string\n"
             "fleet.toml:4:1: train.stepz: unknown key (did you mean 'train.steps'?)\n"
             "fleet.toml:6:10: data.source: expected one of synthetic, csv, multislot or npy, got "
             "'hdf5'\n"
-            "fleet.toml:7:11: data.classes: expected an integer >= 0, got -1\n"
+            "fleet.toml:7:11: data.classes: expected an integer in [0, 2147483647], got -1\n"
             "fleet.toml:9:5: data.csv.columns.x: expected a column index >= 0, an array of them "
             "or a \"start:end\" range, got '3:1'\n"
             "fleet.toml:10:5: data.csv.columns.y: expected a column index >= 0, an array of "
@@ -924,7 +942,7 @@ filelists = []
             "fleet.toml:6:11: data.shuffle: expected a boolean, got an integer\n"
             "fleet.toml:7:14: data.last_batch: expected one of wrap, drop or pad, got 'keep'\n"
             "fleet.toml:8:13: data.bad_lines: expected one of error or skip, got 'warn'\n"
-            "fleet.toml:9:17: data.queue_batches: expected an integer >= 0, got -1\n"
+            "fleet.toml:9:17: data.queue_batches: expected an integer in [0, 65536], got -1\n"
             "fleet.toml:10:9: data.shard: expected true, false or 'auto', got 'yes'\n"
             "fleet.toml:11:1: data.filelists: unknown key (did you mean 'data.filelist'?)");
 

@@ -209,8 +209,10 @@ TEST(RoleTest, RankMustBeBelowWorldSize) {
   // With no world size at all it is 1.
   EXPECT_EQ(ErrorOf({{"PADDLE_TRAINER_ID", "1"}}),
             "rank: PADDLE_TRAINER_ID=1 is not below world_size 1 (default)");
-  EXPECT_TRUE(Contains(ErrorOf({{"RANK", "-1"}}), "RANK=-1: expected an integer >= 0"));
-  EXPECT_TRUE(Contains(ErrorOf({{"WORLD_SIZE", "0"}}), "WORLD_SIZE=0: expected an integer >= 1"));
+  EXPECT_TRUE(Contains(ErrorOf({{"RANK", "-1"}}), "RANK=-1: expected an integer in [0, 65536]"));
+  EXPECT_TRUE(Contains(ErrorOf({{"WORLD_SIZE", "0"}}), "WORLD_SIZE=0: expected an integer in [1, 65536]"));
+  EXPECT_TRUE(Contains(ErrorOf({{"WORLD_SIZE", "1099511627776"}}),
+                       "WORLD_SIZE=1099511627776: expected an integer in [1, 65536]"));
 }
 
 TEST(RoleTest, MalformedValuesNameTheVariable) {
@@ -506,8 +508,8 @@ TEST(RoleConfigTest, SchemaChecksRoleKeys) {
                        "fleet.toml:2:8: role.role: expected \"\" (from the environment), "
                        "trainer or pserver, got 'worker'"))
       << m;
-  EXPECT_TRUE(Contains(m, "fleet.toml:3:8: role.rank: expected an integer >= -1, got -2")) << m;
-  EXPECT_TRUE(Contains(m, "role.world_size: expected an integer >= 0, got a string")) << m;
+  EXPECT_TRUE(Contains(m, "fleet.toml:3:8: role.rank: expected an integer in [-1, 65535], got -2")) << m;
+  EXPECT_TRUE(Contains(m, "role.world_size: expected an integer in [0, 65536], got a string")) << m;
   EXPECT_TRUE(Contains(m, "role.ranks: unknown key (did you mean 'role.rank'?)")) << m;
 }
 
