@@ -37,12 +37,24 @@ constexpr uint32_t kMaxWaitKeys = 65536;
 enum Op : uint8_t { kSet = 1, kGet = 2, kAdd = 3, kWait = 4 };
 }  // namespace tcp_store
 
+// What one server holds at most, so that a peer (a stranger on the port among them) cannot grow
+// it without bound. A SET or ADD past a quota is answered RESOURCE_EXHAUSTED and logged with
+// the peer's address; a connection past max_clients is closed as soon as it is accepted, and
+// while the process is out of file descriptors the server stops accepting for a moment instead
+// of spinning on the listening socket.
+struct TcpStoreLimits {
+  size_t max_clients = 8192;  // every rank of a large job may hold a few connections
+  uint64_t max_bytes = uint64_t{1} << 30;  // keys and values together
+  size_t max_keys = size_t{1} << 20;
+};
+
 // Serves a store on host:port from its own thread. Threading: Start/Stop/port from any thread.
 class TcpStoreServer {
  public:
   // Binds and listens on host:port and keeps the socket. Port 0 picks a free port (see port()).
   // A port in use is UNAVAILABLE naming host:port.
-  static StatusOr<std::unique_ptr<TcpStoreServer>> Start(const std::string& host, int port);
+  static StatusOr<std::unique_ptr<TcpStoreServer>> Start(const std::string& host, int port,
+                                                         TcpStoreLimits limits = {});
   ~TcpStoreServer();
 
   TcpStoreServer(const TcpStoreServer&) = delete;

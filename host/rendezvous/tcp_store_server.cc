@@ -12,6 +12,7 @@
 
 #include "rendezvous/tcp_store.h"
 #include "rendezvous/tcp_wire.h"
+#include "support/logging.h"
 
 namespace fleet {
 
@@ -35,6 +36,7 @@ using std::chrono::milliseconds;
 struct TcpStoreServer::State {
   struct Client {
     int fd = -1;
+    std::string peer;  // address:port, for the log
     std::string in;
     std::string out;
     bool dead = false;
@@ -44,8 +46,39 @@ struct TcpStoreServer::State {
     Clock::time_point deadline;
   };
   std::map<std::string, std::string> data;
+  uint64_t data_bytes = 0;  // keys and values in `data`
   std::list<Client> clients;
   std::string name;
+  TcpStoreLimits limits;
+  // After accept4 ran out of file descriptors: the listening socket is not polled until then.
+  Clock::time_point accept_paused_until{};
+
+  // Stores `value` at `key` if the quotas allow; the refusal otherwise (also logged).
+  Status Put(const Client& c, const std::string& key, std::string value) {
+    auto it = data.find(key);
+    const uint64_t old = it == data.end() ? 0 : key.size() + it->second.size();
+    const uint64_t after = data_bytes - old + key.size() + value.size();
+    Status refused;
+    if (it == data.end() && data.size() >= limits.max_keys) {
+      refused = ResourceExhausted(name + ": a new key would exceed the store's quota of " +
+                                  std::to_string(limits.max_keys) + " keys");
+    } else if (after > limits.max_bytes) {
+      refused = ResourceExhausted(name + ": " + std::to_string(value.size()) +
+                                  " more bytes would exceed the store's quota of " +
+                                  std::to_string(limits.max_bytes) + " bytes");
+    }
+    if (!refused.ok()) {
+      Log().warn("{} (a request from {})", refused.message(), c.peer);
+      return refused;
+    }
+    data_bytes = after;
+    if (it == data.end()) {
+      data.emplace(key, std::move(value));
+    } else {
+      it->second = std::move(value);
+    }
+    return OkStatus();
+  }
 
   bool AllPresent(const std::vector<std::string>& keys) const {
     for (const std::string& k : keys) {
@@ -84,7 +117,10 @@ struct TcpStoreServer::State {
     Request& r = c.request;
     switch (r.op) {
       case tcp_store::kSet:
-        data[r.keys[0]] = std::move(r.value);
+        if (Status put = Put(c, r.keys[0], std::move(r.value)); !put.ok()) {
+          c.out += ErrorReply(put);
+          break;
+        }
         PutU8(&c.out, 0);
         WakeWaiters();
         break;
@@ -100,7 +136,10 @@ struct TcpStoreServer::State {
           sum = static_cast<int64_t>(static_cast<uint64_t>(sum) +
                                      static_cast<uint64_t>(*current));
         }
-        data[r.keys[0]] = std::to_string(sum);
+        if (Status put = Put(c, r.keys[0], std::to_string(sum)); !put.ok()) {
+          c.out += ErrorReply(put);
+          break;
+        }
         PutU8(&c.out, 0);
         PutI64(&c.out, sum);
         WakeWaiters();
@@ -122,6 +161,8 @@ struct TcpStoreServer::State {
       Parse p = ParseRequest(c.in, &c.request, &consumed, &error);
       if (p == Parse::kIncomplete) return;
       if (p == Parse::kBad) {
+        Log().warn("{}: closed the connection from {} after a bad request: {}", name, c.peer,
+                   error);
         c.out += ErrorReply(InvalidArgument(name + ": bad request: " + error));
         c.close_after_flush = true;
         c.in.clear();
@@ -170,7 +211,8 @@ struct TcpStoreServer::State {
 };
 
 StatusOr<std::unique_ptr<TcpStoreServer>> TcpStoreServer::Start(const std::string& host,
-                                                                 int port) {
+                                                                 int port,
+                                                                 TcpStoreLimits limits) {
   if (port < 0 || port > 65535) {
     return InvalidArgument("tcp store: port " + std::to_string(port) + " is out of range");
   }
@@ -213,6 +255,7 @@ StatusOr<std::unique_ptr<TcpStoreServer>> TcpStoreServer::Start(const std::strin
     }
     std::unique_ptr<TcpStoreServer> server(
         new TcpStoreServer(host, actual, fd, wake[0], wake[1]));
+    server->state_->limits = limits;
     server->thread_ = std::thread([s = server.get()] { s->Serve(); });
     return server;
   }
@@ -255,9 +298,10 @@ void TcpStoreServer::Serve() {
     fds.clear();
     polled.clear();
     fds.push_back({wake_read_, POLLIN, 0});
-    fds.push_back({listen_fd_, POLLIN, 0});
-    bool any_deadline = false;
-    Clock::time_point next{};
+    const bool accepting = Clock::now() >= st.accept_paused_until;
+    fds.push_back({listen_fd_, static_cast<short>(accepting ? POLLIN : 0), 0});
+    bool any_deadline = !accepting;
+    Clock::time_point next = st.accept_paused_until;
     for (State::Client& c : st.clients) {
       short events = POLLIN;
       if (!c.out.empty()) events |= POLLOUT;
@@ -274,12 +318,32 @@ void TcpStoreServer::Serve() {
     if (rc > 0 && (fds[0].revents & POLLIN)) return;  // Stop()
     if (rc > 0 && (fds[1].revents & POLLIN)) {
       while (true) {
-        int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) break;
+        sockaddr_storage peer{};
+        socklen_t peer_len = sizeof(peer);
+        int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&peer), &peer_len,
+                           SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+          // Out of descriptors the listening socket stays readable: without a pause the loop
+          // would spin on it and serve nobody.
+          if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+            Log().warn("{}: cannot accept a connection ({}); pausing accepts for 100 ms", st.name,
+                       ErrnoText(errno));
+            st.accept_paused_until = Clock::now() + milliseconds(100);
+          }
+          break;
+        }
+        const std::string from = tcp_store::PeerText(peer);
+        if (st.clients.size() >= st.limits.max_clients) {
+          Log().warn("{}: refused a connection from {}: {} connections are open already",
+                     st.name, from, st.clients.size());
+          ::close(fd);
+          continue;
+        }
         int one = 1;
         ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
         st.clients.emplace_back();
         st.clients.back().fd = fd;
+        st.clients.back().peer = from;
       }
     }
     for (size_t i = 0; i < polled.size(); ++i) {

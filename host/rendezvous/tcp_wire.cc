@@ -1,5 +1,6 @@
 #include "rendezvous/tcp_wire.h"
 
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -17,6 +18,21 @@ std::string ErrnoText(int err) { return std::strerror(err); }
 std::string Address(const std::string& host, int port) {
   if (host.find(':') != std::string::npos) return "[" + host + "]:" + std::to_string(port);
   return host + ":" + std::to_string(port);
+}
+
+std::string PeerText(const sockaddr_storage& peer) {
+  char host[INET6_ADDRSTRLEN] = {};
+  if (peer.ss_family == AF_INET) {
+    const auto* a = reinterpret_cast<const sockaddr_in*>(&peer);
+    ::inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+    return Address(host, ntohs(a->sin_port));
+  }
+  if (peer.ss_family == AF_INET6) {
+    const auto* a = reinterpret_cast<const sockaddr_in6*>(&peer);
+    ::inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+    return Address(host, ntohs(a->sin6_port));
+  }
+  return "unknown peer";
 }
 
 std::string ShortKey(std::string_view key) {

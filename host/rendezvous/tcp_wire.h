@@ -3,6 +3,7 @@
 #pragma once
 
 #include <netdb.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <cstdint>
@@ -25,6 +26,8 @@ constexpr uint32_t kMaxMessageBytes = 1 << 20;
 std::string ErrnoText(int err);
 // "host:port", IPv6 hosts in brackets.
 std::string Address(const std::string& host, int port);
+// The address of an accepted peer, as Address writes it ("unknown peer" for another family).
+std::string PeerText(const sockaddr_storage& peer);
 // A key for messages: quoted, cut after 64 bytes.
 std::string ShortKey(std::string_view key);
 

@@ -361,6 +361,57 @@ TEST(TcpStoreTest, OversizedMessagesAreRejected) {
   EXPECT_EQ(*(*client)->Get("ok", milliseconds(100)), "v");
 }
 
+// A stranger's SETs once grew the store by hundreds of MB: byte and key quotas hold, replacing
+// a value counts only the difference, and connections past the cap are closed on accept while
+// the clients already connected keep being served.
+TEST(TcpStoreTest, QuotasAndTheConnectionCapHold) {
+  TcpStoreLimits limits;
+  limits.max_clients = 3;
+  limits.max_bytes = 1 << 20;
+  limits.max_keys = 8;
+  auto server = TcpStoreServer::Start("127.0.0.1", 0, limits);
+  ASSERT_TRUE(server.ok());
+  const int port = (*server)->port();
+  auto client = TcpStore::Connect("127.0.0.1", port, FastOptions());
+  ASSERT_TRUE(client.ok());
+  const std::string big(600 << 10, 'v');
+  ASSERT_TRUE((*client)->Set("a", big).ok());
+  Status over = (*client)->Set("b", big);
+  EXPECT_EQ(over.code(), Code::kResourceExhausted) << over.ToString();
+  EXPECT_NE(over.message().find("would exceed the store's quota of 1048576 bytes"),
+            std::string::npos) << over.message();
+  EXPECT_TRUE((*client)->Set("a", big + "w").ok()) << "a replacement counts the difference";
+  EXPECT_EQ((*client)->Get("b", milliseconds(50)).status().code(), Code::kDeadlineExceeded);
+  for (int k = 0; k < 7; ++k) EXPECT_TRUE((*client)->Set("k" + std::to_string(k), "x").ok());
+  Status keys = (*client)->Set("one_too_many", "x");
+  EXPECT_EQ(keys.code(), Code::kResourceExhausted) << keys.ToString();
+  EXPECT_EQ((*client)->Add("counter", 1).status().code(), Code::kResourceExhausted);
+
+  // Ten raw connections: the server keeps at most max_clients, closing the rest at once.
+  std::vector<int> fds;
+  int closed = 0;
+  for (int i = 0; i < 10; ++i) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_GE(fd, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    fds.push_back(fd);
+  }
+  for (int fd : fds) {
+    timeval tv{0, 300000};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    char byte;
+    if (::recv(fd, &byte, 1, 0) == 0) ++closed;
+  }
+  for (int fd : fds) ::close(fd);
+  EXPECT_GE(closed, 10 - static_cast<int>(limits.max_clients));
+  // The client that was connected before still gets answers.
+  EXPECT_EQ(*(*client)->Get("a", milliseconds(100)), big + "w");
+}
+
 }  // namespace
 }  // namespace fleet
 
