@@ -95,6 +95,17 @@ grpc::Status Error(int32_t code, const std::string& message) {
   return grpc::Status(static_cast<grpc::StatusCode>(code), message);
 }
 
+// Compares a presented token with the expected one in time that depends only on the expected
+// token's length, so a peer cannot find it byte by byte from response times.
+bool TokenMatches(std::string_view presented, std::string_view expected) {
+  unsigned char diff = presented.size() == expected.size() ? 0 : 1;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const unsigned char p = i < presented.size() ? static_cast<unsigned char>(presented[i]) : 0;
+    diff |= static_cast<unsigned char>(p ^ static_cast<unsigned char>(expected[i]));
+  }
+  return diff == 0;
+}
+
 }  // namespace
 
 class RpcServer::Service : public grpc::Service {
@@ -129,8 +140,15 @@ class RpcServer::Service : public grpc::Service {
       if (!token.empty()) {
         const auto& md = ctx->client_metadata();
         const auto it = md.find(kTokenKey);
-        if (it == md.end() || it->second.size() != token.size() ||
-            std::memcmp(it->second.data(), token.data(), token.size()) != 0) {
+        const std::string_view presented =
+            it == md.end() ? std::string_view() : std::string_view(it->second.data(),
+                                                                   it->second.size());
+        if (it == md.end() || !TokenMatches(presented, token)) {
+          if (FLEET_CAN_CALL(g_host, FleetHostApi, log)) {
+            const std::string text = where + ": refused a call from " + ctx->peer() +
+                                     ": wrong or missing token";
+            g_host->log(g_host->host_ctx, FLEET_LOG_WARN, text.c_str());
+          }
           return Error(FLEET_CODE_UNAUTHENTICATED, where + ": wrong or missing token");
         }
       }
