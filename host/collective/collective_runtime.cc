@@ -260,6 +260,14 @@ Status CollectiveRuntime::InitRing(int32_t ring_id, int32_t nranks, int32_t rank
   o.label = "ring " + std::to_string(ring_id);
   FLEET_ASSIGN_OR_RETURN(auto comm, Communicator::Create(component_, &store_,
                                                          "ring" + std::to_string(ring_id), o));
+  if (schedule_) {
+    const CollectiveSchedule schedule = std::move(*schedule_);
+    schedule_.reset();
+    if (Status agree = CheckSchedulesAgree(*comm, schedule); !agree.ok()) {
+      comm->Abort();
+      return agree;
+    }
+  }
   std::lock_guard<std::mutex> lock(mu_);
   if (aborted_) {
     comm->Abort();
@@ -267,6 +275,11 @@ Status CollectiveRuntime::InitRing(int32_t ring_id, int32_t nranks, int32_t rank
   }
   rings_[ring_id] = std::move(comm);
   return OkStatus();
+}
+
+void CollectiveRuntime::SetSchedule(CollectiveSchedule schedule) {
+  std::lock_guard<std::mutex> init(init_mu_);
+  schedule_ = std::move(schedule);
 }
 
 StatusOr<Communicator*> CollectiveRuntime::Ring(int32_t ring_id) {

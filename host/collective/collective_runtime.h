@@ -1,7 +1,7 @@
 // host/collective: communicators and the collective runtime (the host kernels of the c_*
 // ops), the collective job a trainer joins (job.h) and several devices of one process trained
 // as one group (parallel_runner.h).
-// Depends on: config/, executor/, ir/, plugin/, rendezvous/, roles/, support/.
+// Depends on: config/, executor/, ir/, ops/, plugin/, rendezvous/, roles/, support/.
 //
 // The collective ops' runtime: the communicators of a process, one per ring, and the host
 // kernels that run c_comm_init, c_broadcast, c_allreduce_*, c_allgather, c_reducescatter and the
@@ -28,12 +28,14 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "rendezvous/abortable_store.h"
 #include "collective/communicator.h"
+#include "collective/schedule.h"
 #include "rendezvous/store.h"
 #include "fleet/fleet_kernels.h"
 #include "plugin/kernel.h"
@@ -58,6 +60,11 @@ class CollectiveRuntime final : public HostKernels {
   // Creates ring `ring_id` (what c_comm_init does). A ring already made with the same
   // rank and size is kept; a different one is FAILED_PRECONDITION.
   Status InitRing(int32_t ring_id, int32_t nranks, int32_t rank);
+  // What this rank will run; the first ring InitRing makes compares it with every other
+  // rank's (collective/schedule.h) before any other collective runs. Call before the startup
+  // program.
+  void SetSchedule(CollectiveSchedule schedule);
+
   // The ring's communicator, or FAILED_PRECONDITION when it was never initialised.
   StatusOr<Communicator*> Ring(int32_t ring_id);
 
@@ -76,6 +83,7 @@ class CollectiveRuntime final : public HostKernels {
   std::mutex mu_;       // guards rings_ against AbortAll
   bool aborted_ = false;  // under mu_: AbortAll ran; no ring may be created after it
   std::map<int32_t, std::unique_ptr<Communicator>> rings_;
+  std::optional<CollectiveSchedule> schedule_;  // checked once, by the first ring made
   ComponentRecord kernels_record_;  // kind KERNELS, plugin "host", ctx = this
   std::map<std::string, KernelCandidate, std::less<>> kernels_;
 };

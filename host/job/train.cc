@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "checkpoint/checkpoint.h"
+#include "collective/schedule.h"
 #include "data/source.h"
 #include "fleet/fleet_plugin.h"
 #include "job/data_sources.h"
@@ -116,6 +117,10 @@ StatusOr<TrainingSetup> PrepareTraining(const Config& config,
     options.host_kernels = dist.host_kernels;
   }
   FLEET_ASSIGN_OR_RETURN(setup.executor, exec::Executor::Create(registry, device, options));
+  if (collective) {
+    // Compared with every other rank's as the first ring forms, before any collective runs.
+    dist.job->collectives()->SetSchedule(ScheduleOf(programs.startup, programs.main, train.steps));
+  }
 
   std::vector<exec::HostTensor> fetched;
   {

@@ -385,6 +385,48 @@ TEST_F(CollectiveTest, CheckReplicasNamesParametersThatDiffer) {
   }
 }
 
+// Ranks that would run different collectives (another program; another number of steps) fail
+// together before the first one, naming where their schedules part, instead of meeting inside
+// Gloo with mismatched buffers (which aborted the receiving rank).
+TEST_F(CollectiveTest, RanksWithDifferentSchedulesFailBeforeTheFirstCollective) {
+  const fs::path other = dir_ / "mlp_wide.fleet";
+  {
+    std::ifstream in(kExamples / "mlp" / "mlp.fleet");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t at = text.find("size=128");
+    ASSERT_NE(at, std::string::npos);
+    text.replace(at, std::string("size=128").size(), "size=96");
+    std::ofstream(other) << text;
+  }
+  const std::vector<std::string> sets = {"train.steps=3", "comm.timeout_s=20"};
+  StartRanks(2, sets, {0});
+  StartRanks(2, sets, {1}, other);
+  for (size_t r = 0; r < ranks_.size(); ++r) {
+    const int code = ranks_[r]->Wait(milliseconds(60000));
+    const std::string out = ranks_[r]->Output();
+    EXPECT_EQ(code, 1) << out;
+    EXPECT_LT(ranks_[r]->seconds(), 15.0) << out;
+    EXPECT_NE(out.find("the ranks would run different collectives: at entry #"),
+              std::string::npos) << out;
+    EXPECT_NE(out.find("rank 1 differs from rank 0; here (rank " + std::to_string(r) + ")"),
+              std::string::npos) << out;
+    EXPECT_NE(out.find(r == 0 ? "float32[32, 128]" : "float32[32, 96]"), std::string::npos)
+        << out;
+  }
+  ranks_.clear();
+  fs::remove_all(dir_ / "store");  // a fresh rendezvous for the second job
+  // Same program, a different number of steps: the last entry differs.
+  StartRanks(2, {"train.steps=3", "comm.timeout_s=20"}, {0});
+  StartRanks(2, {"train.steps=2", "comm.timeout_s=20"}, {1});
+  for (size_t r = 0; r < ranks_.size(); ++r) {
+    const int code = ranks_[r]->Wait(milliseconds(60000));
+    const std::string out = ranks_[r]->Output();
+    EXPECT_EQ(code, 1) << out;
+    EXPECT_NE(out.find(r == 0 ? "it is 'steps: 3'" : "it is 'steps: 2'"), std::string::npos)
+        << out;
+  }
+}
+
 // A rank that never starts: the others' rendezvous fails naming it, bounded by the timeout.
 TEST_F(CollectiveTest, RankThatNeverJoinsIsNamed) {
   StartRanks(3, {"train.steps=5", "comm.timeout_s=2"}, {0, 1});
