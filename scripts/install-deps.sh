@@ -10,7 +10,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config python3 python3-numpy
-  libboost-dev libtomlplusplus-dev libspdlog-dev nlohmann-json3-dev zlib1g-dev
+  libboost-dev libtomlplusplus-dev libspdlog-dev nlohmann-json3-dev zlib1g-dev libssl-dev
   libgtest-dev libgmock-dev libdnnl-dev ocl-icd-opencl-dev libgloo-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler-grpc openssl
   iproute2

@@ -114,7 +114,7 @@ StatusOr<std::unique_ptr<Job>> Job::Open(const Config& config, const Role& role,
     }
     const bool served_elsewhere = EnvOr(env, "FLEET_MASTER_SERVED", "0") == "1";
     if (role.rank == 0 && !served_elsewhere) {
-      auto server = TcpStoreServer::Start(master_host, master_port);
+      auto server = TcpStoreServer::Start(master_host, master_port, {}, JobSecretFromEnv());
       if (!server.ok()) {
         return server.status().WithContext("rank 0 serving the rendezvous store at " + why);
       }
@@ -122,6 +122,7 @@ StatusOr<std::unique_ptr<Job>> Job::Open(const Config& config, const Role& role,
     }
     TcpStoreOptions options;
     options.connect_timeout = timeout;
+    options.secret = JobSecretFromEnv();
     options.io_timeout = std::min(timeout, options.io_timeout);  // no wait outlives [comm]
     auto client = TcpStore::Connect(master_host, master_port, options);
     if (!client.ok()) {

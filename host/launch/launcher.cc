@@ -29,7 +29,15 @@ Status Launch::Prepare() {
     }
   } else if (o_.master_host.empty()) {
     master_addr_ = "127.0.0.1";
-    auto server = TcpStoreServer::Start(master_addr_, 0);
+    // One machine: this launcher starts every rank, so it can make the job's secret and hand
+    // it to them (kept if the environment already has one).
+    job_secret_ = JobSecretFromEnv();
+    if (job_secret_.empty()) {
+      auto secret = NewJobSecret();
+      if (!secret.ok()) return secret.status().WithContext("making the job secret");
+      job_secret_ = *secret;
+    }
+    auto server = TcpStoreServer::Start(master_addr_, 0, {}, job_secret_);
     if (!server.ok()) {
       return server.status().WithContext("cannot serve the job's rendezvous store");
     }
@@ -39,7 +47,10 @@ Status Launch::Prepare() {
     master_addr_ = o_.master_host;
     master_port_ = o_.master_port;
     if (o_.node_rank == 0) {
-      auto server = TcpStoreServer::Start(master_addr_, master_port_);
+      // Several machines: every node's launcher needs the same secret, so it comes from the
+      // environment (FLEET_JOB_SECRET on each node) or is absent.
+      job_secret_ = JobSecretFromEnv();
+      auto server = TcpStoreServer::Start(master_addr_, master_port_, {}, job_secret_);
       if (!server.ok()) {
         std::string where = HostPort(master_addr_, master_port_);
         std::string message = "cannot serve the job's rendezvous store on " + where +

@@ -104,6 +104,7 @@ void Launch::PlanCollective() {
              {"FLEET_MASTER_SERVED", "1"},
              {"FLEET_JOB_ID", o_.job_id},
              {"FLEET_RESTART_COUNT", std::to_string(o_.restart)}};
+    if (!job_secret_.empty()) c.env.emplace_back("FLEET_JOB_SECRET", job_secret_);
   }
 }
 

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <thread>
 
 #include "rendezvous/tcp_wire.h"
@@ -36,16 +37,72 @@ TcpStore::~TcpStore() {
   for (int fd : idle_) ::close(fd);
 }
 
+std::string JobSecretFromEnv() {
+  const char* s = std::getenv("FLEET_JOB_SECRET");
+  return s != nullptr ? std::string(s) : std::string();
+}
+
+StatusOr<std::string> NewJobSecret() {
+  static constexpr char kHex[] = "0123456789abcdef";
+  FLEET_ASSIGN_OR_RETURN(std::string bytes, tcp_store::RandomBytes(32));
+  std::string hex;
+  for (unsigned char c : bytes) {
+    hex += kHex[c >> 4];
+    hex += kHex[c & 0xF];
+  }
+  return hex;
+}
+
+StatusOr<int> TcpStore::Open(Clock::time_point deadline) {
+  FLEET_ASSIGN_OR_RETURN(int fd, ConnectOnce(host_, port_, deadline));
+  if (options_.secret.empty()) return fd;
+  // HELLO for a nonce, then AUTH with its HMAC under the secret.
+  const std::string where = "tcp store " + address_ + " (authenticating)";
+  auto handshake = [&]() -> Status {
+    auto reply_code = [&]() -> Status {
+      FLEET_ASSIGN_OR_RETURN(uint64_t code, RecvLe(fd, 1, deadline, where));
+      if (code == 0) return OkStatus();
+      FLEET_ASSIGN_OR_RETURN(uint64_t len, RecvLe(fd, 4, deadline, where));
+      if (len > kMaxMessageBytes) return Unavailable(where + ": malformed error reply");
+      std::string message(len, '\0');
+      FLEET_RETURN_IF_ERROR(RecvExact(fd, message.data(), len, deadline, where));
+      if (code > static_cast<uint64_t>(Code::kUnauthenticated)) code = 2;  // kUnknown
+      return Status(static_cast<Code>(code), message);
+    };
+    std::string hello;
+    PutU8(&hello, tcp_store::kHello);
+    FLEET_RETURN_IF_ERROR(SendAll(fd, hello, deadline, where));
+    FLEET_RETURN_IF_ERROR(reply_code());
+    std::string nonce(tcp_store::kNonceBytes, '\0');
+    FLEET_RETURN_IF_ERROR(RecvExact(fd, nonce.data(), nonce.size(), deadline, where));
+    std::string auth;
+    PutU8(&auth, tcp_store::kAuth);
+    auth += tcp_store::JobMac(options_.secret, nonce);
+    FLEET_RETURN_IF_ERROR(SendAll(fd, auth, deadline, where));
+    return reply_code();
+  };
+  if (Status s = handshake(); !s.ok()) {
+    ::close(fd);
+    return s;
+  }
+  return fd;
+}
+
 StatusOr<std::unique_ptr<TcpStore>> TcpStore::Connect(const std::string& host, int port,
                                                        TcpStoreOptions options) {
   std::unique_ptr<TcpStore> store(new TcpStore(host, port, options));
   auto deadline = Clock::now() + milliseconds(ClampTimeout(options.connect_timeout));
   auto pause = milliseconds(10);
   while (true) {
-    StatusOr<int> fd = ConnectOnce(host, port, deadline);
+    StatusOr<int> fd = store->Open(deadline);
     if (fd.ok()) {
       store->idle_.push_back(*fd);
       return store;
+    }
+    // A server that answered and refused will refuse again: no retrying that.
+    const Code code = fd.status().code();
+    if (code == Code::kUnauthenticated || code == Code::kFailedPrecondition) {
+      return fd.status();
     }
     auto now = Clock::now();
     if (now >= deadline) {
@@ -67,7 +124,7 @@ StatusOr<int> TcpStore::Borrow(Clock::time_point deadline) {
       return fd;
     }
   }
-  return ConnectOnce(host_, port_, deadline);
+  return Open(deadline);
 }
 
 void TcpStore::Return(int fd) {
@@ -97,7 +154,9 @@ Status TcpStore::Call(const std::string& request, Clock::time_point deadline,
     std::string message(len, '\0');
     FLEET_RETURN_IF_ERROR(RecvExact(fd, message.data(), len, deadline, where));
     if (code > static_cast<uint64_t>(Code::kUnauthenticated)) code = 2;  // kUnknown
-    answered = code != static_cast<uint64_t>(Code::kInvalidArgument);
+    // The server closes the connection after a bad request and after a refusal.
+    answered = code != static_cast<uint64_t>(Code::kInvalidArgument) &&
+               code != static_cast<uint64_t>(Code::kUnauthenticated);
     return Status(static_cast<Code>(code), message);
   };
   Status s = io();

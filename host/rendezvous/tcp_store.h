@@ -6,6 +6,12 @@
 //     GET  (2)  key timeout_ms:i64  -> reply OK value | DEADLINE_EXCEEDED at the deadline
 //     ADD  (3)  key delta:i64       -> reply OK sum:i64 | INVALID_ARGUMENT
 //     WAIT (4)  n:u32 key*n timeout_ms:i64 -> reply OK | DEADLINE_EXCEEDED naming missing keys
+//     HELLO (5)                      -> reply OK nonce:32 bytes (a server with a job secret)
+//     AUTH (6)  mac:32 bytes         -> reply OK | UNAUTHENTICATED, then the connection closes
+// A server started with a job secret answers nothing but HELLO and AUTH until the connection
+// has authenticated: AUTH carries HMAC-SHA256(secret, nonce) for the nonce HELLO returned on
+// that connection, compared in constant time. Anything else first is UNAUTHENTICATED; every
+// refusal is logged with the peer's address. The secret itself never crosses the wire.
 //   key      = len:u32 bytes   (len <= kMaxKeyBytes)
 //   value    = len:u64 bytes   (len <= kMaxValueBytes)
 //   reply    = code:u8 (fleet::Code) then, for OK, the op's payload, else message:u32-len bytes
@@ -34,7 +40,9 @@ namespace tcp_store {
 constexpr uint32_t kMaxKeyBytes = 4096;
 constexpr uint64_t kMaxValueBytes = uint64_t{64} << 20;
 constexpr uint32_t kMaxWaitKeys = 65536;
-enum Op : uint8_t { kSet = 1, kGet = 2, kAdd = 3, kWait = 4 };
+enum Op : uint8_t { kSet = 1, kGet = 2, kAdd = 3, kWait = 4, kHello = 5, kAuth = 6 };
+constexpr size_t kNonceBytes = 32;
+constexpr size_t kMacBytes = 32;
 }  // namespace tcp_store
 
 // What one server holds at most, so that a peer (a stranger on the port among them) cannot grow
@@ -53,8 +61,11 @@ class TcpStoreServer {
  public:
   // Binds and listens on host:port and keeps the socket. Port 0 picks a free port (see port()).
   // A port in use is UNAVAILABLE naming host:port.
+  // A non-empty `secret` (the job secret, JobSecretFromEnv) makes every connection
+  // authenticate first; serving a non-loopback address without one is logged as a warning.
   static StatusOr<std::unique_ptr<TcpStoreServer>> Start(const std::string& host, int port,
-                                                         TcpStoreLimits limits = {});
+                                                         TcpStoreLimits limits = {},
+                                                         std::string secret = "");
   ~TcpStoreServer();
 
   TcpStoreServer(const TcpStoreServer&) = delete;
@@ -88,7 +99,15 @@ struct TcpStoreOptions {
   std::chrono::milliseconds connect_timeout{30000};
   // How long a Set/Add may take, and the slack given to a Get/Wait reply past its deadline.
   std::chrono::milliseconds io_timeout{30000};
+  // The job secret; non-empty: every connection authenticates before its first request.
+  std::string secret;
 };
+
+// The job secret of this process: FLEET_JOB_SECRET (which `fleet-host launch` sets for the
+// ranks it starts on one machine), or "" when unset.
+std::string JobSecretFromEnv();
+// A fresh secret: 32 random bytes from the kernel, in hex.
+StatusOr<std::string> NewJobSecret();
 
 // A client of TcpStoreServer. Thread-safe: each call borrows an idle connection or opens one,
 // so a thread blocked in Get never stops another thread's Set on the same client.
@@ -120,6 +139,8 @@ class TcpStore final : public Store {
   Status Call(const std::string& request, Clock::time_point deadline, const std::string& what,
               ReadPayload read_payload);
   StatusOr<int> Borrow(Clock::time_point deadline);
+  // A new connection, authenticated when options_.secret is set.
+  StatusOr<int> Open(Clock::time_point deadline);
   // INVALID_ARGUMENT for a key over tcp_store::kMaxKeyBytes, before anything is sent.
   Status CheckKey(const std::string& key) const;
   void Return(int fd);

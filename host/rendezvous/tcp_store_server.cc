@@ -37,6 +37,8 @@ struct TcpStoreServer::State {
   struct Client {
     int fd = -1;
     std::string peer;  // address:port, for the log
+    bool authenticated = false;  // always true on a server without a secret
+    std::string nonce;           // the challenge HELLO sent on this connection
     std::string in;
     std::string out;
     bool dead = false;
@@ -50,6 +52,7 @@ struct TcpStoreServer::State {
   std::list<Client> clients;
   std::string name;
   TcpStoreLimits limits;
+  std::string secret;
   // After accept4 ran out of file descriptors: the listening socket is not polled until then.
   Clock::time_point accept_paused_until{};
 
@@ -113,8 +116,57 @@ struct TcpStoreServer::State {
     }
   }
 
+  // Refuses the connection: the reply, a log line naming the peer, then the close.
+  void Refuse(Client& c, const std::string& why) {
+    Log().warn("{}: refused {}: {}", name, c.peer, why);
+    c.out += ErrorReply(Unauthenticated(name + ": " + why));
+    c.close_after_flush = true;
+    c.in.clear();
+  }
+
+  // HELLO and AUTH; false when the request was something else on a connection that has not
+  // authenticated (and has been refused).
+  bool Authenticate(Client& c) {
+    Request& r = c.request;
+    if (r.op == tcp_store::kHello) {
+      if (secret.empty()) {
+        c.out += ErrorReply(FailedPrecondition(
+            name + ": this store runs without a job secret, but the client has one (is "
+                   "FLEET_JOB_SECRET set for some processes of the job only?)"));
+        return false;
+      }
+      auto nonce = tcp_store::RandomBytes(tcp_store::kNonceBytes);
+      if (!nonce.ok()) {
+        c.out += ErrorReply(nonce.status());
+        return false;
+      }
+      c.nonce = std::move(*nonce);
+      PutU8(&c.out, 0);
+      c.out += c.nonce;
+      return false;
+    }
+    if (r.op == tcp_store::kAuth) {
+      if (secret.empty() || c.nonce.empty() ||
+          !tcp_store::SameBytes(r.value, tcp_store::JobMac(secret, c.nonce))) {
+        Refuse(c, "wrong job secret (or AUTH without HELLO)");
+        return false;
+      }
+      c.authenticated = true;
+      c.nonce.clear();
+      PutU8(&c.out, 0);
+      return false;
+    }
+    if (!c.authenticated) {
+      Refuse(c, "this store requires the job secret (FLEET_JOB_SECRET), and the connection "
+                "has not authenticated");
+      return false;
+    }
+    return true;
+  }
+
   void Handle(Client& c) {
     Request& r = c.request;
+    if (!Authenticate(c)) return;
     switch (r.op) {
       case tcp_store::kSet:
         if (Status put = Put(c, r.keys[0], std::move(r.value)); !put.ok()) {
@@ -212,7 +264,8 @@ struct TcpStoreServer::State {
 
 StatusOr<std::unique_ptr<TcpStoreServer>> TcpStoreServer::Start(const std::string& host,
                                                                  int port,
-                                                                 TcpStoreLimits limits) {
+                                                                 TcpStoreLimits limits,
+                                                                 std::string secret) {
   if (port < 0 || port > 65535) {
     return InvalidArgument("tcp store: port " + std::to_string(port) + " is out of range");
   }
@@ -256,6 +309,13 @@ StatusOr<std::unique_ptr<TcpStoreServer>> TcpStoreServer::Start(const std::strin
     std::unique_ptr<TcpStoreServer> server(
         new TcpStoreServer(host, actual, fd, wake[0], wake[1]));
     server->state_->limits = limits;
+    if (secret.empty() && !tcp_store::IsLoopbackHost(host)) {
+      Log().warn("{}: serving a non-loopback address without a job secret: any process that "
+                 "can reach it can join or change the job (set FLEET_JOB_SECRET on every "
+                 "process of the job)",
+                 server->state_->name);
+    }
+    server->state_->secret = std::move(secret);
     server->thread_ = std::thread([s = server.get()] { s->Serve(); });
     return server;
   }
@@ -344,6 +404,7 @@ void TcpStoreServer::Serve() {
         st.clients.emplace_back();
         st.clients.back().fd = fd;
         st.clients.back().peer = from;
+        st.clients.back().authenticated = st.secret.empty();
       }
     }
     for (size_t i = 0; i < polled.size(); ++i) {

@@ -2,6 +2,10 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <sys/random.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -18,6 +22,10 @@ std::string ErrnoText(int err) { return std::strerror(err); }
 std::string Address(const std::string& host, int port) {
   if (host.find(':') != std::string::npos) return "[" + host + "]:" + std::to_string(port);
   return host + ":" + std::to_string(port);
+}
+
+bool IsLoopbackHost(const std::string& host) {
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
 }
 
 std::string PeerText(const sockaddr_storage& peer) {
@@ -169,12 +177,42 @@ Parse ParseRequest(const std::string& in, Request* req, size_t* consumed, std::s
       req->number = static_cast<int64_t>(c.Take(8));
       break;
     }
+    case kHello:
+      break;
+    case kAuth:
+      if (!c.Have(kMacBytes)) return Parse::kIncomplete;
+      req->value = c.TakeBytes(kMacBytes);
+      break;
     default:
       *error = "unknown operation " + std::to_string(req->op);
       return Parse::kBad;
   }
   *consumed = c.pos();
   return Parse::kDone;
+}
+
+std::string JobMac(std::string_view secret, std::string_view nonce) {
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
+       reinterpret_cast<const unsigned char*>(nonce.data()), nonce.size(), mac, &len);
+  return std::string(reinterpret_cast<const char*>(mac), len);
+}
+
+bool SameBytes(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+StatusOr<std::string> RandomBytes(size_t n) {
+  std::string out(n, '\0');
+  size_t got = 0;
+  while (got < n) {
+    const ssize_t r = ::getrandom(out.data() + got, n - got, 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return Internal("getrandom: " + ErrnoText(errno));
+    got += static_cast<size_t>(r);
+  }
+  return out;
 }
 
 std::string ErrorReply(const Status& s) {

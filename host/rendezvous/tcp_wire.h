@@ -26,6 +26,8 @@ constexpr uint32_t kMaxMessageBytes = 1 << 20;
 std::string ErrnoText(int err);
 // "host:port", IPv6 hosts in brackets.
 std::string Address(const std::string& host, int port);
+// Whether `host` names this machine's loopback ("localhost", 127.x.y.z, ::1).
+bool IsLoopbackHost(const std::string& host);
 // The address of an accepted peer, as Address writes it ("unknown peer" for another family).
 std::string PeerText(const sockaddr_storage& peer);
 // A key for messages: quoted, cut after 64 bytes.
@@ -65,6 +67,13 @@ enum class Parse { kIncomplete, kDone, kBad };
 // for more bytes; kBad sets `error` (a length over its cap is refused before anything of that
 // length is copied).
 Parse ParseRequest(const std::string& in, Request* req, size_t* consumed, std::string* error);
+
+// HMAC-SHA256(secret, nonce): what AUTH carries (kMacBytes).
+std::string JobMac(std::string_view secret, std::string_view nonce);
+// Constant-time equality of two byte strings of the same length (false for different lengths).
+bool SameBytes(std::string_view a, std::string_view b);
+// `n` random bytes from the kernel.
+StatusOr<std::string> RandomBytes(size_t n);
 
 // The reply for a failed request: code, then the message (cut to kMaxMessageBytes).
 std::string ErrorReply(const Status& s);

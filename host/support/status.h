@@ -75,6 +75,7 @@ inline Status ResourceExhausted(std::string m) {
 inline Status OutOfRange(std::string m) { return {Code::kOutOfRange, std::move(m)}; }
 inline Status Aborted(std::string m) { return {Code::kAborted, std::move(m)}; }
 inline Status DataLoss(std::string m) { return {Code::kDataLoss, std::move(m)}; }
+inline Status Unauthenticated(std::string m) { return {Code::kUnauthenticated, std::move(m)}; }
 
 // A value or the error that prevented it. Constructing from an OK status is a bug.
 template <typename T>

@@ -217,7 +217,7 @@ TEST_F(LaunchTest, EveryChildGetsItsRoleAndALiveStore) {
                     "http_proxy=http://proxy.invalid:1", "https_proxy=http://proxy.invalid:1",
                     "FLEET_TEST_KEEP=yes"});
   ASSERT_EQ(l.exit_code, 0) << Output(l);
-  std::set<std::string> ports;
+  std::set<std::string> ports, secrets;
   for (int r = 0; r < 3; ++r) {
     SCOPED_TRACE("rank " + std::to_string(r));
     auto env = ReadEnvFile(dir_ / "env" / ("env." + std::to_string(r)));
@@ -229,6 +229,9 @@ TEST_F(LaunchTest, EveryChildGetsItsRoleAndALiveStore) {
     EXPECT_EQ(env["MASTER_ADDR"], "127.0.0.1");
     EXPECT_EQ(env["FLEET_MASTER_SERVED"], "1");
     EXPECT_EQ(env["FLEET_JOB_ID"], "envjob");
+    // One secret for the whole job, made by the launcher: 32 random bytes in hex.
+    EXPECT_EQ(env["FLEET_JOB_SECRET"].size(), 64u);
+    secrets.insert(env["FLEET_JOB_SECRET"]);
     EXPECT_EQ(env["FLEET_TEST_KEEP"], "yes");
     for (const char* gone : {"RANK", "WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "http_proxy",
                              "https_proxy"}) {
@@ -242,6 +245,7 @@ TEST_F(LaunchTest, EveryChildGetsItsRoleAndALiveStore) {
                          "store ok: 3 keys"));
   }
   EXPECT_EQ(ports.size(), 1u);
+  EXPECT_EQ(secrets.size(), 1u);
   EXPECT_TRUE(Contains(l.stderr_text, "127.0.0.1:" + *ports.begin())) << Output(l);
   EXPECT_TRUE(Contains(l.stderr_text, "all 3 ranks finished")) << Output(l);
 }

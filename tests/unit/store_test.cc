@@ -412,6 +412,67 @@ TEST(TcpStoreTest, QuotasAndTheConnectionCapHold) {
   EXPECT_EQ(*(*client)->Get("a", milliseconds(100)), big + "w");
 }
 
+// With a job secret a connection must answer the server's challenge before anything else: a
+// rank with the secret works; no secret, a wrong one, or a stranger's raw SET are refused (and
+// change nothing); a rank with a secret meeting a server without one is told so.
+TEST(TcpStoreTest, TheJobSecretKeepsStrangersOut) {
+  auto secret = NewJobSecret();
+  ASSERT_TRUE(secret.ok());
+  EXPECT_EQ(secret->size(), 64u);
+  auto server = TcpStoreServer::Start("127.0.0.1", 0, {}, *secret);
+  ASSERT_TRUE(server.ok());
+  const int port = (*server)->port();
+  TcpStoreOptions with = FastOptions();
+  with.secret = *secret;
+  auto rank = TcpStore::Connect("127.0.0.1", port, with);
+  ASSERT_TRUE(rank.ok()) << rank.status().ToString();
+  ASSERT_TRUE((*rank)->Set("k", "v").ok());
+  EXPECT_EQ(*(*rank)->Get("k", milliseconds(100)), "v");
+
+  auto none = TcpStore::Connect("127.0.0.1", port, FastOptions());
+  ASSERT_TRUE(none.ok());  // connecting is not yet talking
+  Status refused = (*none)->Set("k", "stranger");
+  EXPECT_EQ(refused.code(), Code::kUnauthenticated) << refused.ToString();
+  EXPECT_NE(refused.message().find("requires the job secret (FLEET_JOB_SECRET)"),
+            std::string::npos) << refused.message();
+
+  TcpStoreOptions wrong = FastOptions();
+  wrong.secret = *secret + "x";
+  auto bad = TcpStore::Connect("127.0.0.1", port, wrong);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), Code::kUnauthenticated) << bad.status().ToString();
+  EXPECT_NE(bad.status().message().find("wrong job secret"), std::string::npos);
+
+  // A raw SET straight away: answered UNAUTHENTICATED and closed.
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  std::string set = {static_cast<char>(tcp_store::kSet), 1, 0, 0, 0, 'k', 1, 0, 0, 0, 0, 0, 0,
+                     0, 'X'};
+  ASSERT_EQ(::send(fd, set.data(), set.size(), 0), static_cast<ssize_t>(set.size()));
+  timeval tv{2, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  std::string reply;
+  char buffer[512];
+  ssize_t n;
+  while ((n = ::recv(fd, buffer, sizeof(buffer), 0)) > 0) reply.append(buffer, n);
+  ::close(fd);
+  ASSERT_GT(reply.size(), 1u);
+  EXPECT_EQ(static_cast<int>(reply[0]), static_cast<int>(Code::kUnauthenticated));
+  EXPECT_EQ(*(*rank)->Get("k", milliseconds(100)), "v") << "nothing the strangers sent landed";
+
+  auto open_server = TcpStoreServer::Start("127.0.0.1", 0);
+  ASSERT_TRUE(open_server.ok());
+  auto mismatch = TcpStore::Connect("127.0.0.1", (*open_server)->port(), with);
+  ASSERT_FALSE(mismatch.ok());
+  EXPECT_NE(mismatch.status().message().find("runs without a job secret"), std::string::npos)
+      << mismatch.status().message();
+}
+
 }  // namespace
 }  // namespace fleet
 
