@@ -161,26 +161,6 @@ const Var* Block::FindVar(std::string_view name) const {
 }
 
 
-std::string QuoteForMessage(std::string_view text, size_t max_bytes) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out = "'";
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (i == max_bytes) {
-      out += "...";
-      break;
-    }
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c >= 0x20 && c < 0x7f && c != '\\') {
-      out += static_cast<char>(c);
-    } else {
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 0xF];
-    }
-  }
-  return out + "'";
-}
-
 Status CheckVarName(std::string_view name) {
   auto refuse = [&](const std::string& why) {
     return InvalidArgument("var name " + QuoteForMessage(name) + " " + why);

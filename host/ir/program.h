@@ -123,14 +123,9 @@ Op MakeOp(std::string type, SlotMap inputs, SlotMap outputs, AttrMap attrs = {})
 // Var names are file names too (saved parameters, checkpoints) and appear in messages and JSON,
 // so every name entering a program is checked: non-empty, at most kMaxVarNameBytes bytes of
 // valid UTF-8, no control characters, no '/' or '\\', and not "." or "..". INVALID_ARGUMENT
-// saying what is wrong, the name quoted by QuoteForMessage.
+// saying what is wrong, the name quoted by QuoteForMessage (support/text.h).
 inline constexpr size_t kMaxVarNameBytes = 1024;
 Status CheckVarName(std::string_view name);
-
-// `text` for an error message: in single quotes, bytes outside printable ASCII (control
-// characters, escape sequences, invalid UTF-8) written as \xHH, and cut after `max_bytes`
-// with "..." so a huge input cannot flood a log.
-std::string QuoteForMessage(std::string_view text, size_t max_bytes = 80);
 
 struct Block {
   int32_t index = 0;

@@ -33,6 +33,7 @@
 
 #include "support/status.h"
 #include "support/text.h"
+#include "support/text.h"
 
 namespace fleet {
 
@@ -97,20 +98,7 @@ class ScopedStore final : public Store {
 namespace store_internal {
 
 // A key as error messages show it: quoted, with bytes outside printable ASCII escaped.
-inline std::string QuoteKey(std::string_view key) {
-  static const char kHex[] = "0123456789abcdef";
-  std::string out = "'";
-  for (unsigned char c : key) {
-    if (c >= 0x20 && c < 0x7f && c != '\\') {
-      out += static_cast<char>(c);
-    } else {
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out + "'";
-}
+inline std::string QuoteKey(std::string_view key) { return QuoteForMessage(key, key.size()); }
 
 // The DEADLINE_EXCEEDED every store answers when keys are still missing at the deadline.
 inline Status MissingKeysError(std::string_view store, const std::vector<std::string>& missing,

@@ -22,6 +22,11 @@ std::vector<std::string> Split(std::string_view text, char sep);
 // `v` with `digits` digits after the point ("%.*f").
 std::string FormatFixed(double v, int digits);
 
+// `text` for an error message: in single quotes, bytes outside printable ASCII (control
+// characters, escape sequences, invalid UTF-8) and the backslash written as \\xHH, and cut after
+// `max_bytes` with "..." so a huge input cannot flood a log.
+std::string QuoteForMessage(std::string_view text, size_t max_bytes = 80);
+
 // The length of the UTF-8 sequence starting at text[i] (1 to 4), or 0 where it is not valid
 // UTF-8 (a truncated sequence, a bad continuation byte, an overlong form, a surrogate, a code
 // point beyond U+10FFFF).

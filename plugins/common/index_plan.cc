@@ -9,12 +9,6 @@
 namespace fleet::kernel {
 namespace {
 
-std::string DimsText(const std::vector<int64_t>& dims) {
-  std::string s = "[";
-  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
-  return s + "]";
-}
-
 PlanStatus Missing(const FleetKernelContext* kc, const char* slot) {
   return PlanInvalid(OpName(kc) + ": " + slot + " is missing");
 }

@@ -124,4 +124,12 @@ std::vector<int64_t> Dims(const FleetTensor* t) {
   return std::vector<int64_t>(t->dims, t->dims + t->ndim);
 }
 
+std::string DimsText(const std::vector<int64_t>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+std::string DimsText(const FleetTensor* t) { return DimsText(Dims(t)); }
+
 }  // namespace fleet::kernel

@@ -33,4 +33,8 @@ std::vector<double> FloatsAttr(const FleetKernelContext* kc, std::string_view na
 int64_t Numel(const FleetTensor* t);
 std::vector<int64_t> Dims(const FleetTensor* t);
 
+// Dims as messages write them: "[2, 3]".
+std::string DimsText(const std::vector<int64_t>& dims);
+std::string DimsText(const FleetTensor* t);
+
 }  // namespace fleet::kernel

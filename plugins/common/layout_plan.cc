@@ -50,12 +50,6 @@ int64_t PlanNumel(const CopyPlan& p) {
 
 namespace {
 
-std::string DimsText(const std::vector<int64_t>& dims) {
-  std::string s = "[";
-  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
-  return s + "]";
-}
-
 bool NormalizeAxis(int64_t axis, int64_t rank, int64_t* out) {
   if (axis < -rank || axis >= rank) return false;
   *out = axis < 0 ? axis + rank : axis;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "kernel_context.h"
+
 namespace fleet::kernel {
 namespace {
 
@@ -14,24 +16,18 @@ int64_t Product(const int64_t* dims, int64_t begin, int64_t end) {
 
 }  // namespace
 
-std::string TensorDimsText(const FleetTensor* t) {
-  std::string s = "[";
-  for (int32_t i = 0; i < t->ndim; ++i) s += (i ? ", " : "") + std::to_string(t->dims[i]);
-  return s + "]";
-}
-
 PlanStatus MulGeometry(const FleetTensor* x, const FleetTensor* y, int64_t xnc, int64_t ync,
                        MatmulGeom* g) {
   if (xnc < 1 || xnc >= x->ndim || ync < 1 || ync >= y->ndim) {
     return PlanInvalid("mul: num_col_dims (" + std::to_string(xnc) + ", " +
-                       std::to_string(ync) + ") do not fit X " + TensorDimsText(x) + ", Y " +
-                       TensorDimsText(y));
+                       std::to_string(ync) + ") do not fit X " + DimsText(x) + ", Y " +
+                       DimsText(y));
   }
   g->m = Product(x->dims, 0, xnc);
   g->k = Product(x->dims, xnc, x->ndim);
   g->n = Product(y->dims, ync, y->ndim);
   if (Product(y->dims, 0, ync) != g->k) {
-    return PlanInvalid("mul: X " + TensorDimsText(x) + " and Y " + TensorDimsText(y) +
+    return PlanInvalid("mul: X " + DimsText(x) + " and Y " + DimsText(y) +
                        " flatten to matrices that do not multiply");
   }
   g->xm = g->k;
@@ -46,8 +42,8 @@ PlanStatus MatmulV2Geometry(const FleetTensor* x, const FleetTensor* y, bool tx,
   const int xr = x->ndim, yr = y->ndim;
   if (xr < 1 || yr < 1 || xr > kMaxStrideRank || yr > kMaxStrideRank) {
     // Callers word this themselves first; this only keeps the arrays below in bounds.
-    return PlanInvalid("matmul_v2: unsupported ranks of X " + TensorDimsText(x) + " and Y " +
-                       TensorDimsText(y));
+    return PlanInvalid("matmul_v2: unsupported ranks of X " + DimsText(x) + " and Y " +
+                       DimsText(y));
   }
   // A 1-D X is a row vector and a 1-D Y a column vector; trans_* does not apply to them.
   int64_t kx = 0, ky = 0;
@@ -78,8 +74,8 @@ PlanStatus MatmulV2Geometry(const FleetTensor* x, const FleetTensor* y, bool tx,
   if (kx != ky) {
     const bool mark_x = mark_transposed && tx && xr >= 2;
     const bool mark_y = mark_transposed && ty && yr >= 2;
-    return PlanInvalid("matmul_v2: contraction dims differ for X " + TensorDimsText(x) +
-                       (mark_x ? " (transposed)" : "") + " and Y " + TensorDimsText(y) +
+    return PlanInvalid("matmul_v2: contraction dims differ for X " + DimsText(x) +
+                       (mark_x ? " (transposed)" : "") + " and Y " + DimsText(y) +
                        (mark_y ? " (transposed)" : ""));
   }
   g->k = kx;
@@ -96,8 +92,8 @@ PlanStatus MatmulV2Geometry(const FleetTensor* x, const FleetTensor* y, bool tx,
     ys *= g->ypad[i];
     const int64_t a = g->xpad[i], b = g->ypad[i];
     if (a != b && a != 1 && b != 1) {
-      return PlanInvalid("matmul_v2: batch dims of X " + TensorDimsText(x) + " and Y " +
-                         TensorDimsText(y) + " do not broadcast");
+      return PlanInvalid("matmul_v2: batch dims of X " + DimsText(x) + " and Y " +
+                         DimsText(y) + " do not broadcast");
     }
     g->batch[i] = a == 1 ? b : a;
     g->x_broadcast |= a != g->batch[i];

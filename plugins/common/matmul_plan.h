@@ -70,7 +70,4 @@ PlanStatus MulGeometry(const FleetTensor* x, const FleetTensor* y, int64_t x_num
 PlanStatus MatmulV2Geometry(const FleetTensor* x, const FleetTensor* y, bool trans_x,
                             bool trans_y, bool mark_transposed, MatmulGeom* g);
 
-// "[d0, d1, ...]" of a tensor's dims, as the planners' messages write shapes.
-std::string TensorDimsText(const FleetTensor* t);
-
 }  // namespace fleet::kernel

@@ -11,12 +11,6 @@
 namespace fleet::kernel {
 namespace {
 
-std::string DimsText(const std::vector<int64_t>& dims) {
-  std::string s = "[";
-  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
-  return s + "]";
-}
-
 // Row-major strides of a 5-D tensor, reordered to the logical (n, c, d, h, w).
 void LogicalStrides(const std::vector<int64_t>& dims, bool channels_last, int64_t* strides) {
   int64_t s[5];

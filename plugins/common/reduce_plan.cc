@@ -7,12 +7,6 @@
 namespace fleet::kernel {
 namespace {
 
-std::string DimsText(const FleetTensor* t) {
-  std::string s = "[";
-  for (int32_t i = 0; i < t->ndim; ++i) s += (i ? ", " : "") + std::to_string(t->dims[i]);
-  return s + "]";
-}
-
 PlanStatus CheckRank(const FleetKernelContext* kc, const FleetTensor* x) {
   if (x == nullptr) return PlanInvalid(OpName(kc) + ": input X is missing");
   if (x->ndim > kMaxStrideRank) {

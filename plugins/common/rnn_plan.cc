@@ -10,12 +10,6 @@
 namespace fleet::kernel {
 namespace {
 
-std::string DimsText(const std::vector<int64_t>& dims) {
-  std::string s = "[";
-  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
-  return s + "]";
-}
-
 std::string Entry(const char* slot, size_t i) {
   return std::string(slot) + "[" + std::to_string(i) + "]";
 }

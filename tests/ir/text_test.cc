@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "ir/text.h"
+#include "support/text.h"
 
 namespace fleet::ir {
 namespace {

@@ -22,12 +22,6 @@ using fleet::kernel::LogicOp;
 
 constexpr int64_t kGrain = 1 << 14;
 
-std::string DimsText(const FleetTensor* t) {
-  std::string s = "[";
-  for (int32_t i = 0; i < t->ndim; ++i) s += (i ? ", " : "") + std::to_string(t->dims[i]);
-  return s + "]";
-}
-
 // The plan over Out's dims (Out@GRAD's for a grad) with X's offsets in sa and Y's in sb.
 // Ops without an axis attribute (the logic ops) align trailing dims, as axis -1 does.
 template <bool kGrad>

@@ -17,12 +17,6 @@ enum class Bin { kAdd, kSub, kMul, kDiv, kMax, kMin };
 // Elements per thread below which a loop stays on one thread.
 constexpr int64_t kGrain = 1 << 14;
 
-std::string DimsText(const FleetTensor* t) {
-  std::string s = "[";
-  for (int32_t i = 0; i < t->ndim; ++i) s += (i ? ", " : "") + std::to_string(t->dims[i]);
-  return s + "]";
-}
-
 // The plan over Out's dims with X's offsets in `sa` and Y's in `sb` (Paddle's axis rule,
 // plugins/common/broadcast_plan.h); the messages are this plugin's.
 FleetStatus* BinaryPlan(const FleetKernelContext* kc, const FleetTensor* x, const FleetTensor* y,

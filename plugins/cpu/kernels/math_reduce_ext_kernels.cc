@@ -24,12 +24,6 @@ using fleet::kernel::ReduceOp;
 
 constexpr int64_t kGrain = 1 << 12;
 
-std::string DimsText(const FleetTensor* t) {
-  std::string s = "[";
-  for (int32_t i = 0; i < t->ndim; ++i) s += (i ? ", " : "") + std::to_string(t->dims[i]);
-  return s + "]";
-}
-
 FleetStatus* FromPlan(const fleet::kernel::PlanStatus& s) {
   return fleet::kernel::ToFleetStatus(
       s, [](int32_t code, const std::string& m) { return Error(code, m); });

@@ -44,8 +44,6 @@ struct BlasTraits<double> {
 // The geometry and its checks are shared with the CPU plugin (plugins/common/matmul_plan.h).
 using fleet::kernel::MatmulGeom;
 
-std::string DimsText(const FleetTensor* t) { return fleet::kernel::TensorDimsText(t); }
-
 FleetStatus* Geom(const FleetKernelContext* kc, bool is_mul, MatmulGeom* g) {
   const FleetTensor* x = Input(kc, "X");
   const FleetTensor* y = Input(kc, "Y");

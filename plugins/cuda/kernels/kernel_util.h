@@ -54,6 +54,7 @@ const KernelList& AllKernels();
 // ---- reading the context (plugins/common/kernel_context.h) --------------------------------
 using fleet::kernel::BoolAttr;
 using fleet::kernel::Dims;
+using fleet::kernel::DimsText;
 using fleet::kernel::FindAttr;
 using fleet::kernel::FloatAttr;
 using fleet::kernel::FloatsAttr;

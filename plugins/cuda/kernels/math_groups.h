@@ -35,12 +35,6 @@ inline std::string OpName(const FleetKernelContext* kc) {
   return kc->op_type != nullptr ? kc->op_type : "kernel";
 }
 
-inline std::string DimsText(const FleetTensor* t) {
-  std::string s = "[";
-  for (int32_t i = 0; i < t->ndim; ++i) s += (i ? ", " : "") + std::to_string(t->dims[i]);
-  return s + "]";
-}
-
 // Runs `body` (returning FleetStatus*) outside a launch, e.g. a prepare, turning an exception
 // into INTERNAL, since none may cross the ABI. Launches get the same from Run.
 template <typename F>
