@@ -16,26 +16,23 @@
 #include <memory>
 #include <string>
 
+#include "kernels/dense_cudnn_conv.h"
 #include "kernels/dense_groups.h"
 
 namespace fleet_cuda {
 namespace {
 
+using cudnn_conv::ChooseBackwardData;
+using cudnn_conv::ChooseBackwardFilter;
+using cudnn_conv::ChooseForward;
+using cudnn_conv::ConvGeom;
+using cudnn_conv::DnnExpressible;
+using cudnn_conv::MakeDescriptors;
+using cudnn_conv::Unsupported;
+
 using dense::ExpectRank;
 using dense::OpName;
 using dense::Require;
-
-// Everything a kernel needs of one convolution; plain data, passed to kernels by value.
-struct ConvGeom {
-  int64_t n = 0, c = 0, h = 0, w = 0;  // input
-  int64_t o = 0, kh = 0, kw = 0;       // filter [o, c / groups, kh, kw]
-  int64_t oh = 0, ow = 0;              // output
-  int64_t groups = 1, cg = 0, og = 0;  // channels per group: input, output
-  int64_t stride[2] = {1, 1};
-  int64_t dilation[2] = {1, 1};
-  int64_t pad_begin[2] = {0, 0};
-  int64_t pad_end[2] = {0, 0};
-};
 
 // Prepare only: reads list attributes. `out` is Output (forward) or Output@GRAD (grad).
 FleetStatus* Geometry(const FleetKernelContext* kc, const FleetTensor* in,
@@ -185,164 +182,16 @@ __global__ void ConvFilterGradDirect(ConvGeom g, const T* x, const T* dy, T* df)
 
 // ---- cuDNN -------------------------------------------------------------------------------
 
-struct ConvState {
+struct ConvState : cudnn_conv::Descriptors {
   ConvGeom g;
   bool want_data = false, want_filter = false;  // grad: which outputs the op has
-  cudnnTensorDescriptor_t x_desc = nullptr, y_desc = nullptr;
-  cudnnFilterDescriptor_t w_desc = nullptr;
-  cudnnConvolutionDescriptor_t conv_desc = nullptr;
   // Which directions run on cuDNN; a launch that cuDNN refuses clears its flag for good.
   bool fwd_dnn = false, data_dnn = false, filter_dnn = false;
   cudnnConvolutionFwdAlgo_t fwd_algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
   cudnnConvolutionBwdDataAlgo_t data_algo = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
   cudnnConvolutionBwdFilterAlgo_t filter_algo = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1;
   size_t fwd_ws = 0, data_ws = 0, filter_ws = 0;  // workspace bytes, from the scratch
-
-  ConvState() = default;
-  ConvState(const ConvState&) = delete;
-  ConvState& operator=(const ConvState&) = delete;
-  ~ConvState() {
-    if (conv_desc != nullptr) cudnnDestroyConvolutionDescriptor(conv_desc);
-    if (w_desc != nullptr) cudnnDestroyFilterDescriptor(w_desc);
-    if (y_desc != nullptr) cudnnDestroyTensorDescriptor(y_desc);
-    if (x_desc != nullptr) cudnnDestroyTensorDescriptor(x_desc);
-  }
 };
-
-// Whether cuDNN's symmetric padding by pad_begin yields exactly the host's windows.
-bool DnnExpressible(const ConvGeom& g) {
-  const int64_t in[2] = {g.h, g.w}, k[2] = {g.kh, g.kw}, out[2] = {g.oh, g.ow};
-  for (int i = 0; i < 2; ++i) {
-    const int64_t span = (k[i] - 1) * g.dilation[i] + 1;
-    const int64_t padded = in[i] + 2 * g.pad_begin[i] - span;
-    if (padded < 0 || padded / g.stride[i] + 1 != out[i]) return false;
-    if (!FitsInt(g.pad_begin[i]) || !FitsInt(g.stride[i]) || !FitsInt(g.dilation[i])) {
-      return false;
-    }
-  }
-  for (int64_t v : {g.n, g.c, g.h, g.w, g.o, g.cg, g.kh, g.kw, g.oh, g.ow, g.groups}) {
-    if (v <= 0 || !FitsInt(v)) return false;
-  }
-  return true;
-}
-
-// Creates the descriptors (an error only when cuDNN cannot allocate them) and describes the
-// convolution; *ok is false when cuDNN refuses the description, which leaves the direct path.
-template <typename T>
-FleetStatus* MakeDescriptors(const FleetKernelContext* kc, ConvState& st, bool* ok) {
-  *ok = false;
-  const std::string what = OpName(kc) + ": creating cuDNN descriptors";
-  if (FleetStatus* e = DnnStatus(cudnnCreateTensorDescriptor(&st.x_desc), what)) return e;
-  if (FleetStatus* e = DnnStatus(cudnnCreateTensorDescriptor(&st.y_desc), what)) return e;
-  if (FleetStatus* e = DnnStatus(cudnnCreateFilterDescriptor(&st.w_desc), what)) return e;
-  if (FleetStatus* e = DnnStatus(cudnnCreateConvolutionDescriptor(&st.conv_desc), what)) {
-    return e;
-  }
-  const ConvGeom& g = st.g;
-  const auto I = [](int64_t v) { return static_cast<int>(v); };
-  const cudnnDataType_t type = DnnTraits<T>::kType;
-  if (cudnnSetTensor4dDescriptor(st.x_desc, CUDNN_TENSOR_NCHW, type, I(g.n), I(g.c), I(g.h),
-                                 I(g.w)) != CUDNN_STATUS_SUCCESS ||
-      cudnnSetTensor4dDescriptor(st.y_desc, CUDNN_TENSOR_NCHW, type, I(g.n), I(g.o), I(g.oh),
-                                 I(g.ow)) != CUDNN_STATUS_SUCCESS ||
-      cudnnSetFilter4dDescriptor(st.w_desc, type, CUDNN_TENSOR_NCHW, I(g.o), I(g.cg), I(g.kh),
-                                 I(g.kw)) != CUDNN_STATUS_SUCCESS ||
-      cudnnSetConvolution2dDescriptor(st.conv_desc, I(g.pad_begin[0]), I(g.pad_begin[1]),
-                                      I(g.stride[0]), I(g.stride[1]), I(g.dilation[0]),
-                                      I(g.dilation[1]), CUDNN_CROSS_CORRELATION,
-                                      type) != CUDNN_STATUS_SUCCESS ||
-      cudnnSetConvolutionGroupCount(st.conv_desc, I(g.groups)) != CUDNN_STATUS_SUCCESS ||
-      cudnnSetConvolutionMathType(st.conv_desc, DnnTraits<T>::kMath) != CUDNN_STATUS_SUCCESS) {
-    return nullptr;
-  }
-  int n = 0, c = 0, h = 0, w = 0;
-  if (cudnnGetConvolution2dForwardOutputDim(st.conv_desc, st.x_desc, st.w_desc, &n, &c, &h,
-                                            &w) != CUDNN_STATUS_SUCCESS ||
-      n != g.n || c != g.o || h != g.oh || w != g.ow) {
-    return nullptr;
-  }
-  *ok = true;
-  return nullptr;
-}
-
-// Whether cuDNN's heuristics list `algo` as supported (and deterministic when asked).
-template <typename Perf, typename Algo>
-bool Listed(const Perf* perf, int count, Algo algo, bool deterministic) {
-  for (int i = 0; i < count; ++i) {
-    if (perf[i].algo != algo || perf[i].status != CUDNN_STATUS_SUCCESS) continue;
-    if (!deterministic || perf[i].determinism == CUDNN_DETERMINISTIC) return true;
-  }
-  return false;
-}
-
-// Each direction takes the first of its preferred algorithms that the heuristics list (when
-// they answer at all) and whose workspace size cuDNN reports; none leaves it direct.
-void ChooseForward(ConvState& st, cudnnHandle_t h) {
-  cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-  int count = 0;
-  const bool listed = cudnnGetConvolutionForwardAlgorithm_v7(
-                          h, st.x_desc, st.w_desc, st.conv_desc, st.y_desc,
-                          CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perf) == CUDNN_STATUS_SUCCESS;
-  for (cudnnConvolutionFwdAlgo_t algo : {CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM,
-                                         CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
-                                         CUDNN_CONVOLUTION_FWD_ALGO_GEMM}) {
-    if (listed && !Listed(perf, count, algo, false)) continue;
-    size_t ws = 0;
-    if (cudnnGetConvolutionForwardWorkspaceSize(h, st.x_desc, st.w_desc, st.conv_desc,
-                                                st.y_desc, algo, &ws) != CUDNN_STATUS_SUCCESS) {
-      continue;
-    }
-    st.fwd_dnn = true;
-    st.fwd_algo = algo;
-    st.fwd_ws = ws;
-    return;
-  }
-}
-
-void ChooseBackwardData(ConvState& st, cudnnHandle_t h) {
-  cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-  int count = 0;
-  const bool listed =
-      cudnnGetConvolutionBackwardDataAlgorithm_v7(
-          h, st.w_desc, st.y_desc, st.conv_desc, st.x_desc,
-          CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perf) == CUDNN_STATUS_SUCCESS;
-  const cudnnConvolutionBwdDataAlgo_t algo = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
-  if (listed && !Listed(perf, count, algo, true)) return;
-  size_t ws = 0;
-  if (cudnnGetConvolutionBackwardDataWorkspaceSize(h, st.w_desc, st.y_desc, st.conv_desc,
-                                                   st.x_desc, algo, &ws) != CUDNN_STATUS_SUCCESS) {
-    return;
-  }
-  st.data_dnn = true;
-  st.data_algo = algo;
-  st.data_ws = ws;
-}
-
-void ChooseBackwardFilter(ConvState& st, cudnnHandle_t h) {
-  cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-  int count = 0;
-  const bool listed =
-      cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-          h, st.x_desc, st.y_desc, st.conv_desc, st.w_desc,
-          CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, perf) == CUDNN_STATUS_SUCCESS;
-  const cudnnConvolutionBwdFilterAlgo_t algo = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1;
-  if (listed && !Listed(perf, count, algo, true)) return;
-  size_t ws = 0;
-  if (cudnnGetConvolutionBackwardFilterWorkspaceSize(h, st.x_desc, st.y_desc, st.conv_desc,
-                                                     st.w_desc, algo, &ws) !=
-      CUDNN_STATUS_SUCCESS) {
-    return;
-  }
-  st.filter_dnn = true;
-  st.filter_algo = algo;
-  st.filter_ws = ws;
-}
-
-// A cuDNN call that this library or GPU does not support for the shapes: the launch falls back
-// to the direct kernels instead of failing.
-bool Unsupported(cudnnStatus_t s) {
-  return CUDNN_STATUS_CATEGORY(s) == CUDNN_STATUS_NOT_SUPPORTED;
-}
 
 template <typename T, bool kGrad>
 FleetStatus* ConvPrepare(void*, const FleetKernelContext* kc, void** state,
@@ -358,15 +207,19 @@ FleetStatus* ConvPrepare(void*, const FleetKernelContext* kc, void** state,
   st->want_filter = kGrad && Output(kc, "Filter@GRAD") != nullptr;
   if (DnnExpressible(st->g) && (!kGrad || st->want_data || st->want_filter)) {
     bool ok = false;
-    if (FleetStatus* e = MakeDescriptors<T>(kc, *st, &ok)) return e;
+    if (FleetStatus* e = MakeDescriptors<T>(kc, st->g, *st, &ok)) return e;
     if (ok) {
       // The handle is only consulted here (heuristics, workspace sizes); each launch takes
       // the handle of its own stream.
       FleetStatus* e = Run(kc, [&](FleetStream* s) -> FleetStatus* {
         cudnnHandle_t h = Dnn(s);
-        if (!kGrad) ChooseForward(*st, h);
-        if (st->want_data) ChooseBackwardData(*st, h);
-        if (st->want_filter) ChooseBackwardFilter(*st, h);
+        if (!kGrad) st->fwd_dnn = ChooseForward(*st, h, &st->fwd_algo, &st->fwd_ws);
+        if (st->want_data) {
+          st->data_dnn = ChooseBackwardData(*st, h, &st->data_algo, &st->data_ws);
+        }
+        if (st->want_filter) {
+          st->filter_dnn = ChooseBackwardFilter(*st, h, &st->filter_algo, &st->filter_ws);
+        }
         return nullptr;
       });
       if (e != nullptr) return e;
