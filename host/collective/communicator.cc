@@ -68,6 +68,14 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::Create(const ComponentReco
                               component.plugin + "') lacks create or destroy");
   }
 
+  if (FLEET_CAN_CALL(vt, FleetCommVTable, supports_world_size) &&
+      vt->supports_world_size(component.ctx, options.world_size) == 0) {
+    return FailedPrecondition(options.label + ": communicator '" + component.name + "' (plugin '" +
+                              component.plugin + "') does not support a group of " +
+                              std::to_string(options.world_size) +
+                              " ranks; pick another [comm] backend or world size");
+  }
+
   // Options as typed attributes; their storage lives until create returns (the ABI's rule).
   std::vector<FleetAttr> attrs(options.options.size());
   std::vector<const FleetAttr*> attr_ptrs;

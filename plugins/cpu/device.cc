@@ -58,7 +58,8 @@ FleetStatus* Props(void*, int32_t ordinal, FleetDeviceProps* out) {
   if (FLEET_HAS_FIELD(out, FleetDeviceProps, model)) out->model = ModelName();
   if (FLEET_HAS_FIELD(out, FleetDeviceProps, physical_id)) out->physical_id = 0;
   if (FLEET_HAS_FIELD(out, FleetDeviceProps, caps)) {
-    out->caps = FLEET_DEVICE_CAP_HOST_MEMORY | FLEET_DEVICE_CAP_SYNC_STREAMS;
+    out->caps = FLEET_DEVICE_CAP_HOST_MEMORY | FLEET_DEVICE_CAP_SYNC_STREAMS |
+                FLEET_DEVICE_CAP_CPU_RANDOM_STREAMS;
   }
   if (FLEET_HAS_FIELD(out, FleetDeviceProps, total_memory)) {
     out->total_memory =

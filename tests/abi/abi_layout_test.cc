@@ -564,13 +564,23 @@ FLEET_FROZEN_SIZE(FleetCommConfig, device_ctx, 80);
 // =================================================================================================
 // end of ABI 1.2
 // =================================================================================================
+
+// ABI 1.3: FleetCommVTable gains supports_world_size; a device cap bit for CPU random streams.
+FLEET_FROZEN_MEMBER(FleetCommVTable, supports_world_size, 128,
+                    int32_t (*)(void*, int32_t));
+FLEET_FROZEN_SIZE(FleetCommVTable, supports_world_size, 136);
+static_assert(FLEET_DEVICE_CAP_CPU_RANDOM_STREAMS == 0x8u);
+
+// =================================================================================================
+// end of ABI 1.3
+// =================================================================================================
 #endif  // LP64
 
 // ---- not frozen: checks that move with the current version --------------------------------------
 
 // Bumping the minor needs a new frozen block above (and a CHANGELOG line); this assert is the
 // reminder. Update it together with the new block.
-static_assert(FLEET_ABI_MINOR == 2, "new ABI minor: add its frozen block to abi_layout_test.cc");
+static_assert(FLEET_ABI_MINOR == 3, "new ABI minor: add its frozen block to abi_layout_test.cc");
 
 // The host's Status codes are the ABI's codes, so a plugin's status converts without a table.
 static_assert(static_cast<int>(fleet::Code::kOk) == FLEET_CODE_OK);

@@ -78,7 +78,7 @@ TEST(CliTest, HelpAndVersion) {
 
   Result version = RunHost("--version");
   EXPECT_EQ(version.exit_code, 0);
-  EXPECT_TRUE(Contains(version.out, "(plugin ABI 1.2)")) << version.out;
+  EXPECT_TRUE(Contains(version.out, "(plugin ABI 1.3)")) << version.out;
 }
 
 TEST(CliTest, UsageErrorsExitWithTwo) {

@@ -32,6 +32,15 @@ extern "C" {
 
 typedef struct FleetComm FleetComm; /* opaque, owned by the component until destroy */
 
+/* Options the host may pass to every communicator in FleetCommConfig.options, whatever fleet.toml
+ * says, as a comma-separated list usable in an initializer: { FLEET_COMM_HOST_OPTIONS }.
+ *   "hostname"  string: the address this rank's peers should use to reach it ([comm] hostname;
+ *               default: the address the launcher chose, or 127.0.0.1 for local threads).
+ * A communicator accepts each of these (it may ignore them). Any other option it does not know
+ * is refused at create with INVALID_ARGUMENT, with the key in the message. The conformance suite
+ * checks both. Other options come from the [comm] table of fleet.toml. */
+#define FLEET_COMM_HOST_OPTIONS "hostname"
+
 enum {
   FLEET_REDUCE_SUM = 0,
   FLEET_REDUCE_PROD = 1,
@@ -102,6 +111,12 @@ typedef struct FleetCommVTable {
    * same list, or with a list that excludes itself, in which case *out is set to NULL. */
   FleetStatus* (*new_group)(void* ctx, FleetComm* parent, const int32_t* ranks, size_t n,
                             FleetComm** out);
+
+  /* 1.3 (optional) Whether a group of `world_size` ranks can be created: 1 yes, 0 no (a
+   * single-process communicator, one that needs a power of two). Without it every size >= 1 is
+   * supported. The host refuses a job of another size before create, naming the communicator;
+   * the conformance kit skips the sizes it refuses. Must be cheap and must not block. */
+  int32_t (*supports_world_size)(void* ctx, int32_t world_size);
 } FleetCommVTable;
 
 #ifdef __cplusplus

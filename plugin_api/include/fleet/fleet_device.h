@@ -28,6 +28,12 @@ typedef struct FleetEvent FleetEvent;   /* opaque, owned by the device component
 #define FLEET_DEVICE_CAP_HOST_MEMORY  (1u << 0) /* its pointers are ordinary host pointers */
 #define FLEET_DEVICE_CAP_SYNC_STREAMS (1u << 1) /* stream work completes before the call returns */
 #define FLEET_DEVICE_CAP_PINNED_HOST  (1u << 2) /* host_alloc gives page-locked memory */
+/* 1.3: the device's random kernels (every op whose schema has a "seed" attribute: the random
+ * initializers, dropout, nce's sampler) draw exactly the CPU plugin's numbers for the same seed,
+ * launch_index and shape, so a job moved between the CPU and this device reproduces bit for bit.
+ * Optional: without it a random kernel only has to meet the contract in fleet_kernels.h, and the
+ * conformance kit checks it at the statistical level alone. Older hosts ignore the bit. */
+#define FLEET_DEVICE_CAP_CPU_RANDOM_STREAMS (1u << 3)
 
 /* Out-struct: the host allocates and zero-fills it and sets struct_size; the device writes the
  * members inside that size. Strings point to storage that lives until shutdown. */

@@ -14,6 +14,17 @@
  *   release(ctx, state)                        when the prepared program is dropped.
  * Threading: distinct kernel instances may run concurrently on distinct streams; one instance
  * is never launched concurrently with itself.
+ *
+ * Random kernels (ops whose schema has a "seed" attribute). What every device must meet, and what
+ * the conformance kit checks on every device:
+ *   - the values follow the op's distribution: bounds (uniform [min, max), truncated normal within
+ *     2 std of the mean), mean and standard deviation within sampling error;
+ *   - determinism: the same seed attribute (or, when it is 0, the same FleetKernelContext.seed),
+ *     launch_index and shape give the same bits on every launch and every run;
+ *   - independence: different seeds, different launch_index values and different elements of one
+ *     tensor are uncorrelated (the kit measures correlations on 10^5 samples).
+ * Bit-equality with the CPU plugin's streams is not required; a device that offers it declares
+ * FLEET_DEVICE_CAP_CPU_RANDOM_STREAMS (fleet_device.h), and only then does the kit compare bits.
  */
 #ifndef FLEET_KERNELS_H_
 #define FLEET_KERNELS_H_

@@ -24,6 +24,21 @@
 extern "C" {
 #endif
 
+/* Options the host passes to every transport's server_start and client_connect, as a
+ * comma-separated list usable in an initializer: { FLEET_TRANSPORT_HOST_OPTIONS }.
+ *   "timeout_ms"         int64: the job's RPC deadline ([transport] timeout_s);
+ *   "retries"            int64: how often a client retries an UNAVAILABLE call;
+ *   "max_message_bytes"  int64: the largest message to accept or send;
+ *   "tls"                bool: whether TLS is required;
+ *   "token", "tls_cert", "tls_key", "tls_ca", "tls_client_cert", "tls_client_key"
+ *                        string, passed only when set in fleet.toml.
+ * A transport accepts each of these (it may ignore what it does not implement, except that it
+ * must refuse tls = true or a token it cannot enforce, with UNIMPLEMENTED). Any other option
+ * is refused with INVALID_ARGUMENT naming the key. The conformance suite checks both. */
+#define FLEET_TRANSPORT_HOST_OPTIONS                                                      \
+  "timeout_ms", "retries", "max_message_bytes", "tls", "token", "tls_cert", "tls_key",   \
+      "tls_ca", "tls_client_cert", "tls_client_key"
+
 typedef struct FleetTransportServer FleetTransportServer; /* opaque, component-owned */
 typedef struct FleetTransportClient FleetTransportClient; /* opaque, component-owned */
 
