@@ -116,6 +116,13 @@ FleetStatus* SinkAlloc(void* alloc_ctx, int32_t dtype, int32_t ndim, const int64
 
 }  // namespace
 
+std::vector<std::string> TransportOptionNames(const TransportOptions& options) {
+  const OptionAttrs attrs(options);
+  std::vector<std::string> names;
+  for (size_t i = 0; i < attrs.size(); ++i) names.emplace_back(attrs.data()[i]->name);
+  return names;
+}
+
 TransportOptions TransportOptionsFrom(const Config& config) {
   const Config::Rpc& rpc = config.rpc;
   TransportOptions o;

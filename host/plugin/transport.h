@@ -45,6 +45,10 @@ struct TransportOptions {
 // From [transport] (Config::rpc).
 TransportOptions TransportOptionsFrom(const Config& config);
 
+// The option names the host passes a transport for `options` (server_start and client_connect
+// get the same); each is one of FLEET_TRANSPORT_HOST_OPTIONS (fleet_transport.h).
+std::vector<std::string> TransportOptionNames(const TransportOptions& options);
+
 // What a server does with what trainers send; implemented by the pserver runtime.
 // trainer_id is the id the client declared when it connected; the server does not check it.
 // With a shared token the server cannot tell the trainers apart from one another (the token

@@ -90,21 +90,43 @@ class OpRunner {
   static OpRunner* Get(std::string* skip_reason, Status* error);
 
   const std::string& device() const { return device_; }
+  // Whether the device's random kernels promise the CPU plugin's exact streams
+  // (FLEET_DEVICE_CAP_CPU_RANDOM_STREAMS, or the CPU itself). Without it the random-op tests
+  // check distributions only and skip their stream-exact cases, saying so.
+  bool bitwise_random() const { return bitwise_random_; }
 
   // Runs `op`: looks its schema up, infers output shapes from the input tensors in `vars`,
   // chooses the device's kernel, copies inputs in, prepares and launches, copies outputs back
   // into `vars` (by var name). `seed` is the per-op seed random kernels see.
   // On a device other than the CPU the op also runs on the CPU plugin with the same inputs and
   // seed, and every output must agree with the CPU's (float32 within 1e-4 relative, float64
-  // within 1e-9, other dtypes exactly), or Run fails naming the output.
+  // within 1e-9, other dtypes exactly), or Run fails naming the output; random ops (a "seed"
+  // attribute) are compared only on a device with bitwise_random().
+  // A device without a kernel for the op and dtype fails with UNIMPLEMENTED and a message
+  // starting with kNotProvidedPrefix (report/report.h). Every call is reported (ReportRun).
   Status Run(const ir::Op& op, VarMap& vars, uint64_t seed = 1234);
 
  private:
   OpRunner() = default;
   Status RunOn(const std::string& device, const ir::Op& op, VarMap& vars, uint64_t seed);
   std::string device_;
+  bool bitwise_random_ = false;
+  ir::DataType last_dtype_ = ir::DataType::kInvalid;  // kernel dtype of the last RunOn
   std::unique_ptr<PluginRegistry> registry_;
 };
+
+// Whether `op` is a random op: its schema has a "seed" attribute (fleet_kernels.h).
+bool IsRandomOp(const ir::Op& op);
+
+// Skips the rest of the current test unless the device promises the CPU's random streams.
+#define FLEET_CONFORMANCE_REQUIRE_BITWISE_RANDOM(runner)                                       \
+  do {                                                                                         \
+    if (!(runner)->bitwise_random()) {                                                         \
+      GTEST_SKIP() << "stream-exact level: device '" << (runner)->device()                     \
+                   << "' does not declare FLEET_DEVICE_CAP_CPU_RANDOM_STREAMS, so its random " \
+                      "numbers are not compared bit for bit with the CPU plugin's";            \
+    }                                                                                          \
+  } while (0)
 
 // Runs reference `function` of tests/conformance/ref/*.py over NumPy: each input slot of `op`
 // (its vars taken from `vars`) is passed as a list of arrays, with the op's attributes; returns

@@ -153,7 +153,10 @@ TEST(SampledConformance, NceSeededDrawsMatchNumpy) {
             {"sampler", sampler},
             {"seed", int32_t{5}}};
     VarMap v = NceVars(5, 1, 20, 4, 41);
-    ExpectFloatsMatchNumpy(*runner, Nce(a, true, false), v, 1e-5, 1e-5);
+    // The sampled classes themselves are the CPU's stream: compared only where promised.
+    if (runner->bitwise_random()) {
+      ExpectFloatsMatchNumpy(*runner, Nce(a, true, false), v, 1e-5, 1e-5);
+    }
     // The draws span the range (not one class over and over) and repeat for the same seed.
     VarMap r1 = v, r2 = v;
     ASSERT_TRUE(runner->Run(Nce(a, true, false), r1).ok());

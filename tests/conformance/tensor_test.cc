@@ -501,6 +501,12 @@ HostTensor RunRandom(OpRunner& runner, const ir::Op& op, uint64_t kc_seed = 1234
   return s.ok() ? vars.at("out") : HostTensor{};
 }
 
+// Runs a random op; ends the calling test (with the failure RunRandom recorded) when it failed,
+// so that no statistic is taken over an empty tensor.
+#define FLEET_RUN_RANDOM(var, ...)                 \
+  const HostTensor var = RunRandom(__VA_ARGS__);   \
+  if (var.bytes.empty()) return
+
 void Moments(const HostTensor& t, double* mean, double* sd) {
   std::vector<double> v = Values<double>(Cast(t, ir::DataType::kFloat64));
   double s = 0, s2 = 0;
@@ -510,14 +516,62 @@ void Moments(const HostTensor& t, double* mean, double* sd) {
   *sd = std::sqrt(s2 / static_cast<double>(v.size()));
 }
 
+// Pearson correlation of a and b (same size, at least 2 elements).
+double Correlation(const std::vector<double>& a, const std::vector<double>& b) {
+  const size_t n = std::min(a.size(), b.size());
+  double ma = 0, mb = 0;
+  for (size_t i = 0; i < n; ++i) ma += a[i], mb += b[i];
+  ma /= static_cast<double>(n);
+  mb /= static_cast<double>(n);
+  double sab = 0, saa = 0, sbb = 0;
+  for (size_t i = 0; i < n; ++i) {
+    sab += (a[i] - ma) * (b[i] - mb);
+    saa += (a[i] - ma) * (a[i] - ma);
+    sbb += (b[i] - mb) * (b[i] - mb);
+  }
+  return sab / std::sqrt(saa * sbb);
+}
+
+// The independence part of the random-op contract (fleet_kernels.h): a tensor drawn with another
+// seed, and each element and its neighbour, are uncorrelated. With n samples the correlation of
+// independent draws has standard error 1/sqrt(n); 5 of them is the bound.
+void ExpectIndependent(const HostTensor& a, const HostTensor& other_seed) {
+  std::vector<double> x = Values<double>(Cast(a, ir::DataType::kFloat64));
+  std::vector<double> y = Values<double>(Cast(other_seed, ir::DataType::kFloat64));
+  ASSERT_GE(x.size(), 10000u);
+  ASSERT_EQ(x.size(), y.size());
+  const double bound = 5.0 / std::sqrt(static_cast<double>(x.size()));
+  EXPECT_LT(std::fabs(Correlation(x, y)), bound) << "draws of two seeds are correlated";
+  std::vector<double> head(x.begin(), x.end() - 1), tail(x.begin() + 1, x.end());
+  EXPECT_LT(std::fabs(Correlation(head, tail)), bound) << "neighbouring elements are correlated";
+}
+
+// ---- the statistical level: what every device's random kernels must meet ----------------------
+
 TEST(TensorConformance, UniformRandom) {
   FLEET_CONFORMANCE_RUNNER(runner);
   using D = ir::DataType;
+  // min > max is rejected (by the host, before any kernel).
+  {
+    VarMap vars;
+    Status s = runner->Run(Uniform({4}, D::kFloat32, 1.0f, -1.0f, 1), vars);
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.ToString().find("greater than max"), std::string::npos) << s.ToString();
+  }
+  // seed 0 takes the executor's per-op seed, which differs between ops of one program.
+  FLEET_RUN_RANDOM(s1, *runner, Uniform({20000}, D::kFloat32, -1, 1, 0), 77);
+  FLEET_RUN_RANDOM(s2, *runner, Uniform({20000}, D::kFloat32, -1, 1, 0), 77);
+  FLEET_RUN_RANDOM(s3, *runner, Uniform({20000}, D::kFloat32, -1, 1, 0), 78);
+  EXPECT_EQ(s1.bytes, s2.bytes);
+  EXPECT_NE(s1.bytes, s3.bytes);
+  ExpectIndependent(s1, s3);
+  FLEET_RUN_RANDOM(s4, *runner, Uniform({20000}, D::kFloat32, -1, 1, 77), 5);
+  EXPECT_EQ(s1.bytes, s4.bytes) << "seed attr 77 and executor seed 77 should agree";
   for (D dtype : {D::kFloat32, D::kFloat64}) {
     SCOPED_TRACE(ir::DataTypeName(dtype));
-    const HostTensor a = RunRandom(*runner, Uniform({200, 500}, dtype, -0.5f, 2.0f, 7));
-    const HostTensor b = RunRandom(*runner, Uniform({200, 500}, dtype, -0.5f, 2.0f, 7));
-    const HostTensor c = RunRandom(*runner, Uniform({200, 500}, dtype, -0.5f, 2.0f, 8));
+    FLEET_RUN_RANDOM(a, *runner, Uniform({200, 500}, dtype, -0.5f, 2.0f, 7));
+    FLEET_RUN_RANDOM(b, *runner, Uniform({200, 500}, dtype, -0.5f, 2.0f, 7));
+    FLEET_RUN_RANDOM(c, *runner, Uniform({200, 500}, dtype, -0.5f, 2.0f, 8));
     ASSERT_EQ(a.dims, (std::vector<int64_t>{200, 500}));
     ASSERT_EQ(a.dtype, dtype);
     EXPECT_EQ(a.bytes, b.bytes) << "same seed, different values";
@@ -529,23 +583,8 @@ TEST(TensorConformance, UniformRandom) {
     Moments(a, &mean, &sd);
     EXPECT_NEAR(mean, 0.75, 0.02);                     // standard error ~0.0023
     EXPECT_NEAR(sd, 2.5 / std::sqrt(12.0), 0.01);
-    // The documented stream, computed independently.
-    ir::Op op = Uniform({7, 9}, dtype, -0.5f, 2.0f, 11);
-    ExpectMatchesNumpy(*runner, op, {}, "", 0.0);
+    ExpectIndependent(a, c);
   }
-  // seed 0 takes the executor's per-op seed.
-  const HostTensor s1 = RunRandom(*runner, Uniform({64}, D::kFloat32, -1, 1, 0), 77);
-  const HostTensor s2 = RunRandom(*runner, Uniform({64}, D::kFloat32, -1, 1, 0), 77);
-  const HostTensor s3 = RunRandom(*runner, Uniform({64}, D::kFloat32, -1, 1, 0), 78);
-  EXPECT_EQ(s1.bytes, s2.bytes);
-  EXPECT_NE(s1.bytes, s3.bytes);
-  const HostTensor s4 = RunRandom(*runner, Uniform({64}, D::kFloat32, -1, 1, 77), 5);
-  EXPECT_EQ(s1.bytes, s4.bytes) << "seed attr 77 and executor seed 77 should agree";
-  // min > max is rejected.
-  VarMap vars;
-  Status s = runner->Run(Uniform({4}, D::kFloat32, 1.0f, -1.0f, 1), vars);
-  ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.ToString().find("greater than max"), std::string::npos) << s.ToString();
 }
 
 TEST(TensorConformance, UniformRandomDiagonal) {
@@ -554,7 +593,8 @@ TEST(TensorConformance, UniformRandomDiagonal) {
   op.attrs["diag_num"] = int32_t{3};
   op.attrs["diag_step"] = int32_t{4};
   op.attrs["diag_val"] = 1.0f;
-  std::vector<float> v = Values<float>(RunRandom(*runner, op));
+  FLEET_RUN_RANDOM(t, *runner, op);
+  std::vector<float> v = Values<float>(t);
   ASSERT_EQ(v.size(), 12u);
   for (size_t i = 0; i < v.size(); ++i) {
     if (i % 5 == 0) EXPECT_EQ(v[i], 1.0f) << i;  // positions i * diag_step + i
@@ -567,9 +607,9 @@ TEST(TensorConformance, GaussianRandom) {
   using D = ir::DataType;
   for (D dtype : {D::kFloat32, D::kFloat64}) {
     SCOPED_TRACE(ir::DataTypeName(dtype));
-    const HostTensor a = RunRandom(*runner, Gaussian({100001}, dtype, 1.5f, 0.25f, 5));
-    const HostTensor b = RunRandom(*runner, Gaussian({100001}, dtype, 1.5f, 0.25f, 5));
-    const HostTensor c = RunRandom(*runner, Gaussian({100001}, dtype, 1.5f, 0.25f, 6));
+    FLEET_RUN_RANDOM(a, *runner, Gaussian({100001}, dtype, 1.5f, 0.25f, 5));
+    FLEET_RUN_RANDOM(b, *runner, Gaussian({100001}, dtype, 1.5f, 0.25f, 5));
+    FLEET_RUN_RANDOM(c, *runner, Gaussian({100001}, dtype, 1.5f, 0.25f, 6));
     EXPECT_EQ(a.bytes, b.bytes);
     EXPECT_NE(a.bytes, c.bytes);
     double mean = 0, sd = 0;
@@ -581,8 +621,7 @@ TEST(TensorConformance, GaussianRandom) {
     const double inside = static_cast<double>(std::count_if(
         v.begin(), v.end(), [](double x) { return std::fabs(x - 1.5) < 0.25; }));
     EXPECT_NEAR(inside / static_cast<double>(v.size()), 0.6827, 0.01);
-    ExpectMatchesNumpy(*runner, Gaussian({5, 7}, dtype, 1.5f, 0.25f, 9), {}, "",
-                       dtype == D::kFloat32 ? 1e-6 : 1e-12);
+    ExpectIndependent(a, c);
   }
   VarMap vars;
   Status s = runner->Run(Gaussian({4}, D::kFloat32, 0, -1, 1), vars);
@@ -594,17 +633,18 @@ TEST(TensorConformance, GaussianRandom) {
       << s.ToString();
 }
 
+ir::Op TruncatedGaussian(std::vector<int64_t> shape, ir::DataType dtype, int32_t seed) {
+  ir::Op o = Gaussian(std::move(shape), dtype, -1.0f, 0.5f, seed);
+  o.type = "truncated_gaussian_random";
+  return o;
+}
+
 TEST(TensorConformance, TruncatedGaussianRandom) {
   FLEET_CONFORMANCE_RUNNER(runner);
   using D = ir::DataType;
-  auto op = [](std::vector<int64_t> shape, D dtype, int32_t seed) {
-    ir::Op o = Gaussian(std::move(shape), dtype, -1.0f, 0.5f, seed);
-    o.type = "truncated_gaussian_random";
-    return o;
-  };
-  const HostTensor a = RunRandom(*runner, op({50000}, D::kFloat64, 3));
-  const HostTensor b = RunRandom(*runner, op({50000}, D::kFloat64, 3));
-  const HostTensor c = RunRandom(*runner, op({50000}, D::kFloat64, 4));
+  FLEET_RUN_RANDOM(a, *runner, TruncatedGaussian({50000}, D::kFloat64, 3));
+  FLEET_RUN_RANDOM(b, *runner, TruncatedGaussian({50000}, D::kFloat64, 3));
+  FLEET_RUN_RANDOM(c, *runner, TruncatedGaussian({50000}, D::kFloat64, 4));
   EXPECT_EQ(a.bytes, b.bytes);
   EXPECT_NE(a.bytes, c.bytes);
   std::vector<double> v = Values<double>(a);
@@ -614,8 +654,24 @@ TEST(TensorConformance, TruncatedGaussianRandom) {
   Moments(a, &mean, &sd);
   EXPECT_NEAR(mean, -1.0, 0.01);
   EXPECT_NEAR(sd, 0.5 * 0.8796, 0.01);  // std of a standard normal truncated to [-2, 2]
-  ExpectMatchesNumpy(*runner, op({4, 9}, D::kFloat64, 12), {}, "", 1e-12);
-  ExpectMatchesNumpy(*runner, op({3, 3}, D::kFloat32, 13), {}, "", 1e-6);
+  ExpectIndependent(a, c);
+}
+
+// ---- the stream-exact level: only for devices that declare the CPU's streams ------------------
+
+TEST(TensorConformance, RandomStreamsMatchTheCpuPlugin) {
+  FLEET_CONFORMANCE_RUNNER(runner);
+  FLEET_CONFORMANCE_REQUIRE_BITWISE_RANDOM(runner);
+  using D = ir::DataType;
+  // The documented streams (plugins/common/random_draws.h), computed independently in NumPy.
+  for (D dtype : {D::kFloat32, D::kFloat64}) {
+    SCOPED_TRACE(ir::DataTypeName(dtype));
+    ExpectMatchesNumpy(*runner, Uniform({7, 9}, dtype, -0.5f, 2.0f, 11), {}, "", 0.0);
+    ExpectMatchesNumpy(*runner, Gaussian({5, 7}, dtype, 1.5f, 0.25f, 9), {}, "",
+                       dtype == D::kFloat32 ? 1e-6 : 1e-12);
+  }
+  ExpectMatchesNumpy(*runner, TruncatedGaussian({4, 9}, D::kFloat64, 12), {}, "", 1e-12);
+  ExpectMatchesNumpy(*runner, TruncatedGaussian({3, 3}, D::kFloat32, 13), {}, "", 1e-6);
 }
 
 // ---- range ----------------------------------------------------------------------------------

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <thread>
 
+#include "report/report.h"
 #include "rendezvous/memory_store.h"
 #include "plugin/store_abi.h"
 #include "plugin/host_api.h"
@@ -27,17 +28,24 @@ std::string CommName() {
                                        : std::string(FLEET_CONFORMANCE_DEFAULT_COMM);
 }
 
-// "key=value;key=value" from FLEET_CONFORMANCE_COMM_OPTIONS, or the default for the comm.
+// What the host passes every communicator (FLEET_COMM_HOST_OPTIONS), as a local job of
+// threads does, then "key=value;key=value" from FLEET_CONFORMANCE_COMM_OPTIONS (a key given
+// there replaces the host's value).
 std::vector<std::pair<std::string, std::string>> SuiteOptions() {
+  std::vector<std::pair<std::string, std::string>> out = {{"hostname", "127.0.0.1"}};
   const char* env = std::getenv("FLEET_CONFORMANCE_COMM_OPTIONS");
-  std::string text = env != nullptr ? env : (CommName() == "gloo" ? "hostname=127.0.0.1" : "");
-  std::vector<std::pair<std::string, std::string>> out;
-  std::stringstream ss(text);
+  std::stringstream ss(env != nullptr ? env : "");
   std::string item;
   while (std::getline(ss, item, ';')) {
     if (item.empty()) continue;
     const size_t eq = item.find('=');
-    out.emplace_back(item.substr(0, eq), eq == std::string::npos ? "" : item.substr(eq + 1));
+    std::string key = item.substr(0, eq);
+    std::string value = eq == std::string::npos ? "" : item.substr(eq + 1);
+    bool replaced = false;
+    for (auto& [k, v] : out) {
+      if (k == key) v = value, replaced = true;
+    }
+    if (!replaced) out.emplace_back(std::move(key), std::move(value));
   }
   return out;
 }
@@ -221,9 +229,16 @@ const CommUnderTest* Comm(std::string* error) {
 bool WorldFits(int size, std::string* why) {
   const Suite& suite = TheSuite();
   const DeviceUnderTest& d = suite.device;
-  if (suite.comm == nullptr || d.host) return true;
+  if (suite.comm == nullptr) return true;
   std::string reason;
-  if (!d.unavailable.empty()) {
+  const FleetCommVTable* vt = suite.comm->vt;
+  if (FLEET_CAN_CALL(vt, FleetCommVTable, supports_world_size) &&
+      vt->supports_world_size(suite.comm->ctx, size) == 0) {
+    reason = "communicator '" + suite.comm->name + "' does not support a world of " +
+             std::to_string(size) + " ranks (its supports_world_size says so)";
+  } else if (d.host) {
+    return true;
+  } else if (!d.unavailable.empty()) {
     reason = d.unavailable;
   } else if (d.count < size) {
     reason = "a world of " + std::to_string(size) + " ranks needs " + std::to_string(size) +
@@ -248,32 +263,46 @@ int64_t ElapsedMs(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
+// Rank 0 reports each call for the kit's table (collective x world size); UNIMPLEMENTED is a
+// collective the communicator does not provide.
+Status Rank::Reported(const char* collective, Status s) const {
+  if (rank == 0) {
+    ReportRun(collective, "world " + std::to_string(size),
+              s.ok() ? kRunOk : (s.code() == Code::kUnimplemented ? kRunNotProvided : kRunError),
+              s.ok() ? "" : s.ToString());
+  }
+  if (s.code() == Code::kUnimplemented) {
+    return Status(s.code(), std::string(kNotProvidedPrefix) + collective + ": " + s.message());
+  }
+  return s;
+}
+
 Status Rank::AllReduce(const FleetTensor* in, const FleetTensor* out, int32_t op) const {
-  return Take(vt->all_reduce(ctx, comm, in, out, op, nullptr));
+  return Reported("all_reduce", Take(vt->all_reduce(ctx, comm, in, out, op, nullptr)));
 }
 Status Rank::Broadcast(const FleetTensor* buf, int32_t root) const {
-  return Take(vt->broadcast(ctx, comm, buf, root, nullptr));
+  return Reported("broadcast", Take(vt->broadcast(ctx, comm, buf, root, nullptr)));
 }
 Status Rank::AllGather(const FleetTensor* in, const FleetTensor* out) const {
-  return Take(vt->all_gather(ctx, comm, in, out, nullptr));
+  return Reported("all_gather", Take(vt->all_gather(ctx, comm, in, out, nullptr)));
 }
 Status Rank::ReduceScatter(const FleetTensor* in, const FleetTensor* out, int32_t op) const {
-  return Take(vt->reduce_scatter(ctx, comm, in, out, op, nullptr));
+  return Reported("reduce_scatter", Take(vt->reduce_scatter(ctx, comm, in, out, op, nullptr)));
 }
 Status Rank::Reduce(const FleetTensor* in, const FleetTensor* out, int32_t op,
                     int32_t root) const {
-  return Take(vt->reduce(ctx, comm, in, out, op, root, nullptr));
+  return Reported("reduce", Take(vt->reduce(ctx, comm, in, out, op, root, nullptr)));
 }
 Status Rank::AllToAll(const FleetTensor* in, const FleetTensor* out) const {
-  return Take(vt->all_to_all(ctx, comm, in, out, nullptr));
+  return Reported("all_to_all", Take(vt->all_to_all(ctx, comm, in, out, nullptr)));
 }
 Status Rank::Send(const FleetTensor* buf, int32_t peer) const {
-  return Take(vt->send(ctx, comm, buf, peer, nullptr));
+  return Reported("send", Take(vt->send(ctx, comm, buf, peer, nullptr)));
 }
 Status Rank::Recv(const FleetTensor* buf, int32_t peer) const {
-  return Take(vt->recv(ctx, comm, buf, peer, nullptr));
+  return Reported("recv", Take(vt->recv(ctx, comm, buf, peer, nullptr)));
 }
-Status Rank::Barrier() const { return Take(vt->barrier(ctx, comm)); }
+Status Rank::Barrier() const { return Reported("barrier", Take(vt->barrier(ctx, comm))); }
 
 struct World::State {
   explicit State(std::string scope) : store(&SharedStore(), scope) {}

@@ -4,9 +4,11 @@
 // The communicator under test is named by FLEET_CONFORMANCE_COMM (default "gloo", or the
 // build's FLEET_CONFORMANCE_DEFAULT_COMM); its plugin is found in FLEET_PLUGIN_PATH, then in the
 // build's plugin directory (libfleet_comm_NAME.so first, else every plugin is loaded and
-// searched). Its create options come from FLEET_CONFORMANCE_COMM_OPTIONS ("key=value;key=value");
-// for gloo the default is "hostname=127.0.0.1" so the suite never depends on how this machine's
-// name resolves.
+// searched). Its create options are what the host always passes (FLEET_COMM_HOST_OPTIONS:
+// hostname=127.0.0.1, as for a local job) plus FLEET_CONFORMANCE_COMM_OPTIONS
+// ("key=value;key=value", replacing a host option of the same key). A world size the
+// communicator refuses through supports_world_size is skipped, as are worlds the device cannot
+// hold.
 //
 // The tensors live on the device named by FLEET_CONFORMANCE_DEVICE. Without it: the build's
 // FLEET_CONFORMANCE_DEFAULT_DEVICE when the communicator lists it, else "cpu" when the
@@ -83,6 +85,9 @@ struct Rank {
   Status Send(const FleetTensor* buf, int32_t peer) const;
   Status Recv(const FleetTensor* buf, int32_t peer) const;
   Status Barrier() const;
+
+ private:
+  Status Reported(const char* collective, Status s) const;
 };
 
 // A group of `size` ranks, each a thread with its own communicator.

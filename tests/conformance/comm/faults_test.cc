@@ -229,6 +229,18 @@ TEST_F(CommFaults, DestroyRightAfterCreateLeavesPeersIntact) {
   }
 }
 
+// The host passes these to every communicator (fleet_comm.h); refusing one makes a communicator
+// that passes the rest of this suite fail under fleet-host run.
+TEST_F(CommFaults, HostProvidedOptionsAreAccepted) {
+  FLEET_COMM_SKIP_UNLESS_WORLD_FITS(1);
+  for (const char* key : {FLEET_COMM_HOST_OPTIONS}) {
+    World world(1, 2000);
+    Status s = world.CreateWithOptions({{key, "127.0.0.1"}});
+    EXPECT_TRUE(s.ok()) << "host-provided option '" << key
+                        << "' (FLEET_COMM_HOST_OPTIONS) refused: " << s.ToString();
+  }
+}
+
 TEST_F(CommFaults, UnknownOptionIsInvalidNamingTheKey) {
   FLEET_COMM_SKIP_UNLESS_WORLD_FITS(1);
   World world(1, 2000);

@@ -1,5 +1,8 @@
 // TransportOptionsFrom: [transport] of fleet.toml (Config::rpc) to the options the transport
 // receives, with the units converted (seconds to ms, MiB to bytes).
+#include <set>
+
+#include "fleet/fleet_transport.h"
 #include "transport_harness.h"
 
 namespace fleet::conformance::transport {
@@ -28,6 +31,25 @@ TEST(TransportOptions, FromConfig) {
   EXPECT_EQ(o.tls_ca, "/etc/fleet/ca.pem");
   EXPECT_EQ(o.tls_client_cert, "/etc/fleet/client.pem");
   EXPECT_EQ(o.tls_client_key, "/etc/fleet/client.key");
+}
+
+// What the host passes is what fleet_transport.h promises (FLEET_TRANSPORT_HOST_OPTIONS), so a
+// transport written against the header accepts everything fleet-host hands it.
+TEST(TransportOptions, HostPassesOnlyDeclaredOptions) {
+  const std::set<std::string> declared = {FLEET_TRANSPORT_HOST_OPTIONS};
+  Config config;
+  config.rpc.token = "t";
+  config.rpc.tls = true;
+  config.rpc.tls_cert = "c";
+  config.rpc.tls_key = "k";
+  config.rpc.tls_ca = "a";
+  config.rpc.tls_client_cert = "cc";
+  config.rpc.tls_client_key = "ck";
+  const std::vector<std::string> all = TransportOptionNames(TransportOptionsFrom(config));
+  EXPECT_EQ(std::set<std::string>(all.begin(), all.end()), declared);
+  for (const std::string& name : TransportOptionNames(TransportOptionsFrom(Config{}))) {
+    EXPECT_TRUE(declared.count(name)) << name << " is not in FLEET_TRANSPORT_HOST_OPTIONS";
+  }
 }
 
 TEST(TransportOptions, DefaultsOfAnEmptyConfig) {
