@@ -124,6 +124,14 @@ int ShowCommand(const GlobalOptions& global, const std::vector<std::string>& arg
   std::map<std::string, ir::Program> set = {{"startup", programs->startup},
                                             {"main", programs->main}};
 
+  if (*stage != Stage::kTranspiled) {
+    // Passes of [strategy] run only at the transpiled stage; say so rather than leave a user
+    // wondering where a plugin pass went. A config that does not load is `check`'s business.
+    if (auto config = LoadConfigFor(options); config.ok() && !config->collective.passes.empty()) {
+      err << "fleet-host show: note: [strategy] passes run after this stage; see --stage "
+             "transpiled\n";
+    }
+  }
   if (*stage == Stage::kTranspiled) {
     // Only the transpiled stage reads the config (for [strategy] and the role) and plugins
     // (for pass components); the others touch neither.
@@ -185,9 +193,22 @@ int ShowCommand(const GlobalOptions& global, const std::vector<std::string>& arg
     for (const std::string& name : config->plugins.load) {
       if (auto loaded = registry.Load(name); !loaded.ok()) return Fail(err, loaded.status());
     }
-    auto transpiled = Transpile(*config, *role, *programs, registry);
+    std::vector<PassRun> ran;
+    auto transpiled = Transpile(*config, *role, *programs, registry, &ran);
     if (!transpiled.ok()) return Fail(err, transpiled.status().WithContext(file));
     set = std::move(*transpiled);
+    // Which passes made these programs, with the options each saw (defaults and [passes.NAME]
+    // values filled in): IR comments, so the output still parses.
+    out << "# passes run:" << (ran.empty() ? " none" : "") << "\n";
+    for (const PassRun& r : ran) {
+      out << "#   " << r.name << " {";
+      bool first = true;
+      for (const auto& [key, value] : r.options) {
+        out << (first ? "" : ", ") << key << " = " << ir::PrintAttribute(value);
+        first = false;
+      }
+      out << "}\n";
+    }
     if (pserver_job && (role->is_pserver() || !role_name.empty())) {
       // Only this role's programs.
       const std::string server = "pserver." + std::to_string(index);

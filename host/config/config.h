@@ -23,7 +23,8 @@
 
 namespace fleet {
 
-// One value of a plugin's own table ([plugins.config.NAME]). Arrays hold one type.
+// One value of a plugin's own table ([plugins.config.NAME]) or of a pass's options
+// ([passes.NAME]). Arrays hold one type.
 using ConfigScalar = std::variant<int64_t, double, bool, std::string>;
 struct ConfigValue {
   std::string key;
@@ -94,6 +95,10 @@ struct Config {
     double fuse_grad_size_mb = 32.0;      // all-reduce gradients in buckets this big; 0 = off
     std::vector<std::string> passes;      // pass components run after the built-in ones
   } collective;
+  // [passes.NAME]: options of the pass component NAME (built-in or from a plugin), checked
+  // against the options the pass declares when the job is transpiled (or by `check`). Options
+  // the host derives from [strategy] for its built-in passes cannot be set here as well.
+  std::map<std::string, std::vector<ConfigValue>> passes;
   // [strategy] keys of mode = "pserver" (Paddle's DistributeTranspilerConfig).
   struct Pserver {
     bool sync_mode = true;            // barrier-synchronous rounds; false = apply on arrival

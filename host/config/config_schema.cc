@@ -190,8 +190,8 @@ class Checker {
   Config Check(const toml::table& root) {
     Config config;
     CheckKeys(root, "",
-              {"plugins", "device", "comm", "transport", "log", "strategy", "train", "checkpoint",
-               "data", "role"});
+              {"plugins", "device", "comm", "transport", "log", "strategy", "passes", "train",
+               "checkpoint", "data", "role"});
     if (const toml::table* t = Table(root, "", "plugins")) ReadPlugins(*t, config.plugins);
     if (const toml::table* t = Table(root, "", "device")) {
       CheckKeys(*t, "device", {"backend", "plugin"});
@@ -255,6 +255,9 @@ class Checker {
                       c.passes.push_back(v);
                     });
       }
+    }
+    if (const toml::table* t = Table(root, "", "passes")) {
+      ReadValueTables(*t, "passes", config.passes);
     }
     if (const toml::table* t = Table(root, "", "train")) ReadTrain(*t, config.train);
     if (const toml::table* t = Table(root, "", "checkpoint")) {
@@ -338,25 +341,33 @@ class Checker {
                   });
     }
     if (const toml::table* config = Table(t, "plugins", "config")) {
-      for (const auto& [name, node] : *config) {
-        std::string path = Join("plugins.config", name.str());
-        if (!IsPluginName(name.str())) {
-          diag_.AtKey(name, node, path,
-                      "expected " + std::string(kPluginNameRule) + ", got '" +
-                          std::string(name.str()) + "'");
-          continue;
-        }
-        if (!node.is_table()) {
-          diag_.AtValue(node, path, "expected a table, got " + TypeName(node));
-          continue;
-        }
-        std::vector<ConfigValue>& values = out.config[std::string(name.str())];
-        for (const auto& [key, value_node] : *node.as_table()) {
-          std::string value_path = Join(path, key.str());
-          if (std::optional<PluginValue> value = PluginConfigValue(value_node, value_path)) {
-            values.push_back(
-                {std::string(key.str()), std::move(*value), diag_.Where(value_node, value_path)});
-          }
+      ReadValueTables(*config, "plugins.config", out.config);
+    }
+  }
+
+  // Tables of typed values keyed by a component name ([plugins.config.NAME], [passes.NAME]),
+  // checked for their shape only: what the keys mean is up to the plugin or pass, which checks
+  // them when it is loaded.
+  void ReadValueTables(const toml::table& tables, std::string_view prefix,
+                       std::map<std::string, std::vector<ConfigValue>>& out) {
+    for (const auto& [name, node] : tables) {
+      std::string path = Join(prefix, name.str());
+      if (!IsPluginName(name.str())) {
+        diag_.AtKey(name, node, path,
+                    "expected " + std::string(kPluginNameRule) + ", got '" +
+                        std::string(name.str()) + "'");
+        continue;
+      }
+      if (!node.is_table()) {
+        diag_.AtValue(node, path, "expected a table, got " + TypeName(node));
+        continue;
+      }
+      std::vector<ConfigValue>& values = out[std::string(name.str())];
+      for (const auto& [key, value_node] : *node.as_table()) {
+        std::string value_path = Join(path, key.str());
+        if (std::optional<PluginValue> value = PluginConfigValue(value_node, value_path)) {
+          values.push_back(
+              {std::string(key.str()), std::move(*value), diag_.Where(value_node, value_path)});
         }
       }
     }

@@ -6,8 +6,80 @@
 #include "optim/optimizer.h"
 #include "fleet/fleet_plugin.h"
 #include "plugin/pass.h"
+#include "support/text.h"
 
 namespace fleet {
+namespace {
+
+// The [strategy] key behind each option the host passes its built-in passes; such an option in
+// [passes.NAME] would be a second way to set it.
+const std::map<std::string, std::map<std::string, std::string>>& StrategyOwnedOptions() {
+  static const auto* owned = new std::map<std::string, std::map<std::string, std::string>>{
+      {"grad_allreduce", {{"nrings", "strategy.nrings"}}},
+      {"local_sgd", {{"nrings", "strategy.nrings"}, {"k_steps", "strategy.local_sgd_k_steps"}}},
+      {"fuse_allreduce", {{"bucket_mb", "strategy.fuse_grad_size_mb"}}},
+      {"pserver",
+       {{"sync", "strategy.sync_mode"},
+        {"slice_var_up", "strategy.slice_var_up"},
+        {"min_block_size", "strategy.min_block_size"},
+        {"split_method", "strategy.split_method"},
+        {"init", "strategy.pserver_init"}}}};
+  return *owned;
+}
+
+// "fleet.toml:12:3: passes.x.y" or "--set passes.x.y" (which already names the key).
+std::string Place(const ConfigValue& v, const std::string& key) {
+  return v.where.rfind("--set ", 0) == 0 ? v.where : v.where + ": " + key;
+}
+
+ir::Attribute ToAttribute(const ConfigValue& v) {
+  return std::visit([](const auto& x) -> ir::Attribute { return x; }, v.value);
+}
+
+// [passes.NAME] of the config as attributes, each checked alone so an error names its place.
+StatusOr<ir::AttrMap> PassTableOptions(const Config& config, const ComponentRecord& pass) {
+  ir::AttrMap given;
+  auto it = config.passes.find(pass.name);
+  if (it == config.passes.end()) return given;
+  const auto owned = StrategyOwnedOptions().find(pass.name);
+  for (const ConfigValue& v : it->second) {
+    const std::string key = "passes." + pass.name + "." + v.key;
+    if (owned != StrategyOwnedOptions().end()) {
+      if (auto o = owned->second.find(v.key); o != owned->second.end()) {
+        return InvalidArgument(Place(v, key) + " is set by " + o->second +
+                               "; set it there (one place per setting)");
+      }
+    }
+    ir::AttrMap one = {{v.key, ToAttribute(v)}};
+    if (Status s = ResolvePassOptions(pass, one).status(); !s.ok()) {
+      return InvalidArgument(Place(v, key) + ": " + s.message());
+    }
+    given[v.key] = ToAttribute(v);
+  }
+  return given;
+}
+
+}  // namespace
+
+Status CheckPassTables(const Config& config, const PluginRegistry& registry) {
+  for (const auto& [name, values] : config.passes) {
+    const ComponentRecord* pass = registry.Find(FLEET_COMPONENT_PASS, name);
+    if (pass == nullptr) {
+      std::vector<std::string> known;
+      for (const ComponentRecord* c : registry.Components(FLEET_COMPONENT_PASS)) {
+        known.push_back(c->name);
+      }
+      std::string where = values.empty() ? "[passes." + name + "]"
+                                         : Place(values[0], "passes." + name);
+      std::string close = ClosestMatch(name, known);
+      return NotFound(where + ": no pass '" + name + "' is registered" +
+                      (close.empty() ? "" : " (did you mean '" + close + "'?)") +
+                      "; a plugin's pass needs its plugin in [plugins] load");
+    }
+    FLEET_RETURN_IF_ERROR(PassTableOptions(config, *pass).status());
+  }
+  return OkStatus();
+}
 
 StatusOr<Stage> ParseStage(std::string_view name) {
   if (name == "parsed") return Stage::kParsed;
@@ -41,7 +113,9 @@ std::string EffectiveStrategy(const Config& config, const Role& role) {
 
 StatusOr<std::map<std::string, ir::Program>> Transpile(const Config& config, const Role& role,
                                                        const frontend::ParsedProgram& optimized,
-                                                       const PluginRegistry& registry) {
+                                                       const PluginRegistry& registry,
+                                                       std::vector<PassRun>* ran) {
+  FLEET_RETURN_IF_ERROR(CheckPassTables(config, registry));
   std::map<std::string, ir::Program> programs = {{"startup", optimized.startup},
                                                  {"main", optimized.main}};
   PassContextInfo ctx;
@@ -56,8 +130,13 @@ StatusOr<std::map<std::string, ir::Program>> Transpile(const Config& config, con
     if (pass == nullptr) {
       return NotFound("pass '" + name + "' is not registered (is its plugin in [plugins] load?)");
     }
-    FLEET_ASSIGN_OR_RETURN(ir::AttrMap options, ResolvePassOptions(*pass, given));
-    return RunPass(*pass, programs, ctx, options);
+    FLEET_ASSIGN_OR_RETURN(ir::AttrMap from_table, PassTableOptions(config, *pass));
+    ir::AttrMap merged = given;
+    merged.insert(from_table.begin(), from_table.end());
+    FLEET_ASSIGN_OR_RETURN(ir::AttrMap options, ResolvePassOptions(*pass, merged));
+    FLEET_RETURN_IF_ERROR(RunPass(*pass, programs, ctx, options));
+    if (ran != nullptr) ran->push_back({name, options});
+    return OkStatus();
   };
 
   const std::string mode = EffectiveStrategy(config, role);

@@ -44,9 +44,23 @@ std::string EffectiveStrategy(const Config& config, const Role& role);
 //     program with minimize and at least one server endpoint; the caller picks the programs
 //     of its role;
 //   - others: the optimized programs unchanged.
-// Then each of [strategy] passes runs on the set.
+// Then each of [strategy] passes runs on the set, with its [passes.NAME] options.
+// `ran`, when given, receives each pass that ran and the options it saw (defaults filled in).
+struct PassRun {
+  std::string name;
+  ir::AttrMap options;
+};
 StatusOr<std::map<std::string, ir::Program>> Transpile(const Config& config, const Role& role,
                                                        const frontend::ParsedProgram& optimized,
-                                                       const PluginRegistry& registry);
+                                                       const PluginRegistry& registry,
+                                                       std::vector<PassRun>* ran = nullptr);
+
+// Checks every [passes.NAME] table against `registry` (built-in passes registered): NAME is a
+// registered pass, each key one of its declared options with a value of a convertible type, and
+// not an option the host sets from [strategy] (the built-in passes take theirs from there).
+// Errors name the key and where it was set ("fleet.toml:12:3" or "--set passes.x.y=...").
+// Transpile calls it; `check` calls it for jobs that would not transpile.
+Status CheckPassTables(const Config& config, const PluginRegistry& registry);
+
 
 }  // namespace fleet

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -108,7 +109,7 @@ TEST(CliTest, PluginsListsTheCpuDevice) {
   for (const auto& p : doc["plugins"]) {
     if (p["name"] != "cpu") continue;
     found = true;
-    EXPECT_EQ(p["abi"], "1.2");
+    EXPECT_EQ(p["abi"], "1.3");
     EXPECT_EQ(fs::path(p["file"].get<std::string>()).parent_path(),
               fs::path(FLEET_BUILD_PLUGIN_DIR));
     // The device, then the kernels component that carries every CPU kernel.
@@ -1180,4 +1181,76 @@ TEST(CliGpuPluginsTest, CheckRefusesNcclWithTheCpuDevice) {
                                 "cuda, not of device 'cpu'")) << r.err;
     EXPECT_TRUE(Contains(r.err, "cannot stage through host memory")) << r.err;
   }
+}
+
+// ---- [passes.NAME]: a plugin pass's options --------------------------------------------------
+
+// A program whose last op has a single Out (what the edit_pass fixture appends to), run by the
+// C99 pass plugin edit_pass (tests/ir/fixtures) as a [strategy] pass.
+class CliPassOptionsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    program_ = dir_.Write("net.fleet",
+                          "x = data(\"x\", shape=[-1, 4], dtype=\"float32\")\n"
+                          "h = fc(x, size=3)\n"
+                          "m = mean(h)\n");
+  }
+  std::string Base() const {
+    return "--set 'plugins.dirs=[\"" FLEET_PASS_FIXTURE_DIR "\"]' "
+           "--set 'plugins.load=[\"edit_pass\"]' --set 'strategy.passes=[\"edit_pass\"]' ";
+  }
+  TempDir dir_;
+  fs::path program_;
+};
+
+TEST_F(CliPassOptionsTest, OptionsFromSetReachThePassAndShowSaysSo) {
+  Result r = RunHost(Base() + "--set passes.edit_pass.count=2 --set passes.edit_pass.note=hi " +
+                     "show '" + program_.string() + "' --stage transpiled --program main");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "# passes run:\n#   edit_pass {count = 2")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "note = \"hi\"")) << r.out;
+  // Two chained scales were appended, named after the note.
+  EXPECT_TRUE(Contains(r.out, ".hi_0")) << r.out;
+  EXPECT_TRUE(Contains(r.out, ".hi_1")) << r.out;
+  EXPECT_FALSE(Contains(r.out, ".hi_2")) << r.out;
+  // Without options the pass runs with its defaults (count 1, note "edited").
+  Result d = RunHost(Base() + "show '" + program_.string() + "' --stage transpiled");
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  EXPECT_TRUE(Contains(d.out, ".edited_0")) << d.out;
+  EXPECT_FALSE(Contains(d.out, ".edited_1")) << d.out;
+}
+
+TEST_F(CliPassOptionsTest, TableInAFileWithPositionsForBadValues) {
+  fs::path good = dir_.Write("good.toml", "[passes.edit_pass]\ncount = 3\nfactor = 2\n");
+  Result r = RunHost(Base() + "--config '" + good.string() + "' show '" + program_.string() +
+                     "' --stage transpiled --program main");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // An integer is accepted for a real option (factor), as for every fleet.toml number.
+  EXPECT_TRUE(Contains(r.out, "edit_pass {count = 3, dangle = false, factor = 2.0")) << r.out;
+
+  fs::path bad = dir_.Write("bad.toml", "[passes.edit_pass]\ncount = 1\nnote = 7\n");
+  Result b = RunHost(Base() + "--config '" + bad.string() + "' show '" + program_.string() +
+                     "' --stage transpiled");
+  EXPECT_EQ(b.exit_code, 1);
+  EXPECT_TRUE(Contains(b.err, bad.string() + ":3:8: passes.edit_pass.note: ")) << b.err;
+  EXPECT_TRUE(Contains(b.err, "string")) << b.err;
+}
+
+TEST_F(CliPassOptionsTest, UnknownKeysPassesAndStrategyOwnedOptionsAreRefused) {
+  Result r = RunHost(Base() + "--set passes.edit_pass.cuont=2 check");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(Contains(r.err, "--set passes.edit_pass.cuont: ")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "no option 'cuont'")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "it accepts count, dangle")) << r.err;
+
+  Result p = RunHost(Base() + "--set passes.edit_pas.count=2 check");
+  EXPECT_EQ(p.exit_code, 1);
+  EXPECT_TRUE(Contains(p.err, "no pass 'edit_pas' is registered (did you mean 'edit_pass'?)"))
+      << p.err;
+
+  // The built-in passes take these from [strategy]: one place per setting.
+  Result s = RunHost("--set passes.grad_allreduce.nrings=2 check");
+  EXPECT_EQ(s.exit_code, 1);
+  EXPECT_TRUE(Contains(s.err, "--set passes.grad_allreduce.nrings is set by strategy.nrings"))
+      << s.err;
 }
