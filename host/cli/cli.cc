@@ -13,6 +13,8 @@ Commands:
   plugins [--json] [--rejected] [NAME|PATH]
                      list the plugins found on the search path, what each provides and what
                      was rejected; with NAME or PATH, show that plugin in detail
+  devices [--json]   list every unit of every device the plugins provide: model, memory,
+                     compute units and capabilities
   ops [--json] [NAME]
                      list every op with its slots and the devices and dtypes of the loaded
                      plugins' kernels; with NAME, also its attributes, defaults and grad ops
@@ -57,7 +59,7 @@ Plugins are searched in [plugins] dirs of the config, then FLEET_PLUGIN_PATH (co
 then this installation's plugin directory.
 )";
 
-const std::vector<std::string> kCommands = {"plugins", "ops",    "check",   "run",     "show",
+const std::vector<std::string> kCommands = {"plugins", "devices", "ops", "check", "run", "show",
                                            "env",     "launch", "export",  "infer",
                                            "convert", "version", "help"};
 
@@ -131,6 +133,7 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
   const std::string& command = args[i];
   std::vector<std::string> rest(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
   if (command == "plugins") return PluginsCommand(global, rest, out, err);
+  if (command == "devices") return DevicesCommand(global, rest, out, err);
   if (command == "ops") return OpsCommand(global, rest, out, err);
   if (command == "check") return CheckCommand(global, rest, out, err);
   if (command == "run") return RunCommand(global, rest, out, err);

@@ -39,6 +39,8 @@ StatusOr<Config> LoadConfigFor(const GlobalOptions& options);
 // Commands. `args` are the words after the command name.
 int PluginsCommand(const GlobalOptions& global, const std::vector<std::string>& args,
                    std::ostream& out, std::ostream& err);
+int DevicesCommand(const GlobalOptions& global, const std::vector<std::string>& args,
+                   std::ostream& out, std::ostream& err);
 int OpsCommand(const GlobalOptions& global, const std::vector<std::string>& args,
                std::ostream& out, std::ostream& err);
 int CheckCommand(const GlobalOptions& global, const std::vector<std::string>& args,

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli.h"
+#include "cli/device_info.h"
 #include "fleet/fleet_plugin.h"
 #include "plugin/device.h"
 #include "plugin/registry.h"
@@ -16,61 +17,10 @@ std::string AbiOf(const PluginRecord& p) {
   return std::to_string(p.abi_major) + "." + std::to_string(p.abi_minor);
 }
 
-std::string HumanBytes(uint64_t bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.1f %s", v, units[u]);
-  return buf;
-}
-
-std::string CapsText(uint32_t caps) {
-  std::vector<std::string> names;
-  if (caps & FLEET_DEVICE_CAP_HOST_MEMORY) names.push_back("host-memory");
-  if (caps & FLEET_DEVICE_CAP_SYNC_STREAMS) names.push_back("sync-streams");
-  if (caps & FLEET_DEVICE_CAP_PINNED_HOST) names.push_back("pinned-host");
-  std::string out;
-  for (const std::string& n : names) out += (out.empty() ? "" : ",") + n;
-  return out.empty() ? "none" : out;
-}
-
-// Device details for the detailed view: count and each ordinal's properties, or the error.
-nlohmann::json DeviceDetails(const ComponentRecord* c) {
-  Device device(c);
-  nlohmann::json j;
-  auto count = device.Count();
-  if (!count.ok()) {
-    j["error"] = count.status().ToString();
-    return j;
-  }
-  j["count"] = *count;
-  j["devices"] = nlohmann::json::array();
-  for (int32_t i = 0; i < *count; ++i) {
-    auto props = device.Props(i);
-    if (!props.ok()) {
-      j["devices"].push_back({{"ordinal", i}, {"error", props.status().ToString()}});
-      continue;
-    }
-    j["devices"].push_back({{"ordinal", i},
-                            {"model", props->model},
-                            {"physical_id", props->physical_id},
-                            {"total_memory", props->total_memory},
-                            {"alignment", props->alignment},
-                            {"compute_units", props->compute_units},
-                            {"caps", CapsText(props->caps)}});
-  }
-  return j;
-}
-
 nlohmann::json PluginJson(const PluginRegistry& registry, const PluginRecord& p, bool detailed) {
   nlohmann::json j = {{"name", p.name},       {"file", p.file.string()},
                       {"abi", AbiOf(p)},      {"version", p.version},
-                      {"description", p.description}};
+                      {"description", p.description}, {"load_ms", p.load_ms}};
   j["components"] = nlohmann::json::array();
   for (const std::string& kc : p.components) {
     size_t colon = kc.find(':');
@@ -80,7 +30,7 @@ nlohmann::json PluginJson(const PluginRegistry& registry, const PluginRecord& p,
       if (ComponentKindName(k) != kind) continue;
       if (const ComponentRecord* c = registry.Find(k, name)) {
         cj["summary"] = c->summary;
-        if (detailed && k == FLEET_COMPONENT_DEVICE) cj["details"] = DeviceDetails(c);
+        if (detailed && k == FLEET_COMPONENT_DEVICE) cj["details"] = DeviceDetailsJson(c);
         if (k == FLEET_COMPONENT_KERNELS) {
           cj["kernel_count"] = c->table<FleetKernelsVTable>()->count;
         }
@@ -122,8 +72,7 @@ void PrintPluginText(const nlohmann::json& p, std::ostream& out) {
             out << "      #" << dev["ordinal"] << " " << dev["model"].get<std::string>()
                 << " (physical " << dev["physical_id"] << ", "
                 << HumanBytes(dev["total_memory"].get<uint64_t>()) << ", "
-                << dev["compute_units"] << " units, caps " << dev["caps"].get<std::string>()
-                << ")\n";
+                << dev["compute_units"] << " units, caps " << CapsText(dev["caps"]) << ")\n";
           }
         }
       }
@@ -165,6 +114,9 @@ int PluginsCommand(const GlobalOptions& global, const std::vector<std::string>& 
   }
 
   nlohmann::json doc;
+  // Version 1: search_path, plugins (name, file, abi, version, description, load_ms,
+  // components, notes), rejected, error. Bumped when a field changes meaning or goes away.
+  doc["schema_version"] = 1;
   doc["search_path"] = nlohmann::json::array();
   for (const auto& d : registry.options().search_dirs) doc["search_path"].push_back(d.string());
   doc["plugins"] = nlohmann::json::array();

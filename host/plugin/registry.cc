@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <chrono>
 #include <set>
 
 #include <boost/dll/shared_library.hpp>
@@ -200,6 +201,7 @@ StatusOr<const PluginRecord*> PluginRegistry::LoadFile(const fs::path& file) {
     if (Status s = CheckNotWritableByOthers(file); !s.ok()) return Reject(file, s);
   }
 
+  const auto load_start = std::chrono::steady_clock::now();
   auto loaded = std::make_unique<Loaded>();
   boost::dll::fs::error_code ec;
   dlerror();  // clear, so the message below is this load's
@@ -278,6 +280,9 @@ StatusOr<const PluginRecord*> PluginRegistry::LoadFile(const fs::path& file) {
   record->description = info.description != nullptr ? info.description : "";
   record->abi_major = info.abi_major;
   record->abi_minor = info.abi_minor;
+  record->load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                              load_start)
+                        .count();
   record->notes = ctx.notes();
   for (std::string& n : ctx.UnreadConfigNotes()) record->notes.push_back(std::move(n));
   for (auto& c : ctx.pending()) {

@@ -62,6 +62,7 @@ struct PluginRecord {
   uint32_t abi_minor = 0;
   std::vector<std::string> components;  // "kind:name", in registration order
   std::vector<std::string> notes;       // skipped unknown kinds, unread config keys, ...
+  double load_ms = 0;                   // dlopen plus entry: what listing it costs
 };
 
 struct Rejection {

@@ -1254,3 +1254,46 @@ TEST_F(CliPassOptionsTest, UnknownKeysPassesAndStrategyOwnedOptionsAreRefused) {
   EXPECT_TRUE(Contains(s.err, "--set passes.grad_allreduce.nrings is set by strategy.nrings"))
       << s.err;
 }
+
+// ---- listing ----------------------------------------------------------------------------------
+
+TEST(CliTest, DevicesListsEveryUnit) {
+  Result r = RunHost("devices");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "Available devices:\n  cpu:0 ")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "host-memory,sync-streams,cpu-random-streams  (plugin cpu)"))
+      << r.out;
+  Result j = RunHost("devices --json");
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  auto doc = nlohmann::json::parse(j.out);
+  EXPECT_EQ(doc["schema_version"], 1);
+  ASSERT_FALSE(doc["devices"].empty());
+  const auto& cpu = doc["devices"][0];
+  EXPECT_EQ(cpu["device"], "cpu");
+  EXPECT_EQ(cpu["ordinal"], 0);
+  EXPECT_GT(cpu["total_memory"].get<uint64_t>(), 0u);
+  EXPECT_GE(cpu["compute_units"].get<int>(), 1);
+  // Every device component is either listed by unit or said to be absent, with why.
+  std::set<std::string> seen;
+  for (const auto& d : doc["devices"]) seen.insert(d["device"].get<std::string>());
+  for (const auto& a : doc["absent"]) {
+    seen.insert(a["device"].get<std::string>());
+    EXPECT_FALSE(a["reason"].get<std::string>().empty());
+  }
+  if (Built("cuda")) {
+    EXPECT_TRUE(seen.count("cuda")) << j.out;
+  }
+  EXPECT_EQ(RunHost("devices --bogus").exit_code, 2);
+}
+
+TEST(CliTest, PluginsJsonHasASchemaVersionAndLoadTimes) {
+  Result r = RunHost("plugins --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["schema_version"], 1);
+  ASSERT_FALSE(doc["plugins"].empty());
+  for (const auto& p : doc["plugins"]) {
+    ASSERT_TRUE(p.contains("load_ms")) << p.dump();
+    EXPECT_GE(p["load_ms"].get<double>(), 0.0);
+  }
+}
