@@ -25,3 +25,10 @@ file(RELATIVE_PATH FLEET_PC_TO_PREFIX "/prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig
 configure_file(cmake/fleet-plugin.pc.in "${PROJECT_BINARY_DIR}/fleet-plugin.pc" @ONLY)
 install(FILES "${PROJECT_BINARY_DIR}/fleet-plugin.pc"
   DESTINATION "${CMAKE_INSTALL_LIBDIR}/pkgconfig")
+
+# The plugin author's documentation: how to write each component and run the conformance kit,
+# the annotated fleet.toml (every key, with its default) and the ABI changelog.
+install(FILES docs/plugins.md DESTINATION "${CMAKE_INSTALL_DOCDIR}")
+install(FILES plugin_api/CHANGELOG.md DESTINATION "${CMAKE_INSTALL_DOCDIR}"
+  RENAME ABI-CHANGELOG.md)
+install(FILES examples/fleet.toml DESTINATION "${CMAKE_INSTALL_DATADIR}/fleet")
