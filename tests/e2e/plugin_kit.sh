@@ -12,6 +12,8 @@
 #
 # Usage: plugin_kit.sh BUILD_DIR EXAMPLE_DIR CMAKE GENERATOR BINDIR LIBDIR DATADIR PROGRAM
 set -euo pipefail
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 if [[ $# -ne 8 ]]; then
   echo "usage: $0 BUILD_DIR EXAMPLE_DIR CMAKE GENERATOR BINDIR LIBDIR DATADIR PROGRAM" >&2
@@ -24,18 +26,6 @@ trap 'rm -rf "$tmp"' EXIT
 prefix=$tmp/prefix
 cd "$tmp"
 
-fail() {
-  echo "e2e FAILED: $*" >&2
-  exit 1
-}
-run_logged() {
-  local log=$1
-  shift
-  if ! "$@" >"$log" 2>&1; then
-    cat "$log" >&2
-    fail "command failed: $*"
-  fi
-}
 
 # ---- 1. install ----------------------------------------------------------------------------------
 run_logged "$tmp/install.log" "$cmake" --install "$build_dir" --prefix "$prefix"

@@ -9,12 +9,15 @@
 #   3. run the already-built fleet-host with FLEET_PLUGIN_PATH=<dir of libfleet_toy.so> and check
 #      `plugins --json toy` lists plugin "toy" with the component {"kind":"device","name":"toy"};
 #   4. install the plugin into the same prefix and check that the *installed* fleet-host finds it
-#      in its own plugin directory, without FLEET_PLUGIN_PATH.
+#      in its own plugin directory, without FLEET_PLUGIN_PATH;
+#   5. run the installed conformance kit on it.
 #
 # Usage: third_party_plugin.sh BUILD_DIR EXAMPLE_DIR FLEET_HOST CMAKE GENERATOR BINDIR LIBDIR
 #                              INCLUDEDIR
 # (registered by tests/abi/CMakeLists.txt, which passes the build's own values).
 set -euo pipefail
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 if [[ $# -ne 8 ]]; then
   echo "usage: $0 BUILD_DIR EXAMPLE_DIR FLEET_HOST CMAKE GENERATOR BINDIR LIBDIR INCLUDEDIR" >&2
@@ -29,20 +32,6 @@ prefix=$tmp/prefix
 # Run everything from an empty directory: fleet-host reads ./fleet.toml when there is one.
 cd "$tmp"
 
-fail() {
-  echo "e2e FAILED: $*" >&2
-  exit 1
-}
-
-# Runs a command quietly, showing its output only when it fails.
-run_logged() {
-  local log=$1
-  shift
-  if ! "$@" >"$log" 2>&1; then
-    cat "$log" >&2
-    fail "command failed: $*"
-  fi
-}
 
 # ---- 1. install ----------------------------------------------------------------------------------
 echo "e2e: installing $build_dir into $prefix"
@@ -140,5 +129,19 @@ env -u FLEET_PLUGIN_PATH "$prefix/$bindir/fleet-host" plugins --json toy >"$tmp/
                                fail "installed fleet-host did not find the installed toy"; }
 check_listing "$installed_toy" <"$tmp/installed.json" \
   || fail "unexpected listing from the installed fleet-host"
+
+# ---- 5. the installed conformance kit checks it --------------------------------------------------
+# The toy device has no kernels: every op the suite tries is "not provided", which is not a
+# failure unless --require-all asks for everything.
+kit="$prefix/$bindir/fleet-conformance"
+env -u FLEET_PLUGIN_PATH "$kit" toy --filter 'MathConformance.Scale*' >"$tmp/kit.txt" 2>&1 \
+  || { cat "$tmp/kit.txt" >&2; fail "fleet-conformance toy failed"; }
+grep -q '^scale  *float32  *not provided' "$tmp/kit.txt" \
+  || fail "the kit does not report scale as not provided: $(cat "$tmp/kit.txt")"
+if env -u FLEET_PLUGIN_PATH "$kit" toy --filter 'MathConformance.Scale*' --require-all \
+     >/dev/null 2>&1; then
+  fail "fleet-conformance --require-all passed a device without kernels"
+fi
+echo "e2e: the installed kit reports the toy device's ops as not provided"
 
 echo "e2e: OK"

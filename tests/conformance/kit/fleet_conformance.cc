@@ -266,16 +266,13 @@ int Main(int argc, char** argv) {
   if (int rc = ParseArgs(argc, argv, o); rc >= 0) return rc;
 
   // The plugin is loaded here as fleet-host would (to see its components) and again by each
-  // suite; a path puts its directory first on the suites' search path.
+  // suite. The suites search what this program searched (the plugin's own directory first,
+  // then FLEET_PLUGIN_PATH and this installation's plugins): an installed suite's own idea of
+  // "next to the executable" is libexec, where no plugin lives.
   LoadOptions load;
   load.search_dirs = PluginSearchPath(Config{});
-  const char* env_path = std::getenv("FLEET_PLUGIN_PATH");
-  std::string plugin_path_env = env_path != nullptr ? env_path : "";
-  const bool is_path = o.plugin.find('/') != std::string::npos;
-  if (is_path) {
-    const fs::path dir = fs::absolute(o.plugin).parent_path();
-    plugin_path_env = dir.string() + (plugin_path_env.empty() ? "" : ":" + plugin_path_env);
-    load.search_dirs.insert(load.search_dirs.begin(), dir);
+  if (o.plugin.find('/') != std::string::npos) {
+    load.search_dirs.insert(load.search_dirs.begin(), fs::absolute(o.plugin).parent_path());
   }
   PluginRegistry registry(load);
   auto loaded = registry.Load(o.plugin);
@@ -284,6 +281,8 @@ int Main(int argc, char** argv) {
     return 2;
   }
   const PluginRecord& plugin = **loaded;
+  std::string plugin_path_env = plugin.file.parent_path().string();
+  for (const fs::path& d : load.search_dirs) plugin_path_env += ":" + d.string();
   std::vector<Job> jobs = JobsFor(registry, plugin, o);
   if (jobs.empty()) {
     std::cerr << "fleet-conformance: plugin '" << plugin.name
@@ -317,7 +316,7 @@ int Main(int argc, char** argv) {
     SuiteInvocation inv;
     inv.binary = FindSuite(o, job.binary);
     inv.env = job.env;
-    if (!plugin_path_env.empty()) inv.env["FLEET_PLUGIN_PATH"] = plugin_path_env;
+    inv.env["FLEET_PLUGIN_PATH"] = plugin_path_env;
     inv.filter = o.filter;
     inv.test_timeout = std::chrono::seconds(o.test_timeout_s);
     inv.work_dir = work / (std::to_string(i) + "-" + job.suite + "-" + job.component);

@@ -30,10 +30,19 @@ std::string ReadAll(const fs::path& file) {
   return ss.str();
 }
 
-// The first line of a message, cut to a table cell.
+// A message on one line, cut to a table cell. GoogleTest's "Value of: ... Actual: ...
+// Expected: ..." lines are kept: the reason a test streamed usually comes after them.
 std::string Brief(const std::string& message) {
-  std::string line = message.substr(0, message.find('\n'));
-  if (line.size() > 240) line = line.substr(0, 237) + "...";
+  std::string line;
+  for (char c : message) {
+    if (c == '\n') {
+      if (!line.empty() && line.back() != ' ') line += ' ';
+    } else {
+      line += c;
+    }
+  }
+  while (!line.empty() && line.back() == ' ') line.pop_back();
+  if (line.size() > 300) line = line.substr(0, 297) + "...";
   return line;
 }
 
