@@ -415,7 +415,8 @@ FleetStatus* Props(void*, int32_t ordinal, FleetDeviceProps* out) {
     if (FLEET_HAS_FIELD(out, FleetDeviceProps, model)) out->model = dev.name.c_str();
     if (FLEET_HAS_FIELD(out, FleetDeviceProps, physical_id)) out->physical_id = PhysicalId(ordinal);
     // Device memory is not host memory, and stream work is asynchronous.
-    // The random kernels draw the CPU plugin's counter-based streams (plugins/common/random_draws.h).
+    // The random kernels draw the CPU plugin's counter-based streams
+    // (plugins/common/random_draws.h).
     if (FLEET_HAS_FIELD(out, FleetDeviceProps, caps)) {
       out->caps = FLEET_DEVICE_CAP_PINNED_HOST | FLEET_DEVICE_CAP_CPU_RANDOM_STREAMS;
     }

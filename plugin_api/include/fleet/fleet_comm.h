@@ -9,6 +9,11 @@
  * Deadlines: every call that waits on peers returns DEADLINE_EXCEEDED after config.timeout_ms,
  * naming the ranks it waited for, and ABORTED once abort() was called. No call blocks forever.
  *
+ * Bad arguments: a call it cannot take (a root or peer outside the group, buffer sizes that do
+ * not fit, an unknown reduce op, a dtype it cannot reduce) returns INVALID_ARGUMENT, names the
+ * collective and the argument in the message (a dtype by its name, e.g. "bool"), and leaves the
+ * communicator usable. The conformance suite checks exactly that, not the wording.
+ *
  * Threading: calls on one communicator are serialised by the host, except abort(), which may be
  * called from any thread at any time (a watchdog) and must not block. Different communicators
  * may be used concurrently.

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "comm_harness.h"
+#include "report/expect_ok.h"
 
 namespace fleet::conformance::comm {
 namespace {
@@ -32,10 +33,10 @@ TEST(CommBench, AllReduceBusBandwidth) {
         buf.Fill([&](int64_t i) { return static_cast<double>((i + r.rank) % 8); });
         ASSERT_TRUE(r.AllReduce(buf.t(), buf.t(), FLEET_REDUCE_SUM).ok());  // warm-up
         const int iters = static_cast<int>(std::max<int64_t>(3, (int64_t{256} << 20) / bytes));
-        ASSERT_TRUE(r.Barrier().ok());
+        FLEET_ASSERT_OK(r.Barrier());
         const auto start = std::chrono::steady_clock::now();
         for (int k = 0; k < iters; ++k) {
-          ASSERT_TRUE(r.AllReduce(buf.t(), buf.t(), FLEET_REDUCE_SUM).ok());
+          FLEET_ASSERT_OK(r.AllReduce(buf.t(), buf.t(), FLEET_REDUCE_SUM));
         }
         const double seconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /

@@ -89,7 +89,7 @@ TEST_F(CommFaults, AllReduceWithoutPeerTimesOut) {
     EXPECT_LT(elapsed, 2 * timeout + 500);
     // The communicator is not usable after a failed collective, and says so.
     Status later = r.Barrier();
-    EXPECT_FALSE(later.ok());
+    EXPECT_FALSE(later.ok()) << "a barrier after a failed collective succeeded";
   });
 }
 
@@ -202,8 +202,8 @@ TEST_F(CommFaults, BadArgumentsAreInvalidAndLeaveTheCommunicatorUsable) {
     expect_invalid(r.AllReduce(a.t(), nullptr, FLEET_REDUCE_SUM), "all_reduce NULL out");
     Status s = r.AllReduce(flags.t(), flags.t(), FLEET_REDUCE_SUM);
     expect_invalid(s, "all_reduce bool");
-    EXPECT_THAT(s.message(), HasSubstr("bool"));
-    EXPECT_THAT(s.message(), HasSubstr("all_reduce"));
+    EXPECT_THAT(s.message(), HasSubstr("bool")) << "fleet_comm.h: the dtype must be named";
+    EXPECT_THAT(s.message(), HasSubstr("all_reduce")) << "fleet_comm.h: the call must be named";
     // Still usable afterwards.
     wide.Fill([&](int64_t i) { return r.rank + static_cast<double>(i); });
     s = r.AllReduce(wide.t(), wide.t(), FLEET_REDUCE_SUM);

@@ -98,7 +98,9 @@ const Suite& TheSuite() {
 
 std::string Text(const std::map<std::string, ir::Program>& programs) {
   std::string out;
-  for (const auto& [name, program] : programs) out += "== " + name + "\n" + ir::PrintProgram(program);
+  for (const auto& [name, program] : programs) {
+    out += "== " + name + "\n" + ir::PrintProgram(program);
+  }
   return out;
 }
 

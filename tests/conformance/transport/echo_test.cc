@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "transport_harness.h"
+#include "report/expect_ok.h"
 
 namespace fleet::conformance::transport {
 namespace {
@@ -89,7 +90,8 @@ TEST(TransportEcho, RepeatedSendsOfTheSameShape) {
     HostTensor g = HostTensor::Random(FLEET_DTYPE_FLOAT32, {3, 512, 1024}, 500 + step);  // 6 MiB
     ASSERT_TRUE(client->Send("fc_0.w_0@GRAD", g.View()).ok()) << step;
     HostTensor stored;
-    ASSERT_TRUE(served->handler.Stored("fc_0.w_0@GRAD", &stored));
+    ASSERT_TRUE(served->handler.Stored("fc_0.w_0@GRAD", &stored))
+        << "the server never stored 'fc_0.w_0@GRAD'";
     EXPECT_TRUE(stored.bytes == g.bytes) << "step " << step;
   }
 }
@@ -169,7 +171,7 @@ TEST(TransportEcho, ManyCallsWaitInHandlersAtOnce) {
   auto extra = Connect(served->endpoint(), 99, TestOptions());
   ASSERT_NE(extra, nullptr);
   HostTensor t = HostTensor::Random(FLEET_DTYPE_INT32, {5}, 8);
-  EXPECT_TRUE(extra->Send("while_waiting", t.View()).ok());
+  FLEET_EXPECT_OK(extra->Send("while_waiting", t.View()));
   served->handler.Release();
   for (auto& th : threads) th.join();
   for (int tid = 0; tid < kTrainers; ++tid) {
@@ -187,10 +189,10 @@ TEST(TransportEcho, BarriersAndCompleteCarryTrainerIds) {
   auto t5 = Connect(served->endpoint(), 5, TestOptions());
   ASSERT_NE(t3, nullptr);
   ASSERT_NE(t5, nullptr);
-  ASSERT_TRUE(t3->Barrier(FLEET_BARRIER_BATCH).ok());
-  ASSERT_TRUE(t5->Barrier(FLEET_BARRIER_FETCH).ok());
-  ASSERT_TRUE(t5->Complete().ok());
-  ASSERT_TRUE(t3->Complete().ok());
+  FLEET_ASSERT_OK(t3->Barrier(FLEET_BARRIER_BATCH));
+  FLEET_ASSERT_OK(t5->Barrier(FLEET_BARRIER_FETCH));
+  FLEET_ASSERT_OK(t5->Complete());
+  FLEET_ASSERT_OK(t3->Complete());
   const std::vector<std::pair<int32_t, int32_t>> expected_barriers = {
       {3, FLEET_BARRIER_BATCH}, {5, FLEET_BARRIER_FETCH}};
   EXPECT_EQ(served->handler.barriers(), expected_barriers);
@@ -227,7 +229,7 @@ TEST(TransportEcho, SinkRefusalStopsTheGet) {
   auto client = Connect(served->endpoint(), 0, TestOptions());
   ASSERT_NE(client, nullptr);
   HostTensor t = HostTensor::Random(FLEET_DTYPE_FLOAT32, {10, 10}, 5);
-  ASSERT_TRUE(client->Send("p", t.View()).ok());
+  FLEET_ASSERT_OK(client->Send("p", t.View()));
   const Status s = client->Get("p", [](int32_t, const std::vector<int64_t>& dims)
                                         -> StatusOr<FleetTensor> {
     return InvalidArgument("recv: 'p' is [10, 10] here but [" + std::to_string(dims[0]) +
@@ -237,8 +239,8 @@ TEST(TransportEcho, SinkRefusalStopsTheGet) {
   EXPECT_NE(s.message().find("arrived"), std::string::npos) << s.ToString();
   // The connection stays usable.
   HostTensor back;
-  EXPECT_TRUE(client->Get("p", SinkInto(&back)).ok());
-  EXPECT_TRUE(back.bytes == t.bytes);
+  FLEET_EXPECT_OK(client->Get("p", SinkInto(&back)));
+  EXPECT_TRUE(back.bytes == t.bytes) << "the tensor read back differs from the one sent";
 }
 
 TEST(TransportEcho, BadTensorsAreRefusedByTheClient) {
@@ -256,7 +258,8 @@ TEST(TransportEcho, BadTensorsAreRefusedByTheClient) {
   bad.dims = negative;
   bad.ndim = 1;
   EXPECT_EQ(client->Send("x", bad).code(), Code::kInvalidArgument);
-  EXPECT_TRUE(served->handler.senders().empty());
+  EXPECT_TRUE(served->handler.senders().empty())
+      << "the server's handler saw a sender";
 }
 
 }  // namespace

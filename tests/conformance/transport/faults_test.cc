@@ -11,6 +11,7 @@
 
 #include "plugin/host_api.h"
 #include "transport_harness.h"
+#include "report/expect_ok.h"
 
 namespace fleet::conformance::transport {
 namespace {
@@ -38,7 +39,7 @@ TEST(TransportFaults, DeadlineWhileTheHandlerBlocks) {
 
   // A get naming its variable.
   HostTensor t = HostTensor::Random(FLEET_DTYPE_FLOAT32, {3}, 1);
-  ASSERT_TRUE(client->Send("fc_0.w_0.block1", t.View()).ok());
+  FLEET_ASSERT_OK(client->Send("fc_0.w_0.block1", t.View()));
   served->handler.BlockCalls(milliseconds(8000));
   HostTensor back;
   const Status g = client->Get("fc_0.w_0.block1", SinkInto(&back));
@@ -83,8 +84,8 @@ TEST(TransportFaults, RetriesReachAServerThatComesUpLate) {
   ASSERT_NE(served, nullptr);
   EXPECT_TRUE(s.ok()) << s.ToString();
   HostTensor stored;
-  ASSERT_TRUE(served->handler.Stored("late.w", &stored));
-  EXPECT_TRUE(stored.bytes == t.bytes);
+  ASSERT_TRUE(served->handler.Stored("late.w", &stored)) << "the server never stored 'late.w'";
+  EXPECT_TRUE(stored.bytes == t.bytes) << "the server stored other bytes than were sent";
   EXPECT_EQ(served->handler.senders().at("late.w"), 2);
 
   // A get to a server that is not up yet is retried the same way.
@@ -106,7 +107,7 @@ TEST(TransportFaults, RetriesReachAServerThatComesUpLate) {
   // The seeder may lose the race with the first attempt that connects: NOT_FOUND from the
   // handler is final. Either way the get went past the refused connections.
   if (g.ok()) {
-    EXPECT_TRUE(back.bytes == t.bytes);
+    EXPECT_TRUE(back.bytes == t.bytes) << "the tensor read back differs from the one sent";
   } else {
     EXPECT_EQ(g.code(), Code::kNotFound) << g.ToString();
   }
@@ -142,14 +143,16 @@ TEST(TransportFaults, BarrierAndCompleteAreAttemptedOnce) {
   EXPECT_EQ(c.code(), Code::kUnavailable) << c.ToString();
   EXPECT_NE(c.message().find("after 1 attempt"), std::string::npos) << c.ToString();
   EXPECT_LT(complete_ms, 400);
-  EXPECT_TRUE(served->handler.barriers().empty());
-  EXPECT_TRUE(served->handler.completions().empty());
+  EXPECT_TRUE(served->handler.barriers().empty())
+      << "the server's barrier handler was called";
+  EXPECT_TRUE(served->handler.completions().empty())
+      << "the server's completion handler was called";
 
   // With the server up (the channel connected by a retried send), each is delivered once.
   HostTensor t = HostTensor::Random(FLEET_DTYPE_FLOAT32, {4}, 6);
-  ASSERT_TRUE(client->Send("w", t.View()).ok());
-  EXPECT_TRUE(client->Barrier(FLEET_BARRIER_BATCH).ok());
-  EXPECT_TRUE(client->Complete().ok());
+  FLEET_ASSERT_OK(client->Send("w", t.View()));
+  FLEET_EXPECT_OK(client->Barrier(FLEET_BARRIER_BATCH));
+  FLEET_EXPECT_OK(client->Complete());
   const std::vector<std::pair<int32_t, int32_t>> expected_barriers = {{1, FLEET_BARRIER_BATCH}};
   EXPECT_EQ(served->handler.barriers(), expected_barriers);
   EXPECT_EQ(served->handler.completions(), std::vector<int32_t>{1});
@@ -169,7 +172,7 @@ TEST(TransportFaults, PortInUseIsAClearError) {
   // The first server still works.
   auto client = Connect(first->endpoint(), 0, TestOptions());
   ASSERT_NE(client, nullptr);
-  EXPECT_TRUE(client->Barrier(FLEET_BARRIER_BATCH).ok());
+  FLEET_EXPECT_OK(client->Barrier(FLEET_BARRIER_BATCH));
 }
 
 TEST(TransportFaults, PortZeroPicksAFreePort) {
@@ -198,15 +201,16 @@ TEST(TransportFaults, MessageOverTheServersCap) {
   EXPECT_EQ(s.code(), Code::kResourceExhausted) << s.ToString();
   EXPECT_NE(s.message().find("max_message_mb"), std::string::npos) << s.ToString();
   EXPECT_NE(s.message().find("'emb'"), std::string::npos) << s.ToString();
-  EXPECT_TRUE(served->handler.senders().empty());
+  EXPECT_TRUE(served->handler.senders().empty())
+      << "the server's handler saw a sender";
 
   // The same tensor with matching caps travels in chunks.
   auto fitting = Connect(served->endpoint(), 0, server_options);
   ASSERT_NE(fitting, nullptr);
-  EXPECT_TRUE(fitting->Send("emb", t.View()).ok());
+  FLEET_EXPECT_OK(fitting->Send("emb", t.View()));
   HostTensor stored;
-  ASSERT_TRUE(served->handler.Stored("emb", &stored));
-  EXPECT_TRUE(stored.bytes == t.bytes);
+  ASSERT_TRUE(served->handler.Stored("emb", &stored)) << "the server never stored 'emb'";
+  EXPECT_TRUE(stored.bytes == t.bytes) << "the server stored other bytes than were sent";
 }
 
 TEST(TransportFaults, ReplyOverTheClientsCap) {
@@ -217,7 +221,7 @@ TEST(TransportFaults, ReplyOverTheClientsCap) {
   auto sender = Connect(served->endpoint(), 0, server_options);
   ASSERT_NE(sender, nullptr);
   HostTensor t = HostTensor::Random(FLEET_DTYPE_FLOAT32, {1 << 20}, 3);  // 4 MiB
-  ASSERT_TRUE(sender->Send("emb", t.View()).ok());
+  FLEET_ASSERT_OK(sender->Send("emb", t.View()));
   TransportOptions small = TestOptions();
   small.max_message_bytes = 1 << 20;
   auto getter = Connect(served->endpoint(), 1, small);
@@ -262,7 +266,7 @@ TEST(TransportFaults, StoppedServerRefusesCalls) {
   o.retries = 1;
   auto client = Connect(served->endpoint(), 0, o);
   ASSERT_NE(client, nullptr);
-  ASSERT_TRUE(client->Barrier(FLEET_BARRIER_BATCH).ok());
+  FLEET_ASSERT_OK(client->Barrier(FLEET_BARRIER_BATCH));
   served->server->Stop();
   served->server->Stop();  // idempotent
   const auto start = std::chrono::steady_clock::now();
@@ -330,7 +334,7 @@ TEST(TransportFaults, GarbageFromTheNetworkIsSurvived) {
   auto client = Connect(ep, 0, TestOptions());
   ASSERT_NE(client, nullptr);
   HostTensor t = HostTensor::Random(FLEET_DTYPE_INT64, {100}, 4);
-  EXPECT_TRUE(client->Send("after_junk", t.View()).ok());
+  FLEET_EXPECT_OK(client->Send("after_junk", t.View()));
 }
 
 }  // namespace

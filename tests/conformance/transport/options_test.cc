@@ -4,6 +4,7 @@
 
 #include "fleet/fleet_transport.h"
 #include "transport_harness.h"
+#include "report/expect_ok.h"
 
 namespace fleet::conformance::transport {
 namespace {
@@ -73,10 +74,10 @@ TEST(TransportOptions, ConfiguredCapChunksEndToEnd) {
   auto client = Connect(served->endpoint(), 0, o);
   ASSERT_NE(client, nullptr);
   HostTensor t = HostTensor::Random(FLEET_DTYPE_FLOAT64, {3, 131072}, 21);
-  ASSERT_TRUE(client->Send("x", t.View()).ok());
+  FLEET_ASSERT_OK(client->Send("x", t.View()));
   HostTensor back;
-  ASSERT_TRUE(client->Get("x", SinkInto(&back)).ok());
-  EXPECT_TRUE(back.bytes == t.bytes);
+  FLEET_ASSERT_OK(client->Get("x", SinkInto(&back)));
+  EXPECT_TRUE(back.bytes == t.bytes) << "the tensor read back differs from the one sent";
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Security options: the shared token, TLS with a CA made at test time by the openssl CLI,
 // client certificates, and mismatches of either kind, which must fail fast and say why.
 #include "transport_harness.h"
+#include "report/expect_ok.h"
 
 namespace fleet::conformance::transport {
 namespace {
@@ -29,14 +30,16 @@ TEST(TransportSecurity, TokenIsRequiredAndNotEchoed) {
   EXPECT_EQ(none->Barrier(FLEET_BARRIER_BATCH).code(), Code::kUnauthenticated);
   HostTensor back;
   EXPECT_EQ(none->Get("w", SinkInto(&back)).code(), Code::kUnauthenticated);
-  EXPECT_TRUE(served->handler.senders().empty());
-  EXPECT_TRUE(served->handler.barriers().empty());
+  EXPECT_TRUE(served->handler.senders().empty())
+      << "the server's handler saw a sender";
+  EXPECT_TRUE(served->handler.barriers().empty())
+      << "the server's barrier handler was called";
 
   auto good = Connect(served->endpoint(), 0, server_options);
   ASSERT_NE(good, nullptr);
-  ASSERT_TRUE(good->Send("w", t.View()).ok());
-  ASSERT_TRUE(good->Get("w", SinkInto(&back)).ok());
-  EXPECT_TRUE(back.bytes == t.bytes);
+  FLEET_ASSERT_OK(good->Send("w", t.View()));
+  FLEET_ASSERT_OK(good->Get("w", SinkInto(&back)));
+  EXPECT_TRUE(back.bytes == t.bytes) << "the tensor read back differs from the one sent";
 }
 
 class TransportTls : public ::testing::Test {
@@ -75,11 +78,11 @@ TEST_F(TransportTls, EchoWithClientCertificates) {
   auto client = Connect(served->endpoint(), 4, ClientOptions(/*with_cert=*/true));
   ASSERT_NE(client, nullptr);
   HostTensor t = HostTensor::Random(FLEET_DTYPE_BFLOAT16, {300, 700}, 11);
-  ASSERT_TRUE(client->Send("emb.block0", t.View()).ok());
+  FLEET_ASSERT_OK(client->Send("emb.block0", t.View()));
   HostTensor back;
   const Status s = client->Get("emb.block0", SinkInto(&back));
   ASSERT_TRUE(s.ok()) << s.ToString();
-  EXPECT_TRUE(back.bytes == t.bytes);
+  EXPECT_TRUE(back.bytes == t.bytes) << "the tensor read back differs from the one sent";
   EXPECT_EQ(served->handler.senders().at("emb.block0"), 4);
 }
 
@@ -88,7 +91,7 @@ TEST_F(TransportTls, ServerWithoutClientVerification) {
   ASSERT_NE(served, nullptr);
   auto client = Connect(served->endpoint(), 0, ClientOptions(/*with_cert=*/false));
   ASSERT_NE(client, nullptr);
-  EXPECT_TRUE(client->Barrier(FLEET_BARRIER_BATCH).ok());
+  FLEET_EXPECT_OK(client->Barrier(FLEET_BARRIER_BATCH));
 }
 
 TEST_F(TransportTls, MissingClientCertificateIsRefused) {
@@ -103,7 +106,8 @@ TEST_F(TransportTls, MissingClientCertificateIsRefused) {
   EXPECT_TRUE(s.code() == Code::kUnavailable || s.code() == Code::kUnauthenticated ||
               s.code() == Code::kDeadlineExceeded)
       << s.ToString();
-  EXPECT_TRUE(served->handler.barriers().empty());
+  EXPECT_TRUE(served->handler.barriers().empty())
+      << "the server's barrier handler was called";
 }
 
 TEST_F(TransportTls, PlaintextClientAgainstTlsServer) {
