@@ -1,6 +1,7 @@
 #include "plugin/registry.h"
 
 #include <dlfcn.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -45,34 +46,62 @@ const std::string& HostAbi() {
   return abi;
 }
 
-// Refuses a plugin that someone other than this user (or root) could have written: a file or
-// directory owned by another user, a world-writable file, or a world-writable directory without
-// the sticky bit.
-Status CheckNotWritableByOthers(const fs::path& file) {
-  struct stat st;
-  if (::stat(file.c_str(), &st) != 0) {
-    return NotFound("cannot stat: " + std::string(std::strerror(errno)));
-  }
-  const std::string fix = "; fix its permissions or set plugins.allow_insecure = true";
-  uid_t me = ::geteuid();
+// The owner and write bits that make a file or directory trustworthy for code loading: owned
+// by this user or root, and writable by nobody else. The one exception is a sticky directory
+// like /tmp (owned by root or this user): others may add entries there but cannot replace or
+// remove ours.
+std::string Untrusted(const struct stat& st, bool is_dir) {
+  const uid_t me = ::geteuid();
   if (st.st_uid != me && st.st_uid != 0) {
-    return PermissionDenied("the file is owned by another user (uid " +
-                            std::to_string(st.st_uid) + ")" + fix);
+    return "is owned by another user (uid " + std::to_string(st.st_uid) + ")";
   }
-  if (st.st_mode & S_IWOTH) {
-    char mode[8];
-    std::snprintf(mode, sizeof(mode), "%03o", static_cast<unsigned>(st.st_mode & 0777));
-    return PermissionDenied(std::string("the file is writable by others (mode ") + mode + ")" +
-                            fix);
-  }
-  fs::path dir = file.parent_path().empty() ? fs::path(".") : file.parent_path();
-  if (::stat(dir.c_str(), &st) == 0) {
-    if (st.st_uid != me && st.st_uid != 0) {
-      return PermissionDenied("its directory " + dir.string() + " is owned by another user (uid " +
-                              std::to_string(st.st_uid) + ")" + fix);
-    }
-    if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX)) {
-      return PermissionDenied("its directory " + dir.string() + " is writable by others" + fix);
+  const bool writable_by_others = (st.st_mode & (S_IWGRP | S_IWOTH)) != 0;
+  if (!writable_by_others) return "";
+  if (is_dir && (st.st_mode & S_ISVTX)) return "";
+  char mode[8];
+  std::snprintf(mode, sizeof(mode), "%04o", static_cast<unsigned>(st.st_mode & 07777));
+  return std::string("is writable by ") + ((st.st_mode & S_IWOTH) ? "others" : "its group") +
+         " (mode " + mode + ")";
+}
+
+// Refuses a plugin someone other than this user (or root) could have changed: the file, every
+// directory from it up to /, and, when the path goes through symlinks, the links themselves and
+// every directory on the way to what they point at. Anyone who can write to one of those can
+// swap the code fleet-host is about to run.
+Status CheckNotWritableByOthers(const fs::path& file) {
+  const std::string fix =
+      "; fix the permissions (chmod go-w, or chown) or set plugins.allow_insecure = true";
+  std::error_code ec;
+  const fs::path given = fs::absolute(file, ec);
+  const fs::path target = fs::canonical(file, ec);
+  if (ec) return NotFound("cannot resolve: " + ec.message());
+  // The path as given: each component as it is (a symlink's own owner counts), then the
+  // resolved path: the file and each real directory above it.
+  for (const fs::path* path : {&given, &target}) {
+    const bool resolved = path == &target;
+    fs::path at = *path;
+    for (bool first = true;; first = false) {
+      struct stat st;
+      if ((resolved ? ::stat(at.c_str(), &st) : ::lstat(at.c_str(), &st)) != 0) {
+        return NotFound("cannot stat " + at.string() + ": " + std::strerror(errno));
+      }
+      const bool is_link = S_ISLNK(st.st_mode);
+      if (first && resolved && !S_ISREG(st.st_mode)) {
+        return PermissionDenied("it is not a regular file");
+      }
+      std::string why = is_link ? (st.st_uid != ::geteuid() && st.st_uid != 0
+                                       ? "is owned by another user (uid " +
+                                             std::to_string(st.st_uid) + ")"
+                                       : "")
+                                : Untrusted(st, !first);
+      if (!why.empty()) {
+        const std::string kind = is_link ? "the symlink " : "the directory ";
+        const std::string what = first ? (is_link ? "the symlink " + at.string() : "the file")
+                                       : kind + at.string();
+        return PermissionDenied(what + " " + why + fix);
+      }
+      if (at == at.root_path() || !at.has_parent_path()) break;
+      at = at.parent_path();
     }
   }
   return OkStatus();
@@ -102,9 +131,23 @@ std::string PluginNameFromFile(const fs::path& file) {
   return base.substr(kFilePrefix.size(), base.size() - kFilePrefix.size() - kFileSuffix.size());
 }
 
+bool SecureMode() {
+  return ::getauxval(AT_SECURE) != 0 || ::getuid() != ::geteuid() || ::getgid() != ::getegid();
+}
+
 std::vector<fs::path> PluginSearchPath(const Config& config) {
-  std::vector<fs::path> dirs = config.plugins.dirs;
-  if (const char* env = std::getenv("FLEET_PLUGIN_PATH")) {
+  std::vector<fs::path> dirs;
+  if (SecureMode()) {
+    static bool said = false;
+    if (!said && (!config.plugins.dirs.empty() || std::getenv("FLEET_PLUGIN_PATH") != nullptr)) {
+      Log().warn("secure mode (setuid/setgid): plugins load only from this installation; "
+                 "FLEET_PLUGIN_PATH and plugins.dirs are ignored");
+      said = true;
+    }
+  } else {
+    dirs = config.plugins.dirs;
+  }
+  if (const char* env = SecureMode() ? nullptr : std::getenv("FLEET_PLUGIN_PATH")) {
     for (const std::string& d : Split(env, ':')) {
       if (!d.empty()) dirs.push_back(fs::absolute(d));
     }

@@ -78,8 +78,16 @@ struct LoadOptions {
 };
 
 // The search path for a config: its [plugins] dirs, FLEET_PLUGIN_PATH (colon-separated), then
-// the plugin directory of this installation (found relative to the running executable).
+// the plugin directory of this installation (found relative to the running executable). In
+// secure mode only the installation's directory.
 std::vector<std::filesystem::path> PluginSearchPath(const Config& config);
+
+// Whether this process runs with privileges its caller does not have (setuid or setgid, or the
+// kernel's AT_SECURE). Then whoever started it may not choose the code it loads: the
+// environment (FLEET_PLUGIN_PATH) and the config's plugins.dirs and plugins.allow_insecure
+// (from a file they may have written, or --set) are ignored, as the dynamic loader ignores
+// LD_LIBRARY_PATH.
+bool SecureMode();
 
 // The plugin name of a file ("libfleet_cpu.so" -> "cpu"), or empty if the file name does not
 // follow the libfleet_NAME.so pattern.

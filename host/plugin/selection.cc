@@ -85,7 +85,8 @@ StatusOr<CommPlacement> PlaceCommunicator(const ComponentRecord& comm, std::stri
 LoadOptions LoadOptionsFor(const Config& config) {
   LoadOptions options;
   options.search_dirs = PluginSearchPath(config);
-  options.allow_insecure = config.plugins.allow_insecure;
+  // A privileged process never loads code others could have written (SecureMode).
+  options.allow_insecure = config.plugins.allow_insecure && !SecureMode();
   options.plugin_config = config.plugins.config;
   return options;
 }

@@ -514,7 +514,7 @@ TEST_F(InsecureFileTest, FileWritableByOthersIsRejected) {
   ASSERT_FALSE(loaded.ok());
   EXPECT_EQ(loaded.status().code(), Code::kPermissionDenied);
   EXPECT_THAT(loaded.status().message(), HasSubstr(file_.string()));
-  EXPECT_THAT(loaded.status().message(), HasSubstr("the file is writable by others (mode 757)"));
+  EXPECT_THAT(loaded.status().message(), HasSubstr("the file is writable by others (mode 0757)"));
   EXPECT_THAT(loaded.status().message(), HasSubstr("allow_insecure"));
   EXPECT_EQ(registry.Find(FLEET_COMPONENT_DEVICE, "fixture_mem"), nullptr);
 }
@@ -537,7 +537,69 @@ TEST_F(InsecureFileTest, DirectoryWritableByOthersIsRejected) {
   EXPECT_EQ(loaded.status().code(), Code::kPermissionDenied);
   EXPECT_THAT(loaded.status().message(), HasSubstr(file_.string()));
   EXPECT_THAT(loaded.status().message(),
-              HasSubstr("its directory " + dir_.string() + " is writable by others"));
+              HasSubstr("the directory " + dir_.string() + " is writable by others"));
+}
+
+TEST_F(InsecureFileTest, GroupWritableFileIsRejected) {
+  ASSERT_EQ(::chmod(file_.c_str(), 0775), 0);
+  PluginRegistry registry(LoadOptions{});
+  auto loaded = LoadCopy(registry);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_THAT(loaded.status().message(),
+              HasSubstr("the file is writable by its group (mode 0775)"));
+}
+
+// Not only the plugin's own directory: anyone who can write to a directory above it can rename
+// the whole subtree and put other code in its place.
+TEST_F(InsecureFileTest, WritableDirectoryFurtherUpIsRejected) {
+  const fs::path sub = dir_ / "a" / "b";
+  fs::create_directories(sub);
+  ASSERT_EQ(::chmod((dir_ / "a").c_str(), 0777), 0);
+  ASSERT_EQ(::chmod(sub.c_str(), 0755), 0);
+  fs::copy_file(file_, sub / "libfleet_good.so");
+  PluginRegistry registry(LoadOptions{});
+  auto loaded = registry.Load((sub / "libfleet_good.so").string());
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_THAT(loaded.status().message(),
+              HasSubstr("the directory " + (dir_ / "a").string() + " is writable by others"));
+}
+
+// A symlink is judged by where it leads as well: a link in a private directory to a plugin in a
+// directory others can write is refused; a link to a trusted plugin loads.
+TEST_F(InsecureFileTest, SymlinkIntoAnUntrustedDirectoryIsRejected) {
+  const fs::path open_dir = dir_ / "open";
+  fs::create_directories(open_dir);
+  ASSERT_EQ(::chmod(open_dir.c_str(), 0777), 0);
+  fs::copy_file(file_, open_dir / "libfleet_good.so");
+  const fs::path links = dir_ / "links";
+  fs::create_directories(links);
+  fs::create_symlink(open_dir / "libfleet_good.so", links / "libfleet_good.so");
+  PluginRegistry registry(LoadOptions{});
+  auto loaded = registry.Load((links / "libfleet_good.so").string());
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_THAT(loaded.status().message(),
+              HasSubstr("the directory " + open_dir.string() + " is writable by others"));
+
+  const fs::path good_links = dir_ / "good_links";
+  fs::create_directories(good_links);
+  fs::create_symlink(file_, good_links / "libfleet_good.so");
+  PluginRegistry trusting(LoadOptions{});
+  auto ok = trusting.Load((good_links / "libfleet_good.so").string());
+  EXPECT_TRUE(ok.ok()) << ok.status().ToString();
+}
+
+TEST_F(InsecureFileTest, SymlinkOwnedByAnotherUserIsRejected) {
+  if (::geteuid() != 0) GTEST_SKIP() << "changing a link's owner needs root";
+  const fs::path links = dir_ / "links";
+  fs::create_directories(links);
+  fs::create_symlink(file_, links / "libfleet_good.so");
+  ASSERT_EQ(::lchown((links / "libfleet_good.so").c_str(), 65534, 65534), 0);
+  PluginRegistry registry(LoadOptions{});
+  auto loaded = registry.Load((links / "libfleet_good.so").string());
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_THAT(loaded.status().message(),
+              HasSubstr("the symlink " + (links / "libfleet_good.so").string() +
+                        " is owned by another user (uid 65534)"));
 }
 
 TEST_F(InsecureFileTest, StickyDirectoryIsAccepted) {

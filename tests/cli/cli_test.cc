@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -1296,4 +1298,46 @@ TEST(CliTest, PluginsJsonHasASchemaVersionAndLoadTimes) {
     ASSERT_TRUE(p.contains("load_ms")) << p.dump();
     EXPECT_GE(p["load_ms"].get<double>(), 0.0);
   }
+}
+
+// ---- secure mode --------------------------------------------------------------------------------
+
+// A setuid copy of fleet-host must not let its caller choose the code it loads: as root, a copy
+// owned by nobody with the setuid bit runs with another effective user (AT_SECURE), and then
+// FLEET_PLUGIN_PATH, plugins.dirs and plugins.allow_insecure are ignored.
+TEST(CliSecureModeTest, SetuidHostIgnoresThePathAndAllowInsecure) {
+  if (::geteuid() != 0) GTEST_SKIP() << "making a setuid copy owned by another user needs root";
+  TempDir dir;
+  const fs::path bin = dir.path() / "bin", plugins = dir.path() / "lib/fleet/plugins";
+  const fs::path other = dir.path() / "other";
+  for (const fs::path& d : {bin, plugins, other}) fs::create_directories(d);
+  for (const fs::path& d : {dir.path(), bin, dir.path() / "lib", dir.path() / "lib/fleet", plugins,
+                            other}) {
+    ASSERT_EQ(::chmod(d.c_str(), 0755), 0);
+  }
+  fs::copy_file(FLEET_HOST_EXE, bin / "fleet-host");
+  fs::copy_file(fs::path(FLEET_BUILD_PLUGIN_DIR) / "libfleet_cpu.so", plugins / "libfleet_cpu.so");
+  fs::copy_file(fs::path(FLEET_BUILD_PLUGIN_DIR) / "libfleet_comm_gloo.so",
+                other / "libfleet_comm_gloo.so");
+  // An installed plugin others can write: refused even with allow_insecure.
+  fs::copy_file(fs::path(FLEET_BUILD_PLUGIN_DIR) / "libfleet_comm_gloo.so",
+                plugins / "libfleet_comm_gloo.so");
+  ASSERT_EQ(::chmod((plugins / "libfleet_comm_gloo.so").c_str(), 0757), 0);
+  ASSERT_EQ(::chown((bin / "fleet-host").c_str(), 65534, 65534), 0);
+  ASSERT_EQ(::chmod((bin / "fleet-host").c_str(), 04755), 0);
+
+  const std::string cmd = "cd '" + dir.path().string() + "' && FLEET_PLUGIN_PATH='" +
+                          other.string() + "' timeout 60 '" + (bin / "fleet-host").string() +
+                          "' --set 'plugins.dirs=[\"" + other.string() +
+                          "\"]' --set plugins.allow_insecure=true plugins --json > out.json "
+                          "2> err.txt";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << ReadFile(dir.path() / "err.txt");
+  auto doc = nlohmann::json::parse(ReadFile(dir.path() / "out.json"));
+  ASSERT_EQ(doc["search_path"].size(), 1u) << doc.dump(1);
+  EXPECT_EQ(doc["search_path"][0], plugins.string());
+  ASSERT_EQ(doc["plugins"].size(), 1u) << doc.dump(1);
+  EXPECT_EQ(doc["plugins"][0]["name"], "cpu");
+  ASSERT_EQ(doc["rejected"].size(), 1u) << doc.dump(1);
+  EXPECT_TRUE(Contains(doc["rejected"][0]["reason"], "writable by others")) << doc.dump(1);
+  EXPECT_TRUE(Contains(ReadFile(dir.path() / "err.txt"), "secure mode"));
 }
