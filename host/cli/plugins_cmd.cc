@@ -1,6 +1,10 @@
 // `fleet-host plugins`: what is installed, what each plugin provides, and what was refused.
-// Inspection loads every plugin it finds (entries are cheap by contract) but initialises no
-// device beyond asking for its count and properties.
+// Inspection loads every plugin it finds (entries are cheap by contract), each in a child
+// process of its own, but initialises no device beyond asking for its count and properties.
+#include <chrono>
+#include <filesystem>
+#include <map>
+
 #include <nlohmann/json.hpp>
 
 #include "cli/cli.h"
@@ -9,9 +13,16 @@
 #include "plugin/device.h"
 #include "plugin/registry.h"
 #include "plugin/selection.h"
+#include "support/isolate.h"
+#include "support/text.h"
 
 namespace fleet {
 namespace {
+
+namespace fs = std::filesystem;
+
+// How long one plugin's entry may take to load before it is listed as hung.
+constexpr std::chrono::seconds kProbeDeadline{10};
 
 std::string AbiOf(const PluginRecord& p) {
   return std::to_string(p.abi_major) + "." + std::to_string(p.abi_minor);
@@ -104,34 +115,92 @@ int PluginsCommand(const GlobalOptions& global, const std::vector<std::string>& 
   }
   auto config = LoadConfigFor(global);
   if (!config.ok()) return Fail(err, config.status());
-  PluginRegistry registry(LoadOptionsFor(*config));
-  Status target_status;
+  const LoadOptions options = LoadOptionsFor(*config);
+
+  // Each plugin is loaded in a child process of its own (the children run in parallel), so a
+  // plugin whose entry crashes or hangs is listed as rejected, with the signal, instead of
+  // taking the listing down. The parent loads nothing.
+  std::vector<std::string> units;  // what each child loads: a file, or the NAME|PATH asked for
   if (target.empty()) {
-    registry.LoadAll();
+    for (const fs::path& f : PluginRegistry(options).Discover()) units.push_back(f.string());
   } else {
-    auto loaded = registry.Load(target);
-    if (!loaded.ok()) target_status = loaded.status();
+    units.push_back(target);
   }
+  const bool detailed = !target.empty();
+  std::vector<StatusOr<IsolatedChild>> children;
+  for (const std::string& unit : units) {
+    children.push_back(StartIsolated([&options, unit, detailed] {
+      PluginRegistry registry(options);
+      auto loaded = registry.Load(unit);
+      nlohmann::json part = {{"plugins", nlohmann::json::array()},
+                             {"rejected", nlohmann::json::array()}};
+      for (const auto& p : registry.plugins()) {
+        part["plugins"].push_back(PluginJson(registry, *p, detailed));
+      }
+      for (const Rejection& r : registry.rejected()) {
+        part["rejected"].push_back(
+            {{"file", r.file.string()}, {"plugin", r.plugin}, {"reason", r.reason.ToString()}});
+      }
+      if (!loaded.ok()) {
+        part["error"] = loaded.status().ToString();
+        part["error_message"] = loaded.status().message();
+      }
+      return part.dump();
+    }));
+  }
+  const auto deadline = std::chrono::steady_clock::now() + kProbeDeadline;
 
   nlohmann::json doc;
   // Version 1: search_path, plugins (name, file, abi, version, description, load_ms,
   // components, notes), rejected, error. Bumped when a field changes meaning or goes away.
   doc["schema_version"] = 1;
   doc["search_path"] = nlohmann::json::array();
-  for (const auto& d : registry.options().search_dirs) doc["search_path"].push_back(d.string());
+  for (const auto& d : options.search_dirs) doc["search_path"].push_back(d.string());
   doc["plugins"] = nlohmann::json::array();
-  for (const auto& p : registry.plugins()) {
-    doc["plugins"].push_back(PluginJson(registry, *p, !target.empty()));
-  }
   doc["rejected"] = nlohmann::json::array();
-  for (const Rejection& r : registry.rejected()) {
-    doc["rejected"].push_back(
-        {{"file", r.file.string()}, {"plugin", r.plugin}, {"reason", r.reason.ToString()}});
+  Status target_status;
+  // Components clash across plugins as they would in one process: the later plugin loses.
+  std::map<std::pair<std::string, std::string>, std::string> owners;
+  for (size_t i = 0; i < units.size(); ++i) {
+    if (!children[i].ok()) return Fail(err, children[i].status());
+    IsolatedResult r = FinishIsolated(*children[i], deadline);
+    nlohmann::json part = r.answered ? nlohmann::json::parse(r.answer, nullptr, false)
+                                     : nlohmann::json();
+    if (!part.is_object()) {
+      const Status why = Aborted("the plugin " + r.Describe() +
+                                 " while loading (probed in a child process)");
+      doc["rejected"].push_back({{"file", units[i]},
+                                 {"plugin", PluginNameFromFile(units[i])},
+                                 {"reason", why.ToString()}});
+      if (!target.empty()) target_status = why.WithContext(units[i]);
+      continue;
+    }
+    for (auto& p : part["plugins"]) {
+      std::string clash;
+      for (const auto& c : p["components"]) {
+        auto [it, fresh] = owners.emplace(
+            std::pair{c["kind"].get<std::string>(), c["name"].get<std::string>()},
+            p["name"].get<std::string>());
+        if (!fresh && clash.empty()) {
+          clash = "plugin " + p["file"].get<std::string>() + ": " +
+                  c["kind"].get<std::string>() + " '" + c["name"].get<std::string>() +
+                  "' is already registered by plugin '" + it->second + "'";
+        }
+      }
+      if (clash.empty()) {
+        doc["plugins"].push_back(std::move(p));
+      } else {
+        doc["rejected"].push_back({{"file", p["file"]},
+                                   {"plugin", p["name"]},
+                                   {"reason", AlreadyExists(clash).ToString()}});
+      }
+    }
+    for (auto& rj : part["rejected"]) doc["rejected"].push_back(std::move(rj));
+    if (part.contains("error") && !target.empty()) {
+      target_status = Status(Code::kNotFound, part["error_message"].get<std::string>());
+      if (part["rejected"].empty()) doc["error"] = part["error"];
+    }
   }
-  if (!target_status.ok() && registry.rejected().empty()) {
-    doc["error"] = target_status.ToString();
-  }
-
   if (json) {
     out << doc.dump(2) << "\n";
   } else {
@@ -146,18 +215,22 @@ int PluginsCommand(const GlobalOptions& global, const std::vector<std::string>& 
     }
     if (show_rejected || !target.empty()) {
       for (const auto& r : doc["rejected"]) {
-        out << "rejected " << r["file"].get<std::string>() << "\n  " << r["reason"].get<std::string>()
-            << "\n";
+        out << "rejected " << r["file"].get<std::string>() << "\n  "
+            << r["reason"].get<std::string>() << "\n";
       }
     }
     if (target.empty()) {
-      out << registry.plugins().size() << " plugin(s) loaded, " << registry.rejected().size()
+      out << doc["plugins"].size() << " plugin(s) loaded, " << doc["rejected"].size()
           << " rejected";
-      if (!registry.rejected().empty() && !show_rejected) out << " (see --rejected)";
+      if (!doc["rejected"].empty() && !show_rejected) out << " (see --rejected)";
       out << "\n";
     }
   }
-  if (!target_status.ok()) return Fail(err, target_status);
+  if (!target_status.ok()) {
+    // The child's message already says what failed; keep it as it was.
+    err << "fleet-host: " << ForTerminal(target_status.message()) << "\n";
+    return kExitFailure;
+  }
   return kExitOk;
 }
 

@@ -1341,3 +1341,24 @@ TEST(CliSecureModeTest, SetuidHostIgnoresThePathAndAllowInsecure) {
   EXPECT_TRUE(Contains(doc["rejected"][0]["reason"], "writable by others")) << doc.dump(1);
   EXPECT_TRUE(Contains(ReadFile(dir.path() / "err.txt"), "secure mode"));
 }
+
+// Each plugin is loaded in a child process for the listing: one whose entry crashes is a
+// rejection naming the signal, and the others are still listed.
+TEST(CliTest, PluginsListsACrashingPluginAsRejected) {
+  Result r = RunHost("plugins --json", "FLEET_PLUGIN_PATH=" FLEET_CLI_FIXTURE_DIR);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  bool crash_listed = false, cpu_listed = false;
+  for (const auto& rj : doc["rejected"]) {
+    if (rj["plugin"] == "crash_entry") {
+      crash_listed = true;
+      EXPECT_TRUE(Contains(rj["reason"], "was killed by SIGSEGV while loading")) << rj.dump();
+    }
+  }
+  for (const auto& p : doc["plugins"]) cpu_listed |= p["name"] == "cpu";
+  EXPECT_TRUE(crash_listed) << r.out;
+  EXPECT_TRUE(cpu_listed) << r.out;
+  Result one = RunHost("plugins crash_entry", "FLEET_PLUGIN_PATH=" FLEET_CLI_FIXTURE_DIR);
+  EXPECT_EQ(one.exit_code, 1);
+  EXPECT_TRUE(Contains(one.err, "killed by SIGSEGV")) << one.err;
+}

@@ -19,6 +19,7 @@
 #include "plugin/device.h"
 #include "plugin/registry.h"
 #include "suite_runner.h"
+#include "support/isolate.h"
 #include "support/text.h"
 
 namespace fleet::kit {
@@ -274,18 +275,48 @@ int Main(int argc, char** argv) {
   if (o.plugin.find('/') != std::string::npos) {
     load.search_dirs.insert(load.search_dirs.begin(), fs::absolute(o.plugin).parent_path());
   }
-  PluginRegistry registry(load);
-  auto loaded = registry.Load(o.plugin);
-  if (!loaded.ok()) {
-    std::cerr << "fleet-conformance: " << ForTerminal(loaded.status().ToString()) << "\n";
+  // Loaded in a child process: a plugin that crashes in its entry is reported, not fatal.
+  auto child = StartIsolated([&] {
+    PluginRegistry registry(load);
+    auto loaded = registry.Load(o.plugin);
+    if (!loaded.ok()) return nlohmann::json{{"error", loaded.status().ToString()}}.dump();
+    const PluginRecord& p = **loaded;
+    nlohmann::json answer = {
+        {"name", p.name}, {"version", p.version}, {"file", p.file.string()},
+        {"abi", std::to_string(p.abi_major) + "." + std::to_string(p.abi_minor)},
+        {"jobs", nlohmann::json::array()}};
+    for (const Job& j : JobsFor(registry, p, o)) {
+      answer["jobs"].push_back({{"suite", j.suite}, {"component", j.component},
+                                {"binary", j.binary}, {"env", j.env}, {"note", j.note}});
+    }
+    return answer.dump();
+  });
+  if (!child.ok()) {
+    std::cerr << "fleet-conformance: " << child.status().ToString() << "\n";
     return 2;
   }
-  const PluginRecord& plugin = **loaded;
-  std::string plugin_path_env = plugin.file.parent_path().string();
+  IsolatedResult probe =
+      FinishIsolated(*child, std::chrono::steady_clock::now() + std::chrono::seconds(60));
+  nlohmann::json plugin = probe.answered ? nlohmann::json::parse(probe.answer, nullptr, false)
+                                         : nlohmann::json();
+  if (!plugin.is_object()) {
+    std::cerr << "fleet-conformance: loading " << ForTerminal(o.plugin) << ": the plugin "
+              << probe.Describe() << "\n";
+    return 2;
+  }
+  if (plugin.contains("error")) {
+    std::cerr << "fleet-conformance: " << ForTerminal(plugin["error"].get<std::string>()) << "\n";
+    return 2;
+  }
+  std::string plugin_path_env = fs::path(plugin["file"].get<std::string>()).parent_path().string();
   for (const fs::path& d : load.search_dirs) plugin_path_env += ":" + d.string();
-  std::vector<Job> jobs = JobsFor(registry, plugin, o);
+  std::vector<Job> jobs;
+  for (const auto& j : plugin["jobs"]) {
+    jobs.push_back({j["suite"], j["component"], j["binary"],
+                    j["env"].get<std::map<std::string, std::string>>(), j["note"]});
+  }
   if (jobs.empty()) {
-    std::cerr << "fleet-conformance: plugin '" << plugin.name
+    std::cerr << "fleet-conformance: plugin '" << plugin["name"].get<std::string>()
               << "' has no component the selected suites check\n";
     return 2;
   }
@@ -300,15 +331,16 @@ int Main(int argc, char** argv) {
   fs::create_directories(work, ec);
 
   nlohmann::json doc = {{"schema_version", 1},
-                        {"plugin", plugin.name},
-                        {"file", plugin.file.string()},
-                        {"abi", std::to_string(plugin.abi_major) + "." +
-                                    std::to_string(plugin.abi_minor)},
+                        {"plugin", plugin["name"]},
+                        {"file", plugin["file"]},
+                        {"abi", plugin["abi"]},
                         {"require_all", o.require_all},
                         {"suites", nlohmann::json::array()}};
   if (!o.json) {
-    std::cout << "plugin " << plugin.name << " " << plugin.version << " (" << plugin.file.string()
-              << ", ABI " << doc["abi"].get<std::string>() << ")\n\n";
+    std::cout << "plugin " << plugin["name"].get<std::string>() << " "
+              << plugin["version"].get<std::string>() << " ("
+              << plugin["file"].get<std::string>() << ", ABI " << doc["abi"].get<std::string>()
+              << ")\n\n";
   }
   int failed = 0, not_provided = 0, broken = 0;
   for (size_t i = 0; i < jobs.size(); ++i) {
