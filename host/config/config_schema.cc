@@ -326,9 +326,11 @@ class Checker {
         diag_.AtValue(*n, "plugins.allow_insecure", "expected a boolean, got " + TypeName(*n));
       }
     }
-    for (auto [key, list] : {std::pair{"load", &out.load}, std::pair{"optional", &out.optional}}) {
+    for (auto [key, binding] :
+         {std::pair{"load", &out.load}, std::pair{"optional", &out.optional}}) {
       const toml::node* n = t.get(key);
       if (n == nullptr) continue;
+      std::vector<std::string>* list = binding;  // a lambda may not capture a binding (clang 14)
       ReadStrings(*n, Join("plugins", key),
                   [&](const toml::node& item, const std::string& path, const std::string& value) {
                     if (IsPluginName(value)) {
@@ -623,10 +625,11 @@ class Checker {
     note("local_rank", out.local_rank != -1);
     ReadBool(t, "role", "mpi_symmetric", out.mpi_symmetric);
     note("mpi_symmetric", out.mpi_symmetric);
-    for (auto [key, list] : {std::pair{"trainer_endpoints", &out.trainer_endpoints},
-                             std::pair{"pserver_endpoints", &out.pserver_endpoints}}) {
+    for (auto [key, binding] : {std::pair{"trainer_endpoints", &out.trainer_endpoints},
+                                std::pair{"pserver_endpoints", &out.pserver_endpoints}}) {
       const toml::node* n = t.get(key);
       if (n == nullptr) continue;
+      std::vector<std::string>* list = binding;  // a lambda may not capture a binding (clang 14)
       ReadStrings(*n, Join("role", key),
                   [&](const toml::node&, const std::string&, const std::string& value) {
                     list->push_back(value);

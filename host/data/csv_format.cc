@@ -105,7 +105,8 @@ class CsvParser : public LineParser {
 StatusOr<std::unique_ptr<LineParser>> MakeCsvParser(
     const std::vector<FeedSpec>& feeds, bool header,
     const std::map<std::string, std::vector<int64_t>>& columns) {
-  for (const auto& [name, cols] : columns) {
+  for (const auto& entry : columns) {
+    const std::string& name = entry.first;  // a lambda may not capture a binding (clang 14)
     if (std::none_of(feeds.begin(), feeds.end(), [&](const FeedSpec& f) { return f.name == name; })) {
       return InvalidArgument("columns are given for '" + name +
                              "', which is not a feed of the program");

@@ -27,7 +27,8 @@ StatusOr<std::unique_ptr<DataSource>> MakeCsvSource(const std::vector<FeedSpec>&
 
 StatusOr<std::unique_ptr<DataSource>> MakeNpySource(
     const std::vector<FeedSpec>& feeds, const std::map<std::string, std::filesystem::path>& files) {
-  for (const auto& [name, path] : files) {
+  for (const auto& entry : files) {
+    const std::string& name = entry.first;  // a lambda may not capture a binding (clang 14)
     if (std::none_of(feeds.begin(), feeds.end(), [&](const FeedSpec& f) { return f.name == name; })) {
       return InvalidArgument("npy data: a file is given for '" + name +
                              "', which is not a feed of the program");

@@ -32,6 +32,43 @@ std::optional<To> ConvertNumber(From v) {
   return static_cast<To>(v);
 }
 
+// One alternative of an attribute converted to another's type, or nullopt. A function
+// template of its own rather than a lambda inside a lambda: clang 14 instantiates the discarded
+// branches of `if constexpr` in nested generic lambdas.
+template <typename To, typename From>
+std::optional<ir::Attribute> ConvertAlternative(const From& src) {
+  if constexpr (kIsNumber<To> && kIsNumber<From>) {
+    auto n = ConvertNumber<To>(src);
+    if (!n) return std::nullopt;
+    return ir::Attribute(*n);
+  } else if constexpr (std::is_same_v<To, std::string> && std::is_same_v<From, int32_t>) {
+    auto name = ir::DataTypeName(static_cast<ir::DataType>(src));
+    if (name == "invalid") return std::nullopt;
+    return ir::Attribute(std::string(name));
+  } else if constexpr (kIsNumber<To> && std::is_same_v<From, std::string>) {
+    ir::DataType dt = ir::ParseDataType(src);
+    if (dt == ir::DataType::kInvalid) return std::nullopt;
+    return ir::Attribute(static_cast<To>(static_cast<int32_t>(dt)));
+  } else if constexpr (IsVector<To>::value && IsVector<From>::value) {
+    using ToE = typename To::value_type;
+    using FromE = typename From::value_type;
+    if constexpr (kIsNumber<ToE> && kIsNumber<FromE>) {
+      To out;
+      for (auto e : src) {
+        auto n = ConvertNumber<ToE>(e);
+        if (!n) return std::nullopt;
+        out.push_back(*n);
+      }
+      return ir::Attribute(std::move(out));
+    } else {
+      if (src.empty()) return ir::Attribute(To{});
+      return std::nullopt;
+    }
+  } else {
+    return std::nullopt;
+  }
+}
+
 }  // namespace
 
 std::optional<ir::Attribute> ConvertAttr(const ir::Attribute& value, const ir::Attribute& like) {
@@ -41,38 +78,7 @@ std::optional<ir::Attribute> ConvertAttr(const ir::Attribute& value, const ir::A
         using To = std::decay_t<decltype(target)>;
         return std::visit(
             [&](const auto& src) -> std::optional<ir::Attribute> {
-              using From = std::decay_t<decltype(src)>;
-              if constexpr (kIsNumber<To> && kIsNumber<From>) {
-                auto n = ConvertNumber<To>(src);
-                if (!n) return std::nullopt;
-                return ir::Attribute(*n);
-              } else if constexpr (std::is_same_v<To, std::string> &&
-                                   std::is_same_v<From, int32_t>) {
-                auto name = ir::DataTypeName(static_cast<ir::DataType>(src));
-                if (name == "invalid") return std::nullopt;
-                return ir::Attribute(std::string(name));
-              } else if constexpr (kIsNumber<To> && std::is_same_v<From, std::string>) {
-                ir::DataType dt = ir::ParseDataType(src);
-                if (dt == ir::DataType::kInvalid) return std::nullopt;
-                return ir::Attribute(static_cast<To>(static_cast<int32_t>(dt)));
-              } else if constexpr (IsVector<To>::value && IsVector<From>::value) {
-                using ToE = typename To::value_type;
-                using FromE = typename From::value_type;
-                if constexpr (kIsNumber<ToE> && kIsNumber<FromE>) {
-                  To out;
-                  for (auto e : src) {
-                    auto n = ConvertNumber<ToE>(e);
-                    if (!n) return std::nullopt;
-                    out.push_back(*n);
-                  }
-                  return ir::Attribute(std::move(out));
-                } else {
-                  if (src.empty()) return ir::Attribute(To{});
-                  return std::nullopt;
-                }
-              } else {
-                return std::nullopt;
-              }
+              return ConvertAlternative<To, std::decay_t<decltype(src)>>(src);
             },
             value);
       },

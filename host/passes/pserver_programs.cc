@@ -161,7 +161,8 @@ StatusOr<ir::Program> FullStartup(const Plan& plan, const ir::Program& startup,
     for (const OwnedVar& o : p.owned) {
       if (o.accumulator) cut.emplace_back(o.name, o.sliced);
     }
-    for (const auto& [var, sliced] : cut) {
+    for (const auto& [var_binding, sliced] : cut) {
+      const std::string& var = var_binding;  // a lambda may not capture a binding (clang 14)
       const ir::Var* source = block.FindVar(var);
       if (source == nullptr) {
         return InvalidArgument(std::string(kPass) + ": startup does not declare '" + var +
