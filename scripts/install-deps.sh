@@ -5,7 +5,9 @@
 # CUDA plugins build when CMake finds them and are skipped otherwise. iproute2 gives the
 # two-host test its network namespaces; the openssl CLI makes the transport tests' certificates.
 # ocl-icd-opencl-dev is only a Recommends of libdnnl-dev, but oneDNN's CMake package requires
-# OpenCL, so without it configuring fails on a machine that never had it.
+# OpenCL, so without it configuring fails on a machine that never had it. clang and its
+# libFuzzer runtime (libclang-rt-14-dev) build the fuzz harnesses (scripts/fuzz.sh), Debian's
+# standard toolchain for coverage-guided fuzzing with the sanitizers.
 set -euo pipefail
 
 packages=(
@@ -13,7 +15,7 @@ packages=(
   libboost-dev libtomlplusplus-dev libspdlog-dev nlohmann-json3-dev zlib1g-dev libssl-dev
   libgtest-dev libgmock-dev libdnnl-dev ocl-icd-opencl-dev libgloo-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler-grpc openssl
-  iproute2
+  iproute2 clang libclang-rt-14-dev
 )
 
 missing=()
