@@ -263,7 +263,10 @@ StatusOr<Value> Conv2d(State& s, const Args& a) {
   InitSpec init;
   init.kind = "normal";
   init.mean = 0.0;
-  init.std = std::sqrt(2.0 / static_cast<double>(filter[0] * filter[1] * channels));
+  // In doubles: the sizes are not checked yet (CreateParameter does that), and their int64
+  // product can overflow.
+  init.std = std::sqrt(2.0 / (static_cast<double>(filter[0]) * static_cast<double>(filter[1]) *
+                              static_cast<double>(channels)));
   std::vector<int64_t> filter_shape = {num_filters, channels / groups, filter[0], filter[1]};
   FLEET_ASSIGN_OR_RETURN(std::string w, a.AtCall(s.builder.CreateParameter(
                                             layer, false, filter_shape, dtype, wattr, init)));

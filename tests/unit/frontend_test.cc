@@ -514,6 +514,12 @@ TEST(FrontendTest, ParametersTooLargeForAnyTensorAreRefusedAtTheLayer) {
                     "e = embedding(i, size=[4611686018427387904, 8])\n"),
             "t.fleet:2:5: embedding: float32[4611686018427387904, 8] would take more than 2^62 "
             "bytes");
+  // Found by the program fuzzer: conv2d's initializer multiplied the filter size out (signed
+  // overflow) before the parameter's size was checked.
+  EXPECT_EQ(ErrorOf("img = data('img', shape=[-1, 1, 8, 8])\n"
+                    "c = conv2d(img, num_filters=8, filter_size=3111111111)\n"),
+            "t.fleet:2:5: conv2d: float32[8, 1, 3111111111, 3111111111] would take more than "
+            "2^62 bytes");
 }
 
 TEST(FrontendTest, CodeConstructsAreRejected) {
