@@ -166,7 +166,6 @@ struct TestState {
   std::string last_key;     // the most recent call's key in this test
   std::string last_result;  // and its result
   std::vector<std::string> keys;
-  bool had_failure = false;
 };
 
 class Aggregator {
@@ -201,8 +200,7 @@ class Aggregator {
   // A failure belongs to the call just before it. After a call the plugin does not provide, a
   // failure is its consequence (the test could not go on), not a fault of anything provided.
   void Failure(const std::string& test, const std::string& message) {
-    TestState& s = states_[test];
-    s.had_failure = true;
+    const TestState& s = states_[test];
     if (s.last_key.empty()) {
       TestRow(test).failures.push_back(message);
     } else if (s.last_result != "not_provided") {
@@ -239,7 +237,7 @@ Row ToRow(const Tally& t) {
     r.result = "failed";
     r.reason = Brief(t.failures.front());
   } else if (!t.test_result.empty() && t.ok + t.errors + t.not_provided == 0) {
-    r.result = t.test_result == "failed" ? "failed" : t.test_result;
+    r.result = t.test_result;
     r.reason = t.test_reason;
   } else if (t.ok + t.errors == 0 && t.not_provided > 0) {
     r.result = "not provided";
@@ -251,7 +249,8 @@ Row ToRow(const Tally& t) {
     r.result = "passed";
     r.not_provided_cases = t.not_provided;
     if (t.not_provided > 0) {
-      r.reason = std::to_string(t.not_provided) + " case(s) not provided: " + t.not_provided_reason;
+      r.reason =
+          std::to_string(t.not_provided) + " case(s) not provided: " + t.not_provided_reason;
     }
   }
   return r;
