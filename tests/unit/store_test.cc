@@ -29,6 +29,22 @@ namespace {
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 
+// A plain TCP connection to 127.0.0.1:port, for tests that speak to the store byte by byte;
+// -1 when it cannot be made.
+int ConnectRaw(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 std::string MakeTempDir() {
   std::string tmpl = (std::filesystem::temp_directory_path() / "fleet_store_XXXXXX").string();
   char* made = ::mkdtemp(tmpl.data());
@@ -331,13 +347,8 @@ TEST(TcpStoreTest, OversizedMessagesAreRejected) {
   ASSERT_TRUE(server.ok());
   int port = (*server)->port();
   // A raw client announcing a 1 GiB key: the server answers an error and drops it.
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT_GE(fd, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  const int fd = ConnectRaw(port);
+  ASSERT_GE(fd, 0) << "connect to the store on port " << port;
   const unsigned char request[] = {tcp_store::kSet, 0, 0, 0, 0x40};
   ASSERT_EQ(::send(fd, request, sizeof(request), 0), static_cast<ssize_t>(sizeof(request)));
   std::string reply;
@@ -391,13 +402,8 @@ TEST(TcpStoreTest, QuotasAndTheConnectionCapHold) {
   std::vector<int> fds;
   int closed = 0;
   for (int i = 0; i < 10; ++i) {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    ASSERT_GE(fd, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    const int fd = ConnectRaw(port);
+    ASSERT_GE(fd, 0) << "connect to the store on port " << port;
     fds.push_back(fd);
   }
   for (int fd : fds) {
@@ -444,13 +450,8 @@ TEST(TcpStoreTest, TheJobSecretKeepsStrangersOut) {
   EXPECT_NE(bad.status().message().find("wrong job secret"), std::string::npos);
 
   // A raw SET straight away: answered UNAUTHENTICATED and closed.
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT_GE(fd, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  const int fd = ConnectRaw(port);
+  ASSERT_GE(fd, 0) << "connect to the store on port " << port;
   std::string set = {static_cast<char>(tcp_store::kSet), 1, 0, 0, 0, 'k', 1, 0, 0, 0, 0, 0, 0,
                      0, 'X'};
   ASSERT_EQ(::send(fd, set.data(), set.size(), 0), static_cast<ssize_t>(set.size()));
