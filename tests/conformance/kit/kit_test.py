@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """The conformance kit against two fixture plugins an outside author could have written.
 
+  crashing: the same device, whose scale kernel dies of SIGSEGV. Expect: that test failed as
+      "crashed: SIGSEGV", the suite restarted, the tests after it still run, exit 1.
   partial_device: three float32 kernels (scale, uniform_random, gaussian_random) and its own
       random stream. Expect: those pass, the random ones at the statistical level with the
       stream-exact test skipped as "not bit-identical"; everything else the suite tries is
@@ -74,6 +76,22 @@ def main():
     rc, out, err = run(kit, device, "--suite", "device",
                        "--filter", "MathConformance.Scale*:MathConformance.Matmul*")
     check(rc == 0 and "CONFORMS" in out, "without --require-all: exit 0", out + err)
+
+    # ---- a kernel that crashes --------------------------------------------------------------
+    # The suite process dies inside ScaleMatchesNumpy; the kit records that test's call as
+    # crashed, starts the suite again and still runs the tests after it.
+    rc, out, err = run(kit, fixtures + "/libfleet_crashing.so", "--suite", "device", "--json",
+                       "--filter", "MathConformance.Scale*:MathConformance.Matmul*")
+    check(rc == 1, "a crashing kernel: exit 1, got %d" % rc, out + err)
+    rows, suite = rows_of(json.loads(out), "device")
+    check(suite["restarts"] >= 1, "the suite was restarted after the crash", json.dumps(suite)[:3000])
+    # The process died inside the kernel, before the call was reported: the test carries it.
+    crashed = rows.get(("MathConformance.ScaleMatchesNumpy", ""))
+    check(crashed is not None and crashed["result"] == "failed"
+          and "crashed: SIGSEGV" in crashed["reason"],
+          "the crashed test is failed with the signal", str(crashed))
+    check(any(k[0].startswith("matmul") for k in rows),
+          "the tests after the crash still ran", json.dumps(list(rows.keys())))
 
     # ---- a communicator for one rank ----------------------------------------------------------
     rc, out, err = run(kit, fixtures + "/libfleet_solo_comm.so", "--json")
