@@ -6,8 +6,9 @@ set_property(CACHE FLEET_WITH_CUDA PROPERTY STRINGS AUTO ON OFF)
 set_property(CACHE FLEET_WITH_NCCL PROPERTY STRINGS AUTO ON OFF)
 option(FLEET_BUILD_TESTS "Build the tests" ON)
 option(FLEET_WERROR "Treat compiler warnings as errors" OFF)
-# A tree of libFuzzer harnesses (tests/fuzz) over a host library built with ASan and UBSan;
-# needs clang. Builds nothing else: no plugins, tests or benchmarks (scripts/fuzz.sh).
+# A tree of libFuzzer harnesses (tests/fuzz) over a host library built with ASan and UBSan,
+# plus the unit tests that need no plugin; needs clang. Builds nothing else: no plugins (the
+# rpc transport's message code aside), other tests or benchmarks (scripts/fuzz.sh).
 option(FLEET_FUZZ "Build the fuzz harnesses (clang, sanitizers) instead of the product" OFF)
 
 # Where plugins live, relative to the install prefix (and to the build tree).

@@ -6,11 +6,15 @@
 #   scripts/fuzz.sh all SECONDS      every harness in turn, SECONDS each
 #   scripts/fuzz.sh all 0            replay every committed corpus once (a regression run)
 #   scripts/fuzz.sh list             the harnesses
+#   scripts/fuzz.sh tests            the unit tests that need no plugin (tests/unit, tests/ir),
+#                                    built in the same tree, run under ASan (leaks included)
+#                                    and UBSan
 #
 # The committed corpus (tests/fuzz/corpus/NAME) is only read; what a run discovers goes to a
 # scratch corpus under the build directory, and a crashing input is written there as
 # crash-* and reported with the command that reproduces it. FUZZ_BUILD_DIR (default
-# build-fuzz) is reused when present. Exit status: non-zero when a harness found a crash.
+# build-fuzz) is reused when present. Exit status: non-zero when a harness found a crash or
+# a test failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,7 +22,7 @@ build_dir="${FUZZ_BUILD_DIR:-build-fuzz}"
 corpus_root=tests/fuzz/corpus
 
 if [[ $# -lt 1 ]]; then
-  sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 
@@ -29,13 +33,17 @@ if [[ "$1" == "list" ]]; then
   harnesses | sed 's/^fuzz_//'
   exit 0
 fi
-if [[ $# -ne 2 || ! "$2" =~ ^[0-9]+$ ]]; then
-  echo "usage: $0 TARGET|all SECONDS" >&2
+target=$1 seconds=${2:-}
+if [[ "$target" == "tests" ]]; then
+  [[ $# -eq 1 ]] || { echo "usage: $0 tests" >&2; exit 2; }
+elif [[ $# -ne 2 || ! "$seconds" =~ ^[0-9]+$ ]]; then
+  echo "usage: $0 TARGET|all SECONDS, or $0 tests|list" >&2
   exit 2
 fi
-target=$1 seconds=$2
 
-if [[ "$target" == "all" ]]; then
+if [[ "$target" == "tests" ]]; then
+  targets=(fleet_sanitized_unit_tests fleet_sanitized_ir_tests)
+elif [[ "$target" == "all" ]]; then
   mapfile -t targets < <(harnesses)
 else
   targets=("fuzz_${target#fuzz_}")
@@ -58,6 +66,25 @@ if [[ ! -f "$build_dir/CMakeCache.txt" ]]; then
     "${launcher[@]}" >/dev/null
 fi
 cmake --build "$build_dir" -j "$(nproc)" --target "${targets[@]}"
+
+if [[ "$target" == "tests" ]]; then
+  # Unlike a harness, a test binary must free what it allocated: leaks are findings here.
+  export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0"
+  export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+  failed=0
+  for t in "${targets[@]}"; do
+    log="$build_dir/sanitized/$t.log"
+    if "$build_dir/sanitized/$t" >"$log" 2>&1; then
+      echo "sanitized: $t: $(grep -E '^\[==========\] .* ran' "$log" | tail -n 1 |
+                             sed 's/^\[==========\] //'), no finding"
+    else
+      failed=1
+      echo "sanitized: $t: FAILED (log: $log)" >&2
+      grep -E "^\[  FAILED  \]|ERROR: |runtime error|SUMMARY" "$log" | head -n 12 >&2 || true
+    fi
+  done
+  exit "$failed"
+fi
 
 failed=0
 for t in "${targets[@]}"; do

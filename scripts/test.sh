@@ -9,8 +9,13 @@ build_dir="${BUILD_DIR:-build}"
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFLEET_WERROR=ON
 cmake --build "$build_dir" -j "$(nproc)"
 ctest --test-dir "$build_dir" --output-on-failure -j "$(nproc)" --timeout 300 "$@"
-# Every fuzz harness (tests/fuzz) under ASan and UBSan: it replays its committed corpus, then
-# fuzzes for FUZZ_SECONDS (default 10). FLEET_SKIP_FUZZ=1 leaves it out.
+# The clang tree under ASan and UBSan (scripts/fuzz.sh): first the unit tests that need no
+# plugin (FLEET_SKIP_SANITIZED_TESTS=1 leaves them out), then every fuzz harness, which replays
+# its committed corpus and fuzzes for FUZZ_SECONDS (default 10). FLEET_SKIP_FUZZ=1 leaves out
+# the whole tree.
 if [[ "${FLEET_SKIP_FUZZ:-0}" != 1 ]]; then
+  if [[ "${FLEET_SKIP_SANITIZED_TESTS:-0}" != 1 ]]; then
+    scripts/fuzz.sh tests
+  fi
   scripts/fuzz.sh all "${FUZZ_SECONDS:-10}"
 fi
