@@ -98,6 +98,10 @@ class BenchHandler : public TransportHandler {
   void OnGetDone(void*) override {}
   Status OnBarrier(int32_t, int32_t) override { return OkStatus(); }
   Status OnComplete(int32_t) override { return OkStatus(); }
+  Status OnSendBegin(int32_t, std::string_view, const FleetTensor&) override {
+    return OkStatus();
+  }
+  Status OnAbort(int32_t, std::string_view) override { return OkStatus(); }
 
  private:
   std::vector<uint8_t> buffer_;

@@ -113,13 +113,16 @@ Status RunTrainer(const Config& config, const Role& role, const frontend::Parsed
   auto summary = Train(config, trainer, registry, selection.device->name, out, dist);
   SetJobStore(nullptr);  // the job's store goes with `job`
   if (ps != nullptr) {
-    // Only a trainer that finished tells the servers so: one that failed leaves them waiting
-    // for it until their deadline, which fails the job rather than training on without it.
+    // A trainer that finished says so; one that failed says that instead, so the servers
+    // fail the job now, naming it, rather than at their deadline (and never train on
+    // without it).
     if (summary.ok()) {
       if (Status s = ps->Complete(); !s.ok()) {
         warn("the parameter servers were not all told that this trainer finished: " +
              s.ToString());
       }
+    } else {
+      (void)ps->Abort(summary.status().ToString());
     }
     ps->Close();
   }

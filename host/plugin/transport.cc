@@ -1,5 +1,6 @@
 #include "plugin/transport.h"
 
+#include <algorithm>
 #include <cmath>
 #include <deque>
 
@@ -101,6 +102,23 @@ FleetStatus* HandleComplete(void* ctx, int32_t trainer_id) {
   return MakeFleetStatus(static_cast<TransportHandler*>(ctx)->OnComplete(trainer_id));
 }
 
+FleetStatus* HandleSendBegin(void* ctx, int32_t trainer_id, const char* name,
+                             const FleetTensor* shape) {
+  if (name == nullptr || shape == nullptr || shape->ndim < 0 ||
+      (shape->ndim > 0 && shape->dims == nullptr)) {
+    return MakeFleetStatus(InvalidArgument("transport on_send_begin: name or shape is bad"));
+  }
+  return MakeFleetStatus(
+      static_cast<TransportHandler*>(ctx)->OnSendBegin(trainer_id, name, *shape));
+}
+
+FleetStatus* HandleAbort(void* ctx, int32_t trainer_id, const char* reason) {
+  // The reason is the peer's text: bounded here whatever the transport delivered.
+  std::string_view text = reason != nullptr ? reason : "";
+  text = text.substr(0, std::min<size_t>(text.size(), FLEET_TRANSPORT_MAX_REASON));
+  return MakeFleetStatus(static_cast<TransportHandler*>(ctx)->OnAbort(trainer_id, text));
+}
+
 // client_get's allocator: asks the caller's TensorSink (alloc_ctx) for the destination.
 FleetStatus* SinkAlloc(void* alloc_ctx, int32_t dtype, int32_t ndim, const int64_t* dims,
                        FleetTensor* out) {
@@ -143,13 +161,15 @@ TransportServer::TransportServer(const ComponentRecord& component, TransportHand
     : component_(component),
       table_(component.table<FleetTransportVTable>()),
       handler_(handler) {
-  handlers_.struct_size = FLEET_STRUCT_SIZE(FleetTransportHandlers, on_complete);
+  handlers_.struct_size = FLEET_STRUCT_SIZE(FleetTransportHandlers, on_abort);
   handlers_.ctx = handler;
   handlers_.on_send = HandleSend;
   handlers_.on_get = HandleGet;
   handlers_.on_get_done = HandleGetDone;
   handlers_.on_barrier = HandleBarrier;
   handlers_.on_complete = HandleComplete;
+  handlers_.on_send_begin = HandleSendBegin;
+  handlers_.on_abort = HandleAbort;
 }
 
 StatusOr<std::unique_ptr<TransportServer>> TransportServer::Start(
@@ -254,6 +274,19 @@ Status TransportClient::Complete() {
   if (closed_) return Closed(component_, endpoint_, "complete");
   return TakeStatus(table_->client_complete(component_.ctx, client_, options_.timeout.count()),
                     Where(component_));
+}
+
+Status TransportClient::Abort(std::string_view reason, std::chrono::milliseconds timeout) {
+  if (closed_) return Closed(component_, endpoint_, "abort");
+  if (!FLEET_CAN_CALL(table_, FleetTransportVTable, client_abort)) {
+    return Unimplemented(Where(component_) + " cannot tell a server that a trainer failed "
+                         "(it predates ABI 1.4's client_abort)");
+  }
+  const std::string text(reason.substr(0, std::min<size_t>(reason.size(),
+                                                           FLEET_TRANSPORT_MAX_REASON)));
+  return TakeStatus(
+      table_->client_abort(component_.ctx, client_, text.c_str(), timeout.count()),
+      Where(component_));
 }
 
 void TransportClient::Close() {

@@ -68,6 +68,14 @@ class TransportHandler {
   virtual Status OnBarrier(int32_t trainer_id, int32_t kind) = 0;
   // The trainer finished and will send nothing more.
   virtual Status OnComplete(int32_t trainer_id) = 0;
+  // A send is starting: `shape` carries its dtype and dims (data is null), and nothing beyond
+  // its first message has been buffered yet. An error refuses the send; OnSend is not called
+  // then. Transports of ABI 1.4 call it; with an older one OnSend is the only check, so OnSend
+  // must not rely on it.
+  virtual Status OnSendBegin(int32_t trainer_id, std::string_view name,
+                             const FleetTensor& shape) = 0;
+  // The trainer is failing and will send nothing more; `reason` is its error (untrusted text).
+  virtual Status OnAbort(int32_t trainer_id, std::string_view reason) = 0;
 };
 
 class TransportServer {
@@ -134,6 +142,9 @@ class TransportClient {
   Status Get(std::string_view name, const TensorSink& sink);
   Status Barrier(int32_t kind);
   Status Complete();
+  // Tells the server this trainer is failing (`reason`: its error), attempted once within
+  // `timeout`. UNIMPLEMENTED when the transport predates ABI 1.4's client_abort.
+  Status Abort(std::string_view reason, std::chrono::milliseconds timeout);
   // Any thread; pending and later calls fail with ABORTED.
   void Close();
 

@@ -11,6 +11,7 @@
 #include "pserver/server_internal.h"
 #include "fleet/fleet_device.h"
 #include "fleet/fleet_transport.h"
+#include "support/text.h"
 
 namespace fleet {
 namespace {
@@ -340,8 +341,8 @@ void PsServer::WaitHandlersIdle(std::chrono::milliseconds limit) {
   cv_.wait_for(lock, limit, [&] { return in_flight_ == 0; });
 }
 
-Status PsServer::OnSend(int32_t trainer_id, std::string_view name, const FleetTensor& tensor) {
-  InFlight guard(mu_, cv_, in_flight_);
+StatusOr<const exec::ScopeVar*> PsServer::ReceiveVar(int32_t trainer_id, std::string_view name,
+                                                     const FleetTensor& shape) const {
   FLEET_RETURN_IF_ERROR(CheckTrainer(trainer_id));
   auto it = receive_.find(name);
   if (it == receive_.end()) {
@@ -350,13 +351,26 @@ Status PsServer::OnSend(int32_t trainer_id, std::string_view name, const FleetTe
                     Listed(receive_) + ")");
   }
   const exec::ScopeVar& var = *it->second;
-  const std::vector<int64_t> dims(tensor.dims, tensor.dims + tensor.ndim);
-  if (tensor.dtype != static_cast<int32_t>(var.dtype) || dims != var.dims) {
+  const std::vector<int64_t> dims(shape.dims, shape.dims + shape.ndim);
+  if (shape.dtype != static_cast<int32_t>(var.dtype) || dims != var.dims) {
     return InvalidArgument(label_ + ": trainer " + std::to_string(trainer_id) + " sent '" +
                            std::string(name) + "' as " +
-                           ir::TypeShapeText(static_cast<ir::DataType>(tensor.dtype), dims) +
+                           ir::TypeShapeText(static_cast<ir::DataType>(shape.dtype), dims) +
                            " but the server's var is " + ir::TypeShapeText(var.dtype, var.dims));
   }
+  return &var;
+}
+
+Status PsServer::OnSendBegin(int32_t trainer_id, std::string_view name,
+                             const FleetTensor& shape) {
+  InFlight guard(mu_, cv_, in_flight_);
+  return ReceiveVar(trainer_id, name, shape).status();
+}
+
+Status PsServer::OnSend(int32_t trainer_id, std::string_view name, const FleetTensor& tensor) {
+  InFlight guard(mu_, cv_, in_flight_);
+  FLEET_ASSIGN_OR_RETURN(const exec::ScopeVar* found, ReceiveVar(trainer_id, name, tensor));
+  const exec::ScopeVar& var = *found;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (failed_) return failure_;
@@ -519,6 +533,18 @@ Status PsServer::OnComplete(int32_t trainer_id) {
     --num_live_;
     cv_.notify_all();
   }
+  return OkStatus();
+}
+
+Status PsServer::OnAbort(int32_t trainer_id, std::string_view reason) {
+  InFlight guard(mu_, cv_, in_flight_);
+  FLEET_RETURN_IF_ERROR(CheckTrainer(trainer_id));
+  // Every trainer's work depends on every other's in a round, and an asynchronous server
+  // would wait out its silence deadline: either way the job cannot go on without it.
+  std::string why = label_ + ": trainer " + std::to_string(trainer_id) + " failed";
+  why += reason.empty() ? std::string(" (it gave no reason)")
+                        : ": " + QuoteForMessage(reason, 1024);
+  Fail(Aborted(why));
   return OkStatus();
 }
 

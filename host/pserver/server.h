@@ -23,6 +23,9 @@
 // Every wait has the deadline `timeout`; a barrier that does not fill in time fails the server
 // with an error naming the trainers that did not arrive, and every waiting handler returns it.
 //
+// A trainer that fails tells the servers (OnAbort): each fails at once, naming it, so no server
+// waits out its deadline for a trainer that is gone.
+//
 // Completion: a trainer's Complete removes it from the barriers. Unlike Paddle, whose merge
 // keeps dividing by the original number of trainers (so a departed trainer's zeroed gradient
 // drags the mean down), the merge here averages over the trainers that contributed to the
@@ -111,6 +114,12 @@ class PsServer final : public TransportHandler {
   void OnGetDone(void* token) override;
   Status OnBarrier(int32_t trainer_id, int32_t kind) override;
   Status OnComplete(int32_t trainer_id) override;
+  // Checks the send against the receive var (as OnSend does) before its payload is buffered.
+  Status OnSendBegin(int32_t trainer_id, std::string_view name,
+                     const FleetTensor& shape) override;
+  // Fails the server naming the trainer and its reason, so the other trainers' waits end now
+  // and Serve returns that error, instead of at the deadline.
+  Status OnAbort(int32_t trainer_id, std::string_view reason) override;
 
   // Handler calls running right now; waits up to `limit` for none (before stopping a server).
   void WaitHandlersIdle(std::chrono::milliseconds limit);
@@ -151,6 +160,9 @@ class PsServer final : public TransportHandler {
   Status Setup(const PluginRegistry& registry, const std::string& device,
                const ir::Program& pserver, const ir::Program& startup);
   Status CheckTrainer(int32_t trainer_id) const;
+  // The receive var `name` when `shape`'s dtype and dims are its own; errors name both.
+  StatusOr<const exec::ScopeVar*> ReceiveVar(int32_t trainer_id, std::string_view name,
+                                             const FleetTensor& shape) const;
   // Waits (mu_ held through `lock`) until every live trainer's flag in `arrived` is set or
   // nobody is live; fails the server naming the missing trainers at the deadline.
   Status WaitArrivals(std::unique_lock<std::mutex>& lock, const std::vector<bool>& arrived,

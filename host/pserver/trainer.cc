@@ -414,6 +414,26 @@ Status PsTrainerRuntime::Complete() {
   });
 }
 
+int PsTrainerRuntime::Abort(std::string_view reason) {
+  std::vector<std::string> targets = endpoints_;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [ep, client] : clients_) {
+      if (std::find(targets.begin(), targets.end(), ep) == targets.end()) targets.push_back(ep);
+    }
+  }
+  // A dying trainer must not linger: a short deadline, however long the job's calls may take.
+  const auto limit = std::min<std::chrono::milliseconds>(options_.timeout,
+                                                         std::chrono::seconds(5));
+  std::vector<char> told(targets.size(), 0);
+  (void)RunConcurrently(targets.size(), [&](size_t i) -> Status {
+    auto client = Client(targets[i]);
+    if (client.ok() && (*client)->Abort(reason, limit).ok()) told[i] = 1;
+    return OkStatus();
+  });
+  return static_cast<int>(std::count(told.begin(), told.end(), 1));
+}
+
 void PsTrainerRuntime::Close() {
   std::lock_guard<std::mutex> lock(mu_);
   closed_ = true;

@@ -72,6 +72,12 @@ class PsTrainerRuntime final : public HostKernels {
   // servers; the first error (naming the server) is returned after every call finished.
   Status Complete();
 
+  // Tells every server (as Complete does) that this trainer failed, with `reason`, so each
+  // fails at once naming it instead of waiting out its deadline. Best effort: one attempt per
+  // server within min(options.timeout, 5 s), concurrently; a transport without the call
+  // (before ABI 1.4) or an unreachable server is skipped. Returns how many servers were told.
+  int Abort(std::string_view reason);
+
   // Closes every client; pending and later calls fail with ABORTED. Any thread; idempotent.
   void Close();
 

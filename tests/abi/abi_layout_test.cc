@@ -574,13 +574,28 @@ static_assert(FLEET_DEVICE_CAP_CPU_RANDOM_STREAMS == 0x8u);
 // =================================================================================================
 // end of ABI 1.3
 // =================================================================================================
+
+// ABI 1.4: transport handlers on_send_begin and on_abort; the client's abort notice.
+FLEET_FROZEN_MEMBER(FleetTransportHandlers, on_send_begin, 56,
+                    FleetStatus* (*)(void*, int32_t, const char*, const FleetTensor*));
+FLEET_FROZEN_MEMBER(FleetTransportHandlers, on_abort, 64,
+                    FleetStatus* (*)(void*, int32_t, const char*));
+FLEET_FROZEN_SIZE(FleetTransportHandlers, on_abort, 72);
+FLEET_FROZEN_MEMBER(FleetTransportVTable, client_abort, 88,
+                    FleetStatus* (*)(void*, FleetTransportClient*, const char*, int64_t));
+FLEET_FROZEN_SIZE(FleetTransportVTable, client_abort, 96);
+static_assert(FLEET_TRANSPORT_MAX_REASON == 4096);
+
+// =================================================================================================
+// end of ABI 1.4
+// =================================================================================================
 #endif  // LP64
 
 // ---- not frozen: checks that move with the current version --------------------------------------
 
 // Bumping the minor needs a new frozen block above (and a CHANGELOG line); this assert is the
 // reminder. Update it together with the new block.
-static_assert(FLEET_ABI_MINOR == 3, "new ABI minor: add its frozen block to abi_layout_test.cc");
+static_assert(FLEET_ABI_MINOR == 4, "new ABI minor: add its frozen block to abi_layout_test.cc");
 
 // The host's Status codes are the ABI's codes, so a plugin's status converts without a table.
 static_assert(static_cast<int>(fleet::Code::kOk) == FLEET_CODE_OK);

@@ -81,7 +81,7 @@ TEST(CliTest, HelpAndVersion) {
 
   Result version = RunHost("--version");
   EXPECT_EQ(version.exit_code, 0);
-  EXPECT_TRUE(Contains(version.out, "(plugin ABI 1.3)")) << version.out;
+  EXPECT_TRUE(Contains(version.out, "(plugin ABI 1.4)")) << version.out;
 }
 
 TEST(CliTest, UsageErrorsExitWithTwo) {
@@ -111,7 +111,7 @@ TEST(CliTest, PluginsListsTheCpuDevice) {
   for (const auto& p : doc["plugins"]) {
     if (p["name"] != "cpu") continue;
     found = true;
-    EXPECT_EQ(p["abi"], "1.3");
+    EXPECT_EQ(p["abi"], "1.4");
     EXPECT_EQ(fs::path(p["file"].get<std::string>()).parent_path(),
               fs::path(FLEET_BUILD_PLUGIN_DIR));
     // The device, then the kernels component that carries every CPU kernel.

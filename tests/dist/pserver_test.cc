@@ -413,6 +413,89 @@ TEST_F(PserverTest, KilledServerIsNamedByTheTrainers) {
   EXPECT_NE(code, -1) << "server 0 hung: " << servers_[0]->Output();
 }
 
+// A trainer whose data turns bad mid-run fails, and tells the servers why: they fail at once
+// naming it, and the other trainer hears it from them, far inside transport.timeout_s (60 s).
+TEST_F(PserverTest, AFailingTrainerTellsTheServers) {
+  const int rows = 32 * 40;
+  data::NpyArray x;
+  x.dtype = ir::DataType::kFloat32;
+  x.dims = {rows, 32};
+  x.bytes.resize(static_cast<size_t>(rows) * 32 * 4);
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>(i % 7) / 7.0f;
+  data::NpyArray good;
+  good.dtype = ir::DataType::kInt64;
+  good.dims = {rows, 1};
+  good.bytes.resize(static_cast<size_t>(rows) * 8);
+  for (int64_t i = 0; i < rows; ++i) good.data<int64_t>()[i] = i % 2;
+  data::NpyArray bad = good;
+  for (int64_t i = rows / 4; i < rows; ++i) bad.data<int64_t>()[i] = 9;  // two classes
+  ASSERT_TRUE(data::WriteNpy(dir_ / "x.npy", x).ok());
+  ASSERT_TRUE(data::WriteNpy(dir_ / "good.npy", good).ok());
+  ASSERT_TRUE(data::WriteNpy(dir_ / "bad.npy", bad).ok());
+  const auto start = std::chrono::steady_clock::now();
+  StartJob(2, 2,
+           {"train.steps=40", "train.batch_size=32", "transport.timeout_s=60"}, kMlp, nullptr,
+           [&](int t) {
+             return std::vector<std::string>{
+                 "data.source=npy", "data.files.x=" + (dir_ / "x.npy").string(),
+                 "data.files.y=" + (dir_ / (t == 1 ? "bad.npy" : "good.npy")).string()};
+           });
+  const int failed = trainers_[1]->Wait(milliseconds(30000));
+  EXPECT_EQ(failed, 1) << trainers_[1]->Output();
+  EXPECT_NE(trainers_[1]->Output().find("is outside [0, 2)"), std::string::npos)
+      << trainers_[1]->Output();
+  for (auto& server : servers_) {
+    const int code = server->Wait(milliseconds(20000));
+    EXPECT_NE(code, 0) << server->Output();
+    EXPECT_NE(code, -1) << "a server waited: " << server->Output();
+    EXPECT_NE(server->Output().find("trainer 1 failed: "), std::string::npos)
+        << server->Output();
+    EXPECT_NE(server->Output().find("is outside [0, 2)"), std::string::npos)
+        << server->Output();
+  }
+  const int code = trainers_[0]->Wait(milliseconds(20000));
+  EXPECT_NE(code, 0) << trainers_[0]->Output();
+  EXPECT_NE(code, -1) << "trainer 0 waited: " << trainers_[0]->Output();
+  EXPECT_NE(trainers_[0]->Output().find("trainer 1 failed"), std::string::npos)
+      << trainers_[0]->Output();
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+            45.0)
+      << "the job ran into the 60 s deadline";
+}
+
+// A server killed and started again at its endpoint holds none of the job's state: the trainer
+// must not go on with it. It fails at once, naming the server, instead of stalling into
+// transport.timeout_s (60 s): a retried send or get that reaches the new server is refused
+// as a restart, and a barrier in flight fails on the dropped connection.
+TEST_F(PserverTest, ARestartedServerIsNoticedAtOnce) {
+  StartJob(1, 1, {"train.steps=100000", "train.log_every=1", "transport.timeout_s=60",
+                  "transport.retries=8"});
+  std::this_thread::sleep_for(milliseconds(2500));
+  const auto start = std::chrono::steady_clock::now();
+  kill(servers_[0]->pid(), SIGKILL);
+  EXPECT_EQ(servers_[0]->Wait(milliseconds(5000)), 128 + SIGKILL);
+  std::map<std::string, std::string> env = {
+      {"TRAINING_ROLE", "PSERVER"},
+      {"PADDLE_PSERVERS_IP_PORT_LIST", endpoints_[0]},
+      {"PADDLE_PSERVER_ID", "0"},
+      {"POD_IP", "127.0.0.1"},
+      {"PADDLE_PORT", endpoints_[0].substr(endpoints_[0].rfind(':') + 1)},
+      {"PADDLE_TRAINERS_NUM", "1"},
+      {"LOCAL_WORLD_SIZE", "2"}};
+  servers_.push_back(std::make_unique<RankProcess>(
+      RunArgs({"train.steps=100000", "transport.timeout_s=60"}), env, dir_ / "server0b.log"));
+  ASSERT_TRUE(servers_.back()->started());
+  const int code = trainers_[0]->Wait(milliseconds(30000));
+  EXPECT_NE(code, 0) << trainers_[0]->Output();
+  EXPECT_NE(code, -1) << "the trainer stalled: " << trainers_[0]->Output();
+  EXPECT_NE(trainers_[0]->Output().find(endpoints_[0]), std::string::npos)
+      << trainers_[0]->Output();
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+            30.0);
+  // The new server may never hear of the trainer (its notice can go out before the new
+  // server listens); TearDown stops it.
+}
+
 // A server whose endpoint is taken refuses to start, naming the address.
 TEST_F(PserverTest, ServerOnAPortInUseSaysSo) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);

@@ -98,7 +98,7 @@ assert len(toys) == 1, "plugin toy not listed: %s" % json.dumps(doc, indent=2)
 toy = toys[0]
 assert os.path.realpath(toy["file"]) == expected_file, \
     "file %s, expected %s" % (toy["file"], expected_file)
-assert toy["abi"] == "1.3", "abi %r" % toy["abi"]
+assert toy["abi"] == "1.4", "abi %r" % toy["abi"]
 assert toy["version"] == "0.1.0", "version %r" % toy["version"]
 kinds = [(c["kind"], c["name"]) for c in toy["components"]]
 assert ("device", "toy") in kinds, "no device component toy: %r" % kinds

@@ -313,6 +313,62 @@ TEST_F(PsServerTest, BadSendsAndGetsAreNamed) {
   EXPECT_NE(got.status().message().find("'missing'"), std::string::npos);
 }
 
+// The header of a send is checked against the receive var before its payload is buffered:
+// a hostile 1 TiB announcement is refused on its shape alone.
+TEST_F(PsServerTest, SendBeginChecksTheShapeBeforeThePayload) {
+  auto server = MakeServer(kSyncServer, milliseconds(1000));
+  ASSERT_NE(server, nullptr);
+  int64_t huge[1] = {int64_t{1} << 38};
+  FleetTensor shape{};
+  shape.struct_size = sizeof(FleetTensor);
+  shape.dtype = FLEET_DTYPE_FLOAT32;
+  shape.ndim = 1;
+  shape.dims = huge;
+  Status s = server->OnSendBegin(0, "w@GRAD.block0.trainer_0", shape);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("float32[274877906944]"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("float32[2, 2]"), std::string::npos) << s.ToString();
+  s = server->OnSendBegin(0, "not.received", shape);
+  EXPECT_EQ(s.code(), Code::kNotFound) << s.ToString();
+  int64_t right[2] = {2, 2};
+  shape.ndim = 2;
+  shape.dims = right;
+  EXPECT_TRUE(server->OnSendBegin(0, "w@GRAD.block0.trainer_0", shape).ok());
+}
+
+// A trainer that fails says so: the server fails at once, naming it and its reason, and a
+// trainer waiting in a barrier hears it, long before the 10 s deadline.
+TEST_F(PsServerTest, AFailingTrainerEndsTheServerAtOnce) {
+  auto server = MakeServer(kSyncServer, milliseconds(10000));
+  ASSERT_NE(server, nullptr);
+  const auto start = std::chrono::steady_clock::now();
+  Status served;
+  std::thread loop([&] { served = server->Serve(); });
+  for (int32_t t : {0, 1}) {
+    ASSERT_TRUE(Get(*server, t, "w.block0").ok());
+    ASSERT_TRUE(server->OnBarrier(t, FLEET_BARRIER_FETCH).ok());
+  }
+  ASSERT_TRUE(Send(*server, 0, "w@GRAD.block0.trainer_0", {1, 1, 1, 1}).ok());
+  ASSERT_TRUE(server->OnBarrier(0, FLEET_BARRIER_BATCH).ok());
+  Status waiting;
+  std::thread trainer0([&] { waiting = Get(*server, 0, "w.block0").status(); });
+  std::this_thread::sleep_for(milliseconds(100));
+  ASSERT_TRUE(server->OnAbort(1, "data.txt:7: label 9 \x1b[2J is outside [0, 2)").ok());
+  trainer0.join();
+  loop.join();
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+            5.0);
+  ASSERT_FALSE(served.ok());
+  EXPECT_EQ(served.code(), Code::kAborted);
+  EXPECT_NE(served.message().find("pserver 0 (127.0.0.1:6170): trainer 1 failed: "
+                                  "'data.txt:7: label 9"),
+            std::string::npos)
+      << served.ToString();
+  EXPECT_EQ(served.message().find('\x1b'), std::string::npos) << "the reason is escaped";
+  EXPECT_NE(waiting.message().find("trainer 1 failed"), std::string::npos)
+      << waiting.ToString();
+}
+
 TEST_F(PsServerTest, AProgramWithoutListenAndServIsRefused) {
   auto pserver = ir::ParseProgram("program { block 0 { var x : float32[1] persistable } }", "p");
   auto startup = ir::ParseProgram(kStartup, "s");

@@ -14,6 +14,17 @@
  * not block indefinitely (they have their own deadlines). One client may be used from several
  * threads at once. server_stop and client_close may be called from any thread and make pending
  * calls return ABORTED.
+ *
+ * Delivery (ABI 1.4). A transport that retries a client_send (the server was unreachable, or
+ * the reply was lost) delivers it to on_send at most once: a retry of a send the server already
+ * handled gets that first answer back, without a second on_send. (Asynchronous parameter
+ * servers apply a gradient on arrival, so a repeated delivery would apply it twice.)
+ *
+ * Restarts (ABI 1.4). A server that restarts loses what its handlers held, so a client must
+ * not carry on with its replacement as if nothing happened. Once a client has been answered by
+ * a server, a call that reaches a different server process at the same endpoint (a restart)
+ * fails with FLEET_CODE_DATA_LOSS, its message naming the endpoint and saying that the server
+ * restarted, and the replacement's handlers are not called for it.
  */
 #ifndef FLEET_TRANSPORT_H_
 #define FLEET_TRANSPORT_H_
@@ -63,7 +74,22 @@ typedef struct FleetTransportHandlers {
   FleetStatus* (*on_barrier)(void* ctx, int32_t trainer_id, int32_t kind);
   /* A trainer finished and will send nothing more. */
   FleetStatus* (*on_complete)(void* ctx, int32_t trainer_id);
+
+  /* ---- ABI 1.4: both optional for the host; a transport checks FLEET_CAN_CALL. ---- */
+  /* A trainer began sending a variable: called once per delivered send, when its name, dtype
+   * and dims are known and before the transport holds more of its payload than one message.
+   * `shape` has data == NULL. An error refuses the send: the transport answers it to the
+   * client and neither buffers the rest nor calls on_send. Lets the host check a send against
+   * the variable it holds before a hostile size is buffered. */
+  FleetStatus* (*on_send_begin)(void* ctx, int32_t trainer_id, const char* name,
+                                const FleetTensor* shape);
+  /* A trainer is failing and will send nothing more. `reason` (UTF-8, possibly empty, at most
+   * FLEET_TRANSPORT_MAX_REASON bytes as delivered) says why. The host stops waiting for it. */
+  FleetStatus* (*on_abort)(void* ctx, int32_t trainer_id, const char* reason);
 } FleetTransportHandlers;
+
+/* The longest abort reason a transport must deliver; a longer one may be cut to this. */
+#define FLEET_TRANSPORT_MAX_REASON 4096
 
 typedef struct FleetTransportServerConfig {
   size_t struct_size;
@@ -111,6 +137,13 @@ typedef struct FleetTransportVTable {
                                  int64_t timeout_ms);
   FleetStatus* (*client_complete)(void* ctx, FleetTransportClient* client, int64_t timeout_ms);
   void (*client_close)(void* ctx, FleetTransportClient* client);
+
+  /* ---- ABI 1.4 ---- */
+  /* Optional. Tells the server that this client's trainer is failing (its on_abort), so the
+   * server stops waiting for it instead of running into its deadline. Attempted once, best
+   * effort, within timeout_ms; the client stays usable for client_close only. */
+  FleetStatus* (*client_abort)(void* ctx, FleetTransportClient* client, const char* reason,
+                               int64_t timeout_ms);
 } FleetTransportVTable;
 
 #ifdef __cplusplus
