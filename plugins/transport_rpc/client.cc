@@ -22,6 +22,7 @@ constexpr const char* kSend = "/fleet.transport_rpc.Transport/Send";
 constexpr const char* kGet = "/fleet.transport_rpc.Transport/Get";
 constexpr const char* kBarrier = "/fleet.transport_rpc.Transport/Barrier";
 constexpr const char* kComplete = "/fleet.transport_rpc.Transport/Complete";
+constexpr const char* kAbort = "/fleet.transport_rpc.Transport/Abort";
 constexpr int64_t kFirstBackoffMs = 100;
 
 // A single request, sent once per attempt.
@@ -54,6 +55,11 @@ RpcClient::RpcClient(const FleetTransportClientConfig& config) {
   }
   trainer_id_ = config.trainer_id;
   options_ = ParseOptions(config.num_options, config.options, where);
+  // Never 0, which marks a send without ids.
+  std::random_device rd;
+  do {
+    client_id_ = static_cast<uint64_t>(rd()) << 32 | rd();
+  } while (client_id_ == 0);
 
   std::shared_ptr<grpc::ChannelCredentials> creds;
   if (options_.tls) {
@@ -111,6 +117,11 @@ bool RpcClient::Backoff(int64_t ms) {
   return !cv_.wait_for(lock, std::chrono::milliseconds(ms), [this] { return closed_; });
 }
 
+std::string RpcClient::Incarnation() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return incarnation_;
+}
+
 void RpcClient::Close() {
   std::lock_guard<std::mutex> lock(mu_);
   closed_ = true;
@@ -123,6 +134,8 @@ RpcClient::Outcome RpcClient::Attempt(const char* method, int64_t timeout_ms,
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms));
   if (!options_.token.empty()) ctx.AddMetadata(kTokenKey, options_.token);
+  const std::string known = Incarnation();
+  if (!known.empty()) ctx.AddMetadata(kExpectIncarnationKey, known);
   if (!Track(&ctx)) return Outcome{FLEET_CODE_CANCELLED, "client closed", false};
 
   grpc::CompletionQueue cq;
@@ -177,6 +190,21 @@ RpcClient::Outcome RpcClient::Attempt(const char* method, int64_t timeout_ms,
   out.message = status.error_message();
   const auto& trailing = ctx.GetServerTrailingMetadata();
   out.from_handler = trailing.find(kHandlerKey) != trailing.end();
+  if (const auto it = trailing.find(kIncarnationKey); it != trailing.end()) {
+    // The first server to answer is the one this client keeps to; the server refuses a call
+    // that expects another, and a reply from another (the first calls racing a restart) is
+    // refused here.
+    const std::string seen(it->second.data(), it->second.size());
+    std::lock_guard<std::mutex> lock(mu_);
+    if (incarnation_.empty()) {
+      incarnation_ = seen;
+    } else if (seen != incarnation_ && out.code != FLEET_CODE_DATA_LOSS) {
+      out = Outcome{FLEET_CODE_DATA_LOSS,
+                    "the server restarted since this client's earlier calls (a new process "
+                    "at the same endpoint): what the old one held is lost",
+                    false};
+    }
+  }
   return out;
 }
 
@@ -218,6 +246,9 @@ RpcError RpcClient::Failure(const std::string& what, const Outcome& o, int attem
       }
       return RpcError(o.code, text);
     }
+    case FLEET_CODE_DATA_LOSS:
+      return RpcError(o.code, what + ": " + o.message +
+                                  "; the job cannot go on with it (resume from a checkpoint)");
     case FLEET_CODE_CANCELLED:
       return RpcError(FLEET_CODE_ABORTED,
                       what + ": the call was cancelled (is the server stopping?): " + o.message);
@@ -279,6 +310,8 @@ void RpcClient::Send(const char* name, const FleetTensor* t, int64_t timeout_ms)
     throw RpcError(FLEET_CODE_INVALID_ARGUMENT, what + ": name or shape too long");
   }
   head.total_bytes = bytes;
+  head.client_id = client_id_;
+  head.request_id = next_request_id_.fetch_add(1) + 1;
 
   // gRPC may hold the payload slices a little past the end of the call; the tensor is only
   // valid for this call, so wait until the last slice is released.
@@ -427,6 +460,17 @@ void RpcClient::Complete(int64_t timeout_ms) {
   WireHeader request;
   request.trainer_id = trainer_id_;
   Call("rpc complete at " + endpoint_, kComplete, timeout_ms, /*idempotent=*/false,
+       [&] { return OneRequest(request); }, [](grpc::ByteBuffer&) {});
+}
+
+void RpcClient::Abort(const char* reason, int64_t timeout_ms) {
+  WireHeader request;
+  request.trainer_id = trainer_id_;
+  request.reason = reason != nullptr ? reason : "";
+  if (request.reason.size() > FLEET_TRANSPORT_MAX_REASON) {
+    request.reason.resize(FLEET_TRANSPORT_MAX_REASON);
+  }
+  Call("rpc abort at " + endpoint_, kAbort, timeout_ms, /*idempotent=*/false,
        [&] { return OneRequest(request); }, [](grpc::ByteBuffer&) {});
 }
 

@@ -1,20 +1,26 @@
 // The rpc transport's client: one gRPC channel to one server (connected lazily), calls run as
 // bidirectional streams on a completion queue of their own.
 //
-// Every attempt of a call has its own deadline (timeout_ms). Send and Get are idempotent (a
-// send overwrites the same variable, a get only reads): an attempt of theirs that finds the
-// server unreachable (UNAVAILABLE from the transport, not from the host's handler) is repeated
-// up to `retries` times after 100 ms, 200 ms, ... (jittered). Barrier and Complete are
+// Every attempt of a call has its own deadline (timeout_ms). Send and Get may be repeated: a
+// get only reads, and every attempt of a send carries the same (client id, request id), which
+// the server delivers at most once. An attempt of theirs that finds the server unreachable
+// (UNAVAILABLE from the transport, not from the host's handler) is repeated up to `retries`
+// times after 100 ms, 200 ms, ... (jittered). Barrier and Complete are
 // attempted exactly once: an UNAVAILABLE may come from a connection that dropped after the
 // server's handler ran, and a repeated barrier would be counted twice (or in the next round).
 // Trainers wait for every server's port before training, so a server that is not up yet is no
 // reason to retry them. Other failures are final. Errors carry canonical codes and name the
 // call, the variable and the endpoint.
 //
+// The first server to answer is the only one this client talks to: a call that reaches a
+// restarted server at the endpoint fails with DATA_LOSS (the server refuses it, knowing from
+// the request which incarnation the client expects).
+//
 // Threading: calls may run on several threads at once. Close (any thread) cancels the calls in
 // flight (they return ABORTED) and waits for them to leave; later calls return ABORTED.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <functional>
 #include <memory>
@@ -45,6 +51,8 @@ class RpcClient {
            int64_t timeout_ms);
   void Barrier(int32_t kind, int64_t timeout_ms);
   void Complete(int64_t timeout_ms);
+  // Tells the server this client's trainer is failing (attempted once).
+  void Abort(const char* reason, int64_t timeout_ms);
   void Close();
 
  private:
@@ -79,9 +87,13 @@ class RpcClient {
   void Untrack(grpc::ClientContext* ctx);
   // Sleeps `ms` unless Close comes first (then false).
   bool Backoff(int64_t ms);
+  // The incarnation of the server that first answered, or "" before any answer.
+  std::string Incarnation() const;
 
   std::string endpoint_;
   int32_t trainer_id_ = 0;
+  uint64_t client_id_ = 0;                      // random; with a request id names one send
+  std::atomic<uint64_t> next_request_id_{0};
   Options options_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<Stub> stub_;
@@ -90,6 +102,7 @@ class RpcClient {
   std::condition_variable cv_;
   bool closed_ = false;
   std::set<grpc::ClientContext*> live_;
+  std::string incarnation_;
 };
 
 }  // namespace fleet_rpc

@@ -35,6 +35,13 @@ constexpr const char* kTokenKey = "x-fleet-token";
 // Trailing metadata a server sets when the status came from the host's handler, not from the
 // transport, so the client does not mistake a handler's UNAVAILABLE for a server that is down.
 constexpr const char* kHandlerKey = "x-fleet-handler";
+// Trailing metadata of every answer: the server process's incarnation (random, per process).
+constexpr const char* kIncarnationKey = "x-fleet-incarnation";
+// Request metadata: the incarnation that answered this client before; a server with another
+// one (a restart) refuses the call.
+constexpr const char* kExpectIncarnationKey = "x-fleet-expect-incarnation";
+// The server's test hook (server.h).
+constexpr const char* kLoseRepliesEnv = "FLEET_RPC_LOSE_SEND_REPLIES";
 
 // Socket reads and HTTP/2 flow control, tuned for messages of megabytes (both sides).
 constexpr int kReadChunkBytes = 1 << 20;

@@ -177,6 +177,12 @@ FleetStatus* ClientComplete(void*, FleetTransportClient* client, int64_t timeout
                [&] { AllClients().Find(client, "complete")->Complete(timeout_ms); });
 }
 
+FleetStatus* ClientAbort(void*, FleetTransportClient* client, const char* reason,
+                         int64_t timeout_ms) {
+  return Guard("abort",
+               [&] { AllClients().Find(client, "abort")->Abort(reason, timeout_ms); });
+}
+
 void ClientClose(void*, FleetTransportClient* client) {
   try {
     std::shared_ptr<RpcClient> c = AllClients().Remove(client);
@@ -188,7 +194,7 @@ void ClientClose(void*, FleetTransportClient* client) {
 const FleetTransportVTable* VTable() {
   static const FleetTransportVTable table = [] {
     FleetTransportVTable t{};
-    t.struct_size = FLEET_STRUCT_SIZE(FleetTransportVTable, client_close);
+    t.struct_size = FLEET_STRUCT_SIZE(FleetTransportVTable, client_abort);
     t.server_start = ServerStart;
     t.server_endpoint = ServerEndpoint;
     t.server_stop = ServerStop;
@@ -199,6 +205,7 @@ const FleetTransportVTable* VTable() {
     t.client_barrier = ClientBarrier;
     t.client_complete = ClientComplete;
     t.client_close = ClientClose;
+    t.client_abort = ClientAbort;
     return t;
   }();
   return &table;

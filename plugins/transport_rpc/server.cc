@@ -10,12 +10,19 @@
 #include <grpcpp/support/method_handler.h>
 #include <grpcpp/support/sync_stream.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
+#include <optional>
+#include <random>
 #include <new>
 #include <vector>
 
+#include "deliveries.h"
+#include "send_assembly.h"
 #include "wire.h"
 
 namespace fleet_rpc {
@@ -115,6 +122,7 @@ class RpcServer::Service : public grpc::Service {
     Add("/fleet.transport_rpc.Transport/Get", &Service::Get);
     Add("/fleet.transport_rpc.Transport/Barrier", &Service::Barrier);
     Add("/fleet.transport_rpc.Transport/Complete", &Service::Complete);
+    Add("/fleet.transport_rpc.Transport/Abort", &Service::Abort);
   }
 
  private:
@@ -150,6 +158,19 @@ class RpcServer::Service : public grpc::Service {
             g_host->log(g_host->host_ctx, FLEET_LOG_WARN, text.c_str());
           }
           return Error(FLEET_CODE_UNAUTHENTICATED, where + ": wrong or missing token");
+        }
+      }
+      // Every answer names this server process; a client that talked to an earlier one at
+      // this endpoint is refused before any handler runs (fleet_transport.h, "Restarts").
+      ctx->AddTrailingMetadata(kIncarnationKey, server_->incarnation_);
+      const auto& md = ctx->client_metadata();
+      if (const auto it = md.find(kExpectIncarnationKey); it != md.end()) {
+        const std::string_view expected(it->second.data(), it->second.size());
+        if (expected != server_->incarnation_) {
+          return Error(FLEET_CODE_DATA_LOSS,
+                       where + ": this server restarted since the client's earlier calls "
+                               "(a new process at the same endpoint): what the old one held "
+                               "is lost");
         }
       }
       return (this->*method)(ctx, stream, where);
@@ -188,26 +209,45 @@ class RpcServer::Service : public grpc::Service {
     Decoded msg;
     ReadFirst(stream, &msg, call);
     const WireHeader head = msg.header;
-    const std::string where = call + " '" + head.name + "' (trainer " +
-                              std::to_string(head.trainer_id) + ")";
-    if (head.name.empty()) throw RpcError(FLEET_CODE_INVALID_ARGUMENT, call + ": empty name");
-    if (!head.has_tensor) {
-      throw RpcError(FLEET_CODE_INVALID_ARGUMENT, where + ": the first message has no tensor");
+    SendAssembly assembly;
+    assembly.Begin(head, call);
+    const std::string& where = assembly.where();
+    const int64_t expected = assembly.expected();
+    const FleetTransportHandlers& h = server_->handlers_;
+
+    // A send that carries its ids is delivered at most once (fleet_transport.h, "Delivery").
+    std::optional<DeliveryClaim> claim;
+    if (head.client_id != 0 && head.request_id != 0) {
+      const DeliveryLog::Key key{head.client_id, head.request_id};
+      DeliveryLog::Answer answer;
+      switch (server_->deliveries_.Begin(key, ctx->deadline(), &answer)) {
+        case DeliveryLog::Claim::kDeliver:
+          claim.emplace(&server_->deliveries_, key);
+          break;
+        case DeliveryLog::Claim::kAnswered:
+          // The first delivery's answer; a handler's error keeps the handler's mark.
+          if (answer.code != FLEET_CODE_OK) ctx->AddTrailingMetadata(kHandlerKey, "1");
+          return Error(answer.code, answer.message);
+        case DeliveryLog::Claim::kTimedOut:
+          throw RpcError(FLEET_CODE_DEADLINE_EXCEEDED,
+                         where + ": an earlier attempt of this send is still being delivered");
+      }
     }
-    const int64_t expected = DenseBytes(head.dtype, head.dims);
-    if (expected < 0) {
-      throw RpcError(FLEET_CODE_INVALID_ARGUMENT,
-                     where + ": bad dtype " + std::to_string(head.dtype) + " or dims " +
-                         DimsText(head.dims));
+
+    FleetTensor tensor{};
+    tensor.struct_size = FLEET_STRUCT_SIZE(FleetTensor, device_ordinal);
+    tensor.dtype = head.dtype;
+    tensor.ndim = static_cast<int32_t>(head.dims.size());
+    tensor.dims = head.dims.data();
+    tensor.device_type = FLEET_DEVICE_TYPE_HOST;
+    // The host checks the name and shape against its variable before any more is buffered.
+    if (FLEET_CAN_CALL(&h, FleetTransportHandlers, on_send_begin)) {
+      if (FleetStatus* refused = h.on_send_begin(h.ctx, head.trainer_id, head.name.c_str(),
+                                                 &tensor)) {
+        return FromHandler(ctx, refused);
+      }
     }
-    const std::string shape =
-        std::string(DtypeName(head.dtype)) + " " + DimsText(head.dims) + " (" +
-        std::to_string(expected) + " bytes)";
-    if (head.total_bytes != expected) {
-      throw RpcError(FLEET_CODE_INVALID_ARGUMENT,
-                     where + ": header announces " + std::to_string(head.total_bytes) +
-                         " bytes but its dtype and dims make " + shape);
-    }
+
     // Memory grows with the data received, never with what a header claims: unless the pool
     // already holds a buffer of that size (the same gradient as last step), the chunks stay in
     // gRPC's buffers until the last arrives. Either way the bytes are copied once.
@@ -216,23 +256,13 @@ class RpcServer::Service : public grpc::Service {
       data = std::make_unique<PooledBuffer>(&pool_, static_cast<size_t>(expected), idle);
     }
     std::vector<grpc::Slice> pieces;
-    int64_t received = 0;
     for (;;) {
-      if (msg.header.offset != received) {
-        throw RpcError(FLEET_CODE_INVALID_ARGUMENT,
-                       where + ": chunk at offset " + std::to_string(msg.header.offset) +
-                           ", expected " + std::to_string(received));
-      }
-      if (msg.payload_bytes > expected - received) {
-        throw RpcError(FLEET_CODE_INVALID_ARGUMENT,
-                       where + ": more bytes arrived than " + shape + " holds");
-      }
+      const int64_t offset = assembly.Add(msg);
       if (data != nullptr) {
-        CopyPayload(msg, data->get() + received);
+        CopyPayload(msg, data->get() + offset);
       } else {
-        for (grpc::Slice& s : msg.payload) pieces.push_back(std::move(s));
+        for (grpc::Slice& piece : msg.payload) pieces.push_back(std::move(piece));
       }
-      received += msg.payload_bytes;
       grpc::ByteBuffer buffer;
       if (!stream->Read(&buffer)) break;
       DecodeMessage(&buffer, &msg, where);
@@ -240,31 +270,33 @@ class RpcServer::Service : public grpc::Service {
     if (ctx->IsCancelled()) {
       throw RpcError(FLEET_CODE_CANCELLED, where + ": cancelled by the client");
     }
-    if (received != expected) {
-      throw RpcError(FLEET_CODE_INVALID_ARGUMENT, where + ": " + shape + " but " +
-                                                      std::to_string(received) +
-                                                      " bytes arrived");
-    }
+    assembly.Finish();
     if (data == nullptr) {
       data = std::make_unique<PooledBuffer>(
           &pool_, static_cast<size_t>(expected),
           expected > 0 ? pool_.Take(static_cast<size_t>(expected)) : nullptr);
       uint8_t* dst = data->get();
-      for (const grpc::Slice& s : pieces) {
-        std::memcpy(dst, s.begin(), s.size());
-        dst += s.size();
+      for (const grpc::Slice& piece : pieces) {
+        std::memcpy(dst, piece.begin(), piece.size());
+        dst += piece.size();
       }
       pieces.clear();
     }
-    FleetTensor tensor{};
-    tensor.struct_size = FLEET_STRUCT_SIZE(FleetTensor, device_ordinal);
     tensor.data = data->get();
-    tensor.dtype = head.dtype;
-    tensor.ndim = static_cast<int32_t>(head.dims.size());
-    tensor.dims = head.dims.data();
-    tensor.device_type = FLEET_DEVICE_TYPE_HOST;
-    const FleetTransportHandlers& h = server_->handlers_;
-    return FromHandler(ctx, h.on_send(h.ctx, head.trainer_id, head.name.c_str(), &tensor));
+    FleetStatus* status = h.on_send(h.ctx, head.trainer_id, head.name.c_str(), &tensor);
+    if (claim) {
+      DeliveryLog::Answer answer;
+      if (status != nullptr) {
+        answer.code = g_host->status_code(status);
+        const char* message = g_host->status_message(status);
+        answer.message = message != nullptr ? message : "";
+      }
+      claim->Finish(std::move(answer));
+    }
+    if (status == nullptr && server_->LoseThisReply()) {
+      return Error(FLEET_CODE_UNAVAILABLE, where + ": reply dropped (" + kLoseRepliesEnv + ")");
+    }
+    return FromHandler(ctx, status);
   }
 
   grpc::Status Get(grpc::ServerContext* ctx, Stream* stream, const std::string& call) {
@@ -344,11 +376,39 @@ class RpcServer::Service : public grpc::Service {
     return FromHandler(ctx, h.on_complete(h.ctx, msg.header.trainer_id));
   }
 
+  grpc::Status Abort(grpc::ServerContext* ctx, Stream* stream, const std::string& call) {
+    Decoded msg;
+    ReadFirst(stream, &msg, call);
+    const FleetTransportHandlers& h = server_->handlers_;
+    if (!FLEET_CAN_CALL(&h, FleetTransportHandlers, on_abort)) {
+      return Error(FLEET_CODE_UNIMPLEMENTED, call + ": this server's host takes no abort notice");
+    }
+    std::string& reason = msg.header.reason;
+    if (reason.size() > FLEET_TRANSPORT_MAX_REASON) reason.resize(FLEET_TRANSPORT_MAX_REASON);
+    return FromHandler(ctx, h.on_abort(h.ctx, msg.header.trainer_id, reason.c_str()));
+  }
+
   RpcServer* server_;
   BufferPool pool_;
 };
 
 RpcServer::RpcServer() = default;
+
+std::string RpcServer::NewIncarnation() {
+  // 128 random bits: two processes at one endpoint never share one by chance.
+  std::random_device rd;
+  char text[33];
+  for (int i = 0; i < 4; ++i) std::snprintf(text + 8 * i, 9, "%08x", rd());
+  return std::string(text, 32);
+}
+
+bool RpcServer::LoseThisReply() {
+  int64_t left = lose_replies_.load();
+  while (left > 0) {
+    if (lose_replies_.compare_exchange_weak(left, left - 1)) return true;
+  }
+  return false;
+}
 
 std::unique_ptr<RpcServer> RpcServer::Start(const FleetTransportServerConfig& config) {
   const std::string endpoint = config.endpoint != nullptr ? config.endpoint : "";
@@ -363,6 +423,10 @@ std::unique_ptr<RpcServer> RpcServer::Start(const FleetTransportServerConfig& co
     throw RpcError(FLEET_CODE_INVALID_ARGUMENT, where + ": handlers are missing");
   }
   std::unique_ptr<RpcServer> server(new RpcServer());
+  server->incarnation_ = NewIncarnation();
+  if (const char* lose = std::getenv(kLoseRepliesEnv)) {
+    server->lose_replies_ = std::max<int64_t>(0, std::strtoll(lose, nullptr, 10));
+  }
   server->handlers_ = *h;
   server->pin_state_->handlers = *h;
   server->options_ = ParseOptions(config.num_options, config.options, where);

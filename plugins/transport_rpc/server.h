@@ -8,7 +8,16 @@
 //             chunks that reference the host's memory until gRPC is done with them
 //             (on_get_done is called then);
 //   Barrier   the header's barrier_kind goes to on_barrier;
-//   Complete  on_complete.
+//   Complete  on_complete;
+//   Abort     on_abort, with the header's reason (ABI 1.4).
+// A Send carrying a client id and request id is delivered at most once (DeliveryLog); with a
+// host of ABI 1.4 its header goes to on_send_begin before the payload is buffered.
+// Every answer carries this server's incarnation (a random id per process) in its trailing
+// metadata; a call presenting another one is refused with DATA_LOSS before any handler runs.
+//
+// Test hook: with FLEET_RPC_LOSE_SEND_REPLIES=N in the environment, the first N sends that
+// on_send accepted are answered UNAVAILABLE, as if the reply had been lost on the way (the
+// client then retries), to test at-most-once delivery end to end.
 // A handler's error travels back as the call's status (canonical code, the handler's message).
 //
 // A Barrier or Complete whose client already gave up (gRPC reports the call cancelled before
@@ -25,6 +34,7 @@
 // the lesser evil next to a call into freed memory.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <functional>
 #include <memory>
@@ -32,6 +42,7 @@
 #include <string>
 
 #include "common.h"
+#include "deliveries.h"
 
 namespace grpc {
 class Server;
@@ -68,8 +79,15 @@ class RpcServer {
   // on_get_done unless the server is gone.
   std::function<void()> PinGet(void* token);
 
+  static std::string NewIncarnation();
+  // True for the first lose_replies_ accepted sends (the test hook).
+  bool LoseThisReply();
+
   FleetTransportHandlers handlers_{};
   Options options_;
+  std::string incarnation_;
+  DeliveryLog deliveries_;
+  std::atomic<int64_t> lose_replies_{0};
   std::string endpoint_;
   std::unique_ptr<Service> service_;
   std::unique_ptr<grpc::Server> server_;

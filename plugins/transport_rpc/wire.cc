@@ -27,6 +27,9 @@ grpc::ByteBuffer EncodeMessage(const WireHeader& h, const void* payload, size_t 
   proto.set_barrier_kind(h.barrier_kind);
   proto.set_has_tensor(h.has_tensor);
   proto.set_offset(h.offset);
+  proto.set_client_id(h.client_id);
+  proto.set_request_id(h.request_id);
+  proto.set_reason(h.reason);
   const std::string header = proto.SerializeAsString();
   const bool reference = pin != nullptr && n >= kZeroCopyMinBytes;
   std::string frame;
@@ -129,6 +132,9 @@ void DecodeMessage(grpc::ByteBuffer* buffer, Decoded* out, const std::string& wh
   h.barrier_kind = proto.barrier_kind();
   h.has_tensor = proto.has_tensor();
   h.offset = proto.offset();
+  h.client_id = proto.client_id();
+  h.request_id = proto.request_id();
+  h.reason = proto.reason();
   out->payload.clear();
   reader.Rest(&out->payload, &out->payload_bytes);
 }

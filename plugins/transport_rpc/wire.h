@@ -25,6 +25,9 @@ struct WireHeader {
   int32_t barrier_kind = 0;
   bool has_tensor = false;
   int64_t offset = 0;
+  uint64_t client_id = 0;   // send: with request_id, names one client_send across retries
+  uint64_t request_id = 0;
+  std::string reason;       // abort
 };
 
 // Keeps memory that gRPC slices refer to alive: one reference for the owner plus one per slice.

@@ -17,6 +17,9 @@ std::string TransportName() {
   return (c != nullptr && *c != '\0') ? std::string(c) : std::string("rpc");
 }
 
+// The registry the transport under test was loaded into; it lives until exit.
+PluginRegistry* g_registry = nullptr;
+
 }  // namespace
 
 const ComponentRecord* Transport(std::string* error) {
@@ -27,7 +30,8 @@ const ComponentRecord* Transport(std::string* error) {
     LoadOptions options;
     options.search_dirs = PluginSearchPath(Config{});
     options.search_dirs.emplace_back(FLEET_BUILD_PLUGIN_DIR);
-    static PluginRegistry* registry = new PluginRegistry(options);  // lives until exit
+    g_registry = new PluginRegistry(options);
+    PluginRegistry* registry = g_registry;
     const std::string name = TransportName();
     auto loaded = registry->Load("transport_" + name);
     if (!loaded.ok() || registry->Find(FLEET_COMPONENT_TRANSPORT, name) == nullptr) {
@@ -41,6 +45,21 @@ const ComponentRecord* Transport(std::string* error) {
   });
   if (error != nullptr) *error = failure;
   return found;
+}
+
+uint32_t TransportAbiMinor() {
+  // Loading the plugin a second time (another registry) would re-run its entry point and
+  // leave it holding that registry's host services: ask the registry that loaded it.
+  const ComponentRecord* rec = Transport(nullptr);
+  if (rec == nullptr || g_registry == nullptr) return 0;
+  const PluginRecord* plugin = g_registry->FindPlugin(rec->plugin);
+  return plugin != nullptr ? plugin->abi_minor : 0u;
+}
+
+std::string ShapeText(int32_t dtype, const int64_t* dims, int32_t ndim) {
+  std::string text = std::to_string(dtype) + " [";
+  for (int32_t i = 0; i < ndim; ++i) text += (i > 0 ? ", " : "") + std::to_string(dims[i]);
+  return text + "]";
 }
 
 int64_t ElapsedMs(std::chrono::steady_clock::time_point start) {
@@ -118,7 +137,41 @@ Status RecordingHandler::OnSend(int32_t trainer_id, std::string_view name,
   std::lock_guard<std::mutex> lock(mu_);
   vars_[std::string(name)] = std::move(copy);
   senders_[std::string(name)] = trainer_id;
+  ++send_calls_;
   return OkStatus();
+}
+
+Status RecordingHandler::OnSendBegin(int32_t, std::string_view name, const FleetTensor& shape) {
+  std::lock_guard<std::mutex> lock(mu_);
+  send_begins_.emplace_back(std::string(name), ShapeText(shape.dtype, shape.dims, shape.ndim));
+  auto it = refused_.find(std::string(name));
+  return it == refused_.end() ? OkStatus() : it->second;
+}
+
+Status RecordingHandler::OnAbort(int32_t trainer_id, std::string_view reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  aborts_.emplace_back(trainer_id, std::string(reason));
+  return OkStatus();
+}
+
+void RecordingHandler::RefuseSends(const std::string& name, Status status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  refused_[name] = std::move(status);
+}
+
+std::vector<std::pair<std::string, std::string>> RecordingHandler::send_begins() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return send_begins_;
+}
+
+int RecordingHandler::send_calls() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return send_calls_;
+}
+
+std::vector<std::pair<int32_t, std::string>> RecordingHandler::aborts() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return aborts_;
 }
 
 bool RecordingHandler::WaitIfBlocked(std::unique_lock<std::mutex>& lock) {

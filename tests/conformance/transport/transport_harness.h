@@ -29,6 +29,14 @@ namespace fleet::conformance::transport {
 
 // The transport under test, or nullptr with *error set.
 const ComponentRecord* Transport(std::string* error);
+// The ABI minor the transport's plugin was built against (0 when it cannot be found).
+uint32_t TransportAbiMinor();
+
+// Skips a test of an ABI 1.4 contract for a transport built against an older minor.
+#define FLEET_REQUIRE_TRANSPORT_ABI_1_4()                                              \
+  if (TransportAbiMinor() < 4)                                                         \
+  GTEST_SKIP() << "the transport's plugin predates ABI 1.4 (built against 1."          \
+               << TransportAbiMinor() << ")"
 
 // Skips the test (as a failure) when the transport cannot be found.
 #define FLEET_REQUIRE_TRANSPORT(rec)                      \
@@ -69,6 +77,12 @@ class RecordingHandler : public TransportHandler {
   void OnGetDone(void* token) override;
   Status OnBarrier(int32_t trainer_id, int32_t kind) override;
   Status OnComplete(int32_t trainer_id) override;
+  Status OnSendBegin(int32_t trainer_id, std::string_view name,
+                     const FleetTensor& shape) override;
+  Status OnAbort(int32_t trainer_id, std::string_view reason) override;
+
+  // Makes OnSendBegin refuse `name` with `status`.
+  void RefuseSends(const std::string& name, Status status);
 
   // Makes barriers and gets block (at most `max_block`) until Release().
   void BlockCalls(std::chrono::milliseconds max_block);
@@ -81,6 +95,10 @@ class RecordingHandler : public TransportHandler {
   std::map<std::string, int32_t> senders() const;               // name -> trainer id
   std::vector<std::pair<int32_t, int32_t>> barriers() const;     // (trainer id, kind)
   std::vector<int32_t> completions() const;
+  // What OnSendBegin saw, in order: (name, "dtype dims" as ShapeText gives it).
+  std::vector<std::pair<std::string, std::string>> send_begins() const;
+  int send_calls() const;  // OnSend calls
+  std::vector<std::pair<int32_t, std::string>> aborts() const;  // (trainer id, reason)
   int barrier_calls() const;
   int outstanding_gets() const;  // OnGet without OnGetDone yet
 
@@ -93,12 +111,19 @@ class RecordingHandler : public TransportHandler {
   std::map<std::string, int32_t> senders_;
   std::vector<std::pair<int32_t, int32_t>> barriers_;
   std::vector<int32_t> completions_;
+  std::vector<std::pair<std::string, std::string>> send_begins_;
+  std::map<std::string, Status> refused_;
+  int send_calls_ = 0;
+  std::vector<std::pair<int32_t, std::string>> aborts_;
   std::map<void*, std::shared_ptr<HostTensor>> lent_;  // token -> the copy a get reads
   int barrier_calls_ = 0;
   bool blocking_ = false;
   std::chrono::milliseconds max_block_{0};
   Status barrier_status_;
 };
+
+// "float32 [2, 3]": a descriptor's dtype and dims, for comparing what a handler saw.
+std::string ShapeText(int32_t dtype, const int64_t* dims, int32_t ndim);
 
 // Options for tests: short deadlines so failures are quick.
 TransportOptions TestOptions();
