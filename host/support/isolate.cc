@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -40,6 +41,7 @@ std::string IsolatedResult::Describe() const {
 StatusOr<IsolatedChild> StartIsolated(const std::function<std::string()>& work) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return Internal(std::string("pipe: ") + std::strerror(errno));
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
     ::close(fds[0]);
@@ -48,6 +50,11 @@ StatusOr<IsolatedChild> StartIsolated(const std::function<std::string()>& work) 
   }
   if (pid == 0) {
     ::close(fds[0]);
+    // Set on both sides of the fork, so the group exists whichever runs first.
+    ::setpgid(0, 0);
+    // A caller that dies (Ctrl-C reaches only its own group now) takes the child with it.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(71);  // it died before the line above
     std::string answer;
     try {
       answer = work();
@@ -58,6 +65,7 @@ StatusOr<IsolatedChild> StartIsolated(const std::function<std::string()>& work) 
     ::_exit(0);
   }
   ::close(fds[1]);
+  ::setpgid(pid, pid);
   return IsolatedChild{pid, fds[0]};
 }
 
@@ -65,27 +73,48 @@ IsolatedResult FinishIsolated(IsolatedChild child,
                               std::chrono::steady_clock::time_point deadline) {
   IsolatedResult r;
   char buf[65536];
+  // Appends what the pipe holds now; false at end of file or on an error.
+  auto drain = [&]() {
+    for (;;) {
+      const ssize_t n = ::read(child.fd, buf, sizeof(buf));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return n < 0 && errno == EAGAIN;
+      if (r.answer.size() < kMaxAnswer) r.answer.append(buf, static_cast<size_t>(n));
+    }
+  };
+  ::fcntl(child.fd, F_SETFL, ::fcntl(child.fd, F_GETFL) | O_NONBLOCK);
+  bool exited = false;
   bool open = true;
-  while (open) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      r.timed_out = true;
-      ::kill(child.pid, SIGKILL);
+  while (!exited) {
+    // Whether the child has exited, without reaping it: its pid must stay taken until the
+    // group is killed below, or the kill could reach a stranger that was given the number.
+    siginfo_t info{};
+    if (::waitid(P_PID, static_cast<id_t>(child.pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+        info.si_pid == child.pid) {
+      exited = true;  // it wrote everything before exiting: what the pipe holds is the answer
+      if (open) drain();
       break;
     }
-    pollfd p{child.fd, POLLIN, 0};
-    const int ready = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), 1000)));
-    if (ready < 0 && errno != EINTR) break;
-    if (ready <= 0) continue;
-    const ssize_t n = ::read(child.fd, buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      open = false;
-    } else if (r.answer.size() < kMaxAnswer) {
-      r.answer.append(buf, static_cast<size_t>(n));
+    // Rounded up: a deadline 0.4 ms away has not passed.
+    const auto left =
+        std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      r.timed_out = true;
+      break;
     }
+    // A short poll: the end of the pipe says nothing when a process the work started still
+    // holds its write end, so the child's exit is checked between polls.
+    const int wait_ms = static_cast<int>(std::min<int64_t>(left.count(), open ? 100 : 20));
+    if (!open) {
+      ::poll(nullptr, 0, wait_ms);
+      continue;
+    }
+    pollfd p{child.fd, POLLIN, 0};
+    const int ready = ::poll(&p, 1, wait_ms);
+    if (ready > 0) open = drain();
   }
+  // The child (when it ran past the deadline) and anything left in its group.
+  if (::kill(-child.pid, SIGKILL) != 0 && r.timed_out) ::kill(child.pid, SIGKILL);
   ::close(child.fd);
   int status = 0;
   while (::waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {
