@@ -3,6 +3,10 @@
 
   crashing: the same device, whose scale kernel dies of SIGSEGV. Expect: that test failed as
       "crashed: SIGSEGV", the suite restarted, the tests after it still run, exit 1.
+  hanging: the same device, whose scale kernel never returns for bias_after_scale = false.
+      Expect, with --test-timeout 2: the scale row failed as "timed out", the suite restarted,
+      the tests after the hung one still run, exit 1, all in well under a minute; and a kit
+      killed while the suite hangs leaves no suite process behind.
   partial_device: three float32 kernels (scale, uniform_random, gaussian_random) and its own
       random stream. Expect: those pass, the random ones at the statistical level with the
       stream-exact test skipped as "not bit-identical"; everything else the suite tries is
@@ -13,12 +17,20 @@
 Usage: kit_test.py FLEET_CONFORMANCE FIXTURE_DIR
 """
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 
 
-def run(kit, *args):
-    p = subprocess.run([kit, *args], capture_output=True, text=True, timeout=540)
+def run(kit, *args, timeout=540):
+    try:
+        p = subprocess.run([kit, *args], capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        check(False, "%s %s finished within %d s" % (kit, " ".join(args), timeout),
+              (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes)
+              else (e.stdout or ""))
     return p.returncode, p.stdout, p.stderr
 
 
@@ -28,6 +40,37 @@ def check(cond, what, detail=""):
         if detail:
             print(detail[-4000:])
         sys.exit(1)
+
+
+def children_of(pid):
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open("/proc/%s/stat" % entry) as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(entry))
+    return found
+
+
+def cmdline(pid):
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def alive(pid):
+    """Running, not a zombie waiting to be reaped by its new parent."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def rows_of(doc, suite):
@@ -92,6 +135,54 @@ def main():
           "the crashed test is failed with the signal", str(crashed))
     check(any(k[0].startswith("matmul") for k in rows),
           "the tests after the crash still ran", json.dumps(list(rows.keys())))
+
+    # ---- a kernel that hangs ---------------------------------------------------------------
+    # ScaleMatchesNumpy's second call never returns: no progress for 2 s, so the kit kills the
+    # suite, fails the kernel's row as timed out and runs ScaleGradient, the test after it, in a
+    # fresh suite process.
+    start = time.monotonic()
+    rc, out, err = run(kit, fixtures + "/libfleet_hanging.so", "--suite", "device", "--json",
+                       "--test-timeout", "2",
+                       "--filter", "MathConformance.Scale*:MathConformance.Matmul*", timeout=120)
+    took = time.monotonic() - start
+    check(rc == 1, "a hanging kernel: exit 1, got %d" % rc, out + err)
+    check(took < 45, "the hang cost about the timeout, not more (%.1f s)" % took, out + err)
+    rows, suite = rows_of(json.loads(out), "device")
+    check(suite["restarts"] >= 1, "the suite was restarted after the hang", json.dumps(suite)[:3000])
+    hung = rows.get(("scale", "float32"))
+    check(hung is not None and hung["result"] == "failed"
+          and hung["reason"].startswith("timed out") and "2 s" in hung["reason"],
+          "the hung kernel's row is failed as timed out", str(hung))
+    check(any("MathConformance.ScaleGradient" in r["tests"] for r in rows.values()),
+          "the test after the hung one still ran", json.dumps(list(rows.values()))[:3000])
+    check(any(k[0].startswith("matmul") for k in rows),
+          "the other tests still ran", json.dumps(list(rows.keys())))
+    rc, out, err = run(kit, fixtures + "/libfleet_hanging.so", "--suite", "device",
+                       "--test-timeout", "2", "--filter", "MathConformance.Scale*", timeout=120)
+    check(rc == 1 and "timed out" in out, "the table says timed out", out + err)
+
+    # A kit stopped while its suite hangs takes the suite with it (the suite has a process group
+    # of its own, so nothing else would stop it).
+    kit_proc = subprocess.Popen([kit, fixtures + "/libfleet_hanging.so", "--suite", "device",
+                                 "--filter", "MathConformance.ScaleMatchesNumpy"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    suites = []
+    deadline = time.monotonic() + 60
+    while not suites and time.monotonic() < deadline:
+        suites = [pid for pid in children_of(kit_proc.pid)
+                  if "--gtest_filter=" in cmdline(pid) and "--gtest_list_tests" not in cmdline(pid)]
+        time.sleep(0.1)
+    time.sleep(1)  # into the hung kernel
+    kit_proc.kill()
+    kit_proc.wait()
+    check(suites, "the kit started a suite")
+    deadline = time.monotonic() + 10
+    while any(alive(pid) for pid in suites) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = [pid for pid in suites if alive(pid)]
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    check(not left, "no suite outlives a killed kit", str(left))
 
     # ---- a communicator for one rank ----------------------------------------------------------
     rc, out, err = run(kit, fixtures + "/libfleet_solo_comm.so", "--json")

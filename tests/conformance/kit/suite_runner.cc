@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -72,6 +73,7 @@ StatusOr<Child> Spawn(const std::vector<std::string>& argv,
 
   const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (log_fd < 0) return Internal("cannot open " + log.string() + ": " + std::strerror(errno));
+  const pid_t kit = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
     ::close(log_fd);
@@ -79,6 +81,10 @@ StatusOr<Child> Spawn(const std::vector<std::string>& argv,
   }
   if (pid == 0) {
     ::setpgid(0, 0);
+    // Its own group keeps Ctrl-C from reaching it, so it must die with the kit: a suite hung in a
+    // plugin would otherwise run on forever after the kit was stopped.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != kit) ::_exit(127);
     ::dup2(log_fd, STDOUT_FILENO);
     ::dup2(log_fd, STDERR_FILENO);
     const int devnull = ::open("/dev/null", O_RDONLY);
