@@ -49,6 +49,15 @@ Options:
                      Start k > 0 logs into DIR/JOB/restart.k/
   -h, --help         show this help
 
+Job secret (collective jobs): the rendezvous store admits only processes that hold the job's
+secret, which the launcher hands its ranks in FLEET_JOB_SECRET. It is taken from the launcher's
+environment: FLEET_JOB_SECRET, else the file FLEET_JOB_SECRET_FILE names (a regular file of
+16 bytes to 4 KiB, private to its owner: chmod 600). On one node, without either, the launcher
+makes a fresh one per job. On several nodes nothing is made: give every node's launcher the same
+secret (FLEET_JOB_SECRET_FILE pointing at a copy of one file); without one the store admits
+anyone who reaches its port. The launcher does not read the ranks' fleet.toml: [comm]
+secret_file serves ranks started without a launcher; a launched rank uses the launcher's secret.
+
 When a rank fails the others are stopped and a summary (also DIR/JOB/failure.json) names it;
 the exit code is the failed rank's (128+signal when a signal ended it). Ctrl-C stops every
 rank; a second Ctrl-C kills them. In a parameter-server job a server that exits while workers

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "config/job_secret.h"
 #include "rendezvous/file_store.h"
 #include "rendezvous/memory_store.h"
 #include "plugin/host_api.h"
@@ -113,8 +114,11 @@ StatusOr<std::unique_ptr<Job>> Job::Open(const Config& config, const Role& role,
           "or PADDLE_TRAINER_ENDPOINTS, or start it with `fleet-host launch`");
     }
     const bool served_elsewhere = EnvOr(env, "FLEET_MASTER_SERVED", "0") == "1";
+    // One secret for both ends of the store, by JobSecret's precedence (env, then fleet.toml).
+    StatusOr<std::string> secret = JobSecret(config, env);
+    if (!secret.ok()) return secret.status().WithContext("the job secret");
     if (role.rank == 0 && !served_elsewhere) {
-      auto server = TcpStoreServer::Start(master_host, master_port, {}, JobSecretFromEnv());
+      auto server = TcpStoreServer::Start(master_host, master_port, {}, *secret);
       if (!server.ok()) {
         return server.status().WithContext("rank 0 serving the rendezvous store at " + why);
       }
@@ -122,7 +126,7 @@ StatusOr<std::unique_ptr<Job>> Job::Open(const Config& config, const Role& role,
     }
     TcpStoreOptions options;
     options.connect_timeout = timeout;
-    options.secret = JobSecretFromEnv();
+    options.secret = *secret;
     options.io_timeout = std::min(timeout, options.io_timeout);  // no wait outlives [comm]
     auto client = TcpStore::Connect(master_host, master_port, options);
     if (!client.ok()) {

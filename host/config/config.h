@@ -62,6 +62,9 @@ struct Config {
   // at the master address) or "file" (a directory every rank can reach, comm_store_dir).
   std::string comm_store = "tcp";
   std::filesystem::path comm_store_dir;  // absolute; empty = not set
+  // A file holding the job secret the TCP store authenticates with (absolute; empty = not set);
+  // read by JobSecret (config/job_secret.h), after FLEET_JOB_SECRET and FLEET_JOB_SECRET_FILE.
+  std::filesystem::path comm_secret_file;
   // Collectives on a device the communicator cannot reduce (Gloo with CUDA tensors) go through
   // host memory: copied out, reduced there, copied back. Off by default, so that a pairing that
   // silently costs two copies per collective is a choice, not an accident.
@@ -74,6 +77,8 @@ struct Config {
     double max_message_mb = 4.0;  // > 0: the largest message either side sends or accepts;
                                   // bigger tensors travel in chunks of at most this size
     std::string token;          // "" = none; else every call must carry this shared secret
+    // A file holding the job secret (absolute; empty = not set); see comm_secret_file.
+    std::filesystem::path secret_file;
     bool tls = false;           // TLS on every connection
     std::filesystem::path tls_cert;         // server certificate chain (PEM; absolute)
     std::filesystem::path tls_key;          // server private key (PEM)

@@ -199,7 +199,8 @@ class Checker {
     }
     if (const toml::table* t = Table(root, "", "comm")) {
       CheckKeys(*t, "comm",
-                {"backend", "plugin", "timeout_s", "hostname", "store", "store_dir", "staging"});
+                {"backend", "plugin", "timeout_s", "hostname", "store", "store_dir", "staging",
+                 "secret_file"});
       ReadBackend(*t, "comm", "comm_", config.comm);
       ReadBool(*t, "comm", "staging", config.comm_staging);
       if (const toml::node* n = t->get("timeout_s")) {
@@ -215,6 +216,7 @@ class Checker {
           if (std::optional<fs::path> d = Path(*n, "comm.store_dir")) config.comm_store_dir = *d;
         }
       }
+      ReadSecretFile(*t, "comm", config.comm_secret_file);
     }
     if (const toml::table* t = Table(root, "", "transport")) {
       ReadTransport(*t, config);
@@ -437,7 +439,8 @@ class Checker {
   void ReadTransport(const toml::table& t, Config& config) {
     CheckKeys(t, "transport",
               {"backend", "plugin", "timeout_s", "retries", "max_message_mb", "token", "tls",
-               "tls_cert", "tls_key", "tls_ca", "tls_client_cert", "tls_client_key"});
+               "tls_cert", "tls_key", "tls_ca", "tls_client_cert", "tls_client_key",
+               "secret_file"});
     ReadBackend(t, "transport", "transport_", config.transport);
     Config::Rpc& rpc = config.rpc;
     if (const toml::node* n = t.get("timeout_s")) {
@@ -463,6 +466,7 @@ class Checker {
     if (const toml::node* n = t.get("token")) {
       if (std::optional<std::string> s = String(*n, "transport.token")) rpc.token = *s;
     }
+    ReadSecretFile(t, "transport", rpc.secret_file);
     ReadBool(t, "transport", "tls", rpc.tls);
     for (auto [key, path] : {std::pair{"tls_cert", &rpc.tls_cert},
                              std::pair{"tls_key", &rpc.tls_key}, std::pair{"tls_ca", &rpc.tls_ca},
@@ -474,6 +478,16 @@ class Checker {
       if (s != nullptr && s->get().empty()) continue;  // "" is the default: not set
       if (std::optional<fs::path> p = Path(*n, Join("transport", key))) *path = *p;
     }
+  }
+
+  // secret_file of [comm] or [transport]: a path, resolved like the others; "" = not set. The
+  // file itself is read (and its permissions checked) only when the job needs its secret.
+  void ReadSecretFile(const toml::table& t, std::string_view section, fs::path& out) {
+    const toml::node* n = t.get("secret_file");
+    if (n == nullptr) return;
+    const auto* s = n->as_string();
+    if (s != nullptr && s->get().empty()) return;
+    if (std::optional<fs::path> p = Path(*n, Join(section, "secret_file"))) out = *p;
   }
 
   void ReadBool(const toml::table& t, std::string_view section, std::string_view key, bool& out) {

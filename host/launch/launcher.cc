@@ -11,6 +11,7 @@
 
 #include "launch/launch_internal.h"
 #include "support/durable_file.h"
+#include "support/secret.h"
 
 namespace fleet {
 namespace launcher_internal {
@@ -30,8 +31,10 @@ Status Launch::Prepare() {
   } else if (o_.master_host.empty()) {
     master_addr_ = "127.0.0.1";
     // One machine: this launcher starts every rank, so it can make the job's secret and hand
-    // it to them (kept if the environment already has one).
-    job_secret_ = JobSecretFromEnv();
+    // it to them (kept if the environment already gives one, itself or in a file).
+    StatusOr<std::string> given = JobSecretFromEnvironment();
+    if (!given.ok()) return given.status().WithContext("the job secret");
+    job_secret_ = *given;
     if (job_secret_.empty()) {
       auto secret = NewJobSecret();
       if (!secret.ok()) return secret.status().WithContext("making the job secret");
@@ -46,10 +49,14 @@ Status Launch::Prepare() {
   } else {
     master_addr_ = o_.master_host;
     master_port_ = o_.master_port;
+    // Several machines: every node needs the same secret, so it comes from the environment
+    // (FLEET_JOB_SECRET, or a file FLEET_JOB_SECRET_FILE names, on each node) or is absent.
+    // Every node reads it, so a bad file stops the launch here rather than in each rank, and
+    // hands it to its ranks, which then agree with the store whatever their fleet.toml says.
+    StatusOr<std::string> given = JobSecretFromEnvironment();
+    if (!given.ok()) return given.status().WithContext("the job secret");
+    job_secret_ = *given;
     if (o_.node_rank == 0) {
-      // Several machines: every node's launcher needs the same secret, so it comes from the
-      // environment (FLEET_JOB_SECRET on each node) or is absent.
-      job_secret_ = JobSecretFromEnv();
       auto server = TcpStoreServer::Start(master_addr_, master_port_, {}, job_secret_);
       if (!server.ok()) {
         std::string where = HostPort(master_addr_, master_port_);
