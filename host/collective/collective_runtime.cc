@@ -1,5 +1,7 @@
 #include "collective/collective_runtime.h"
 
+#include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string_view>
@@ -8,6 +10,7 @@
 #include "fleet/fleet_plugin.h"
 #include "ir/program.h"
 #include "plugin/host_api.h"
+#include "support/logging.h"
 
 namespace fleet {
 namespace {
@@ -43,7 +46,22 @@ struct OpState {
   bool packed = false;  // several tensors of one dtype in host memory, reduced by one call
   Communicator* ring = nullptr;
   std::string label;    // "c_allreduce_sum (ring 0)", for errors
+  std::vector<std::string> vars;  // X's var names where the schedule tells them
+  // The ring's agreements() after this op's last call; equal at a launch means the op already
+  // ran since the ranks last compared (a new step). Never-run ops hold a value it cannot have.
+  uint64_t agreed_after_last = ~uint64_t{0};
 };
+
+// The call site of tensor `i` of the op's X (packed: of the whole slot), for the communicator's
+// desync check and records; `first` is whether it is the launch's first call.
+CallSite SiteOf(const OpState& st, size_t i, int32_t tensors, bool first) {
+  CallSite site;
+  site.from_program = true;
+  site.var = i < st.vars.size() ? std::string_view(st.vars[i]) : std::string_view();
+  site.tensors = tensors;
+  site.repeat = first && st.agreed_after_last == st.ring->agreements();
+  return site;
+}
 
 OpState& State(void* state) { return *static_cast<OpState*>(state); }
 
@@ -72,6 +90,24 @@ FleetStatus* PrepareOp(void* ctx, const FleetKernelContext* kc, void** state,
       total += Bytes(*x->tensors[i]);
     }
     if (st->packed) *scratch_bytes = total;
+  }
+  const std::string_view type = kc->op_type;
+  const bool communicates = type.starts_with("c_allreduce_") || type == "c_broadcast" ||
+                            type == "c_allgather" || type == "c_reducescatter";
+  if (communicates && kc->num_inputs > 0) {
+    const FleetTensorSlot* x = kc->inputs[0];
+    std::vector<int32_t> dtypes;
+    std::vector<std::vector<int64_t>> dims;
+    for (size_t i = 0; i < x->count; ++i) {
+      const FleetTensor* t = x->tensors[i];
+      dtypes.push_back(t == nullptr ? -1 : t->dtype);
+      if (t == nullptr) {
+        dims.emplace_back();
+      } else {
+        dims.emplace_back(t->dims, t->dims + t->ndim);
+      }
+    }
+    st->vars = Runtime(ctx)->VarNames(kc->op_type, st->ring_id, dtypes, dims);
   }
   *state = st.release();
   return nullptr;
@@ -114,7 +150,8 @@ FleetStatus* BroadcastLaunch(void* ctx, const FleetKernelContext* kc, void* stat
   const FleetTensor& out = *kc->outputs[0]->tensors[0];
   Status s = RingOf(ctx, st);
   if (s.ok()) s = CopyIfApart(ctx, x, out);
-  if (s.ok()) s = st.ring->Broadcast(out, st.root, kc->stream);
+  if (s.ok()) s = st.ring->Broadcast(out, st.root, kc->stream, SiteOf(st, 0, 1, true));
+  if (s.ok()) st.agreed_after_last = st.ring->agreements();
   return Done(st, s);
 }
 
@@ -125,9 +162,11 @@ FleetStatus* AllReduceLaunch(void* ctx, const FleetKernelContext* kc, void* stat
   const FleetTensorSlot* out = kc->outputs[0];
   if (!st.packed) {
     for (size_t i = 0; i < x->count; ++i) {
-      Status s = st.ring->AllReduce(*x->tensors[i], *out->tensors[i], st.reduce, kc->stream);
+      Status s = st.ring->AllReduce(*x->tensors[i], *out->tensors[i], st.reduce, kc->stream,
+                                    SiteOf(st, i, 1, i == 0));
       if (!s.ok()) return Done(st, s);
     }
+    st.agreed_after_last = st.ring->agreements();
     return nullptr;
   }
   char* buffer = static_cast<char*>(kc->scratch);
@@ -144,7 +183,10 @@ FleetStatus* AllReduceLaunch(void* ctx, const FleetKernelContext* kc, void* stat
   packed.ndim = 1;
   packed.dims = &numel;
   packed.strides = nullptr;
-  if (Status s = st.ring->AllReduce(packed, packed, st.reduce); !s.ok()) return Done(st, s);
+  Status reduced = st.ring->AllReduce(packed, packed, st.reduce, nullptr,
+                                      SiteOf(st, 0, static_cast<int32_t>(x->count), true));
+  if (!reduced.ok()) return Done(st, reduced);
+  st.agreed_after_last = st.ring->agreements();
   offset = 0;
   for (size_t i = 0; i < out->count; ++i) {
     const size_t bytes = Bytes(*out->tensors[i]);
@@ -158,8 +200,10 @@ FleetStatus* AllGatherLaunch(void* ctx, const FleetKernelContext* kc, void* stat
   OpState& st = State(state);
   Status s = RingOf(ctx, st);
   if (s.ok()) {
-    s = st.ring->AllGather(*kc->inputs[0]->tensors[0], *kc->outputs[0]->tensors[0], kc->stream);
+    s = st.ring->AllGather(*kc->inputs[0]->tensors[0], *kc->outputs[0]->tensors[0], kc->stream,
+                           SiteOf(st, 0, 1, true));
   }
+  if (s.ok()) st.agreed_after_last = st.ring->agreements();
   return Done(st, s);
 }
 
@@ -168,8 +212,9 @@ FleetStatus* ReduceScatterLaunch(void* ctx, const FleetKernelContext* kc, void* 
   Status s = RingOf(ctx, st);
   if (s.ok()) {
     s = st.ring->ReduceScatter(*kc->inputs[0]->tensors[0], *kc->outputs[0]->tensors[0],
-                               FLEET_REDUCE_SUM, kc->stream);
+                               FLEET_REDUCE_SUM, kc->stream, SiteOf(st, 0, 1, true));
   }
+  if (s.ok()) st.agreed_after_last = st.ring->agreements();
   return Done(st, s);
 }
 
@@ -217,11 +262,32 @@ const std::vector<FleetKernelDef>& Defs() {
   return defs;
 }
 
+// One recorder file per process: the first runtime to find FLEET_FLIGHT_RECORDER takes it (in
+// single_process_multi_thread mode, the first device's).
+std::atomic<bool> g_recorder_claimed{false};
+
+std::string EnvOr(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr ? std::string() : std::string(v);
+}
+
 }  // namespace
 
 CollectiveRuntime::CollectiveRuntime(const ComponentRecord& component, Store* store,
                                      CommunicatorOptions options)
-    : component_(component), store_(store), options_(std::move(options)) {
+    : component_(component),
+      store_(store),
+      options_(std::move(options)),
+      desync_check_(ParseDesyncCheck(EnvOr(kDesyncCheckEnv))) {
+  const std::string path = EnvOr(kFlightRecorderEnv);
+  if (!path.empty() && !g_recorder_claimed.exchange(true)) {
+    auto recorder = FlightRecorder::Create(path, options_.rank, options_.world_size);
+    if (recorder.ok()) {
+      recorder_ = std::move(*recorder);
+    } else {
+      Log().warn("{}; this rank's collectives are not recorded", recorder.status().message());
+    }
+  }
   kernels_record_.kind = FLEET_COMPONENT_KERNELS;
   kernels_record_.name = "collective";
   kernels_record_.summary = "collective ops over communicator '" + component.name + "'";
@@ -256,8 +322,12 @@ Status CollectiveRuntime::InitRing(int32_t ring_id, int32_t nranks, int32_t rank
     if (aborted_) return aborted();
     if (rings_.count(ring_id) != 0) return OkStatus();
   }
+  if (!desync_check_.ok()) return desync_check_.status();
   CommunicatorOptions o = options_;
   o.label = "ring " + std::to_string(ring_id);
+  o.ring = ring_id;
+  o.desync_check = *desync_check_;
+  o.recorder = recorder_.get();
   FLEET_ASSIGN_OR_RETURN(auto comm, Communicator::Create(component_, &store_,
                                                          "ring" + std::to_string(ring_id), o));
   if (schedule_) {
@@ -278,8 +348,19 @@ Status CollectiveRuntime::InitRing(int32_t ring_id, int32_t nranks, int32_t rank
 }
 
 void CollectiveRuntime::SetSchedule(CollectiveSchedule schedule) {
+  {
+    std::lock_guard<std::mutex> names(names_mu_);
+    names_ = VarNamer(schedule);
+  }
   std::lock_guard<std::mutex> init(init_mu_);
   schedule_ = std::move(schedule);
+}
+
+std::vector<std::string> CollectiveRuntime::VarNames(std::string_view op_type, int32_t ring,
+                                                     const std::vector<int32_t>& dtypes,
+                                                     const std::vector<std::vector<int64_t>>& dims) {
+  std::lock_guard<std::mutex> names(names_mu_);
+  return names_.Next(op_type, ring, dtypes, dims);
 }
 
 StatusOr<Communicator*> CollectiveRuntime::Ring(int32_t ring_id) {

@@ -1,7 +1,7 @@
 // host/collective: communicators and the collective runtime (the host kernels of the c_*
 // ops), the collective job a trainer joins (job.h) and several devices of one process trained
 // as one group (parallel_runner.h).
-// Depends on: config/, executor/, ir/, ops/, plugin/, rendezvous/, roles/, support/.
+// Depends on: config/, executor/, ir/, launch/, ops/, plugin/, rendezvous/, roles/, support/.
 //
 // The collective ops' runtime: the communicators of a process, one per ring, and the host
 // kernels that run c_comm_init, c_broadcast, c_allreduce_*, c_allgather, c_reducescatter and the
@@ -22,6 +22,13 @@
 // memory and copies back before returning. Either way work enqueued after the op sees its
 // result, so c_sync_calc_stream / c_sync_comm_stream have nothing left to wait for.
 //
+// Desync check and flight recorder (collective/desync.h, launch/flight_recorder.h): the rings'
+// communicators compare the ranks' calls at the points FLEET_COLLECTIVE_CHECK says (default
+// "step"; an invalid value fails InitRing). Kernel calls carry their op's var names, taken from
+// the schedule (SetSchedule) since kernels do not see them. The first runtime a process makes
+// records its rings' calls in the file FLEET_FLIGHT_RECORDER names, when set (`fleet-host
+// launch` sets it); a recorder that cannot be created is logged and training goes on.
+//
 // Threading: launches come from one executor thread; AbortAll may be called from any thread.
 #pragma once
 
@@ -35,7 +42,9 @@
 
 #include "rendezvous/abortable_store.h"
 #include "collective/communicator.h"
+#include "collective/desync.h"
 #include "collective/schedule.h"
+#include "launch/flight_recorder.h"
 #include "rendezvous/store.h"
 #include "fleet/fleet_kernels.h"
 #include "plugin/kernel.h"
@@ -68,6 +77,11 @@ class CollectiveRuntime final : public HostKernels {
   // The ring's communicator, or FAILED_PRECONDITION when it was never initialised.
   StatusOr<Communicator*> Ring(int32_t ring_id);
 
+  // The var names of a collective op being prepared (VarNamer), or empty.
+  std::vector<std::string> VarNames(std::string_view op_type, int32_t ring,
+                                    const std::vector<int32_t>& dtypes,
+                                    const std::vector<std::vector<int64_t>>& dims);
+
   // Makes every communicator's pending and later calls fail, and later InitRing calls too (any
   // thread). A ring still joining is released from its store waits within
   // AbortableStore::kSlice; a connection Gloo is making stays bounded by the timeout.
@@ -79,11 +93,17 @@ class CollectiveRuntime final : public HostKernels {
   const ComponentRecord& component_;
   AbortableStore store_;  // over the job's store: AbortAll also releases a ring still joining
   CommunicatorOptions options_;
+  StatusOr<DesyncCheck> desync_check_;  // FLEET_COLLECTIVE_CHECK
+  // This process's recorder, when this runtime claimed it; declared before the rings that
+  // write to it.
+  std::unique_ptr<FlightRecorder> recorder_;
   std::mutex init_mu_;  // one InitRing at a time, so a ring is never joined twice
   std::mutex mu_;       // guards rings_ against AbortAll
   bool aborted_ = false;  // under mu_: AbortAll ran; no ring may be created after it
   std::map<int32_t, std::unique_ptr<Communicator>> rings_;
   std::optional<CollectiveSchedule> schedule_;  // checked once, by the first ring made
+  std::mutex names_mu_;
+  VarNamer names_;  // under names_mu_
   ComponentRecord kernels_record_;  // kind KERNELS, plugin "host", ctx = this
   std::map<std::string, KernelCandidate, std::less<>> kernels_;
 };

@@ -1,6 +1,7 @@
 #include "collective/communicator.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <utility>
 
@@ -26,10 +27,27 @@ size_t DtypeBytes(int32_t dtype) {
   }
 }
 
-size_t TensorBytes(const FleetTensor& t) {
+size_t TensorNumel(const FleetTensor& t) {
   size_t n = 1;
   for (int32_t i = 0; i < t.ndim; ++i) n *= static_cast<size_t>(t.dims[i]);
-  return n * DtypeBytes(t.dtype);
+  return n;
+}
+
+size_t TensorBytes(const FleetTensor& t) { return TensorNumel(t) * DtypeBytes(t.dtype); }
+
+CollectiveCall CallOf(CollectiveKind kind, const CallSite& site, int32_t ring,
+                      const FleetTensor& t, int32_t arg) {
+  CollectiveCall c;
+  c.kind = kind;
+  c.from_program = site.from_program;
+  c.ring = ring;
+  c.dtype = t.dtype;
+  c.arg = arg;
+  c.tensors = site.tensors;
+  c.numel = static_cast<int64_t>(TensorNumel(t));
+  c.bytes = static_cast<int64_t>(TensorBytes(t));
+  c.var = site.var;
+  return c;
 }
 
 }  // namespace
@@ -39,7 +57,8 @@ Communicator::Communicator(const ComponentRecord& component, Store* store,
     : component_(component),
       vtable_(component.table<FleetCommVTable>()),
       store_(store, scope),
-      options_(std::move(options)) {}
+      options_(std::move(options)),
+      ledger_(options_.desync_check, options_.recorder) {}
 
 StatusOr<std::unique_ptr<Communicator>> Communicator::Create(const ComponentRecord& component,
                                                              Store* store,
@@ -111,7 +130,11 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::Create(const ComponentReco
     return Internal(options.label + ": communicator '" + component.name +
                     "' returned OK from create but no communicator");
   }
-  if (options.world_size > 1) c->beat_thread_ = std::thread([raw = c.get()] { raw->Heartbeat(); });
+  if (options.world_size > 1) {
+    c->beat_thread_ = std::thread([raw = c.get()] { raw->Heartbeat(); });
+    // Ranks that would check at different points would desync in the check itself.
+    FLEET_RETURN_IF_ERROR(c->CompareCalls());
+  }
   return c;
 }
 
@@ -277,15 +300,82 @@ std::string Communicator::SurveyPeers() const {
   return out;
 }
 
+template <typename Run>
+Status Communicator::Tracked(const CollectiveCall& call, bool repeat, Run&& run) {
+  if (!desync_.ok()) return desync_;
+  const CallLedger::Ticket ticket = ledger_.Enter(call, repeat);
+  if (ticket.check && options_.world_size > 1) {
+    if (Status s = CompareCalls(); !s.ok()) {
+      ledger_.Finished(ticket, false);
+      return s;
+    }
+  }
+  ledger_.Started(ticket);
+  Status s = run();
+  ledger_.Finished(ticket, s.ok());
+  return s;
+}
+
+Status Communicator::CompareCalls() {
+  std::array<int64_t, CallLedger::kFingerprintWords> row = ledger_.FingerprintRow();
+  const char* what = "comparing the ranks' collectives (FLEET_COLLECTIVE_CHECK)";
+  FLEET_RETURN_IF_ERROR(HostAllReduce(row.data(), FLEET_DTYPE_INT64,
+                                      static_cast<int64_t>(row.size()), FLEET_REDUCE_MAX)
+                            .WithContext(what));
+  switch (CallLedger::Judge(row)) {
+    case CallLedger::Verdict::kAgree:
+      ledger_.Agreed();
+      return OkStatus();
+    case CallLedger::Verdict::kModesDiffer:
+      desync_ = FailedPrecondition(DescribeModes(row));
+      return desync_;
+    case CallLedger::Verdict::kCallsDiffer:
+      break;
+  }
+  // Every rank saw the same verdict, so all make the two exchanges below, of fixed sizes.
+  const int world = options_.world_size;
+  const auto mine = static_cast<size_t>(options_.rank);
+  std::vector<int64_t> windows(static_cast<size_t>(world) * CallLedger::kWindowWords, 0);
+  ledger_.WindowRow(windows.data() + mine * CallLedger::kWindowWords);
+  FLEET_RETURN_IF_ERROR(HostAllReduce(windows.data(), FLEET_DTYPE_INT64,
+                                      static_cast<int64_t>(windows.size()), FLEET_REDUCE_SUM)
+                            .WithContext(what));
+  const size_t first = FirstDifference(windows, world);
+  std::vector<int64_t> entries(static_cast<size_t>(world) * CallLedger::kEntryWords, 0);
+  ledger_.EntryRow(first, entries.data() + mine * CallLedger::kEntryWords);
+  FLEET_RETURN_IF_ERROR(HostAllReduce(entries.data(), FLEET_DTYPE_INT64,
+                                      static_cast<int64_t>(entries.size()), FLEET_REDUCE_SUM)
+                            .WithContext(what));
+  desync_ = FailedPrecondition(
+      DescribeDesync(windows, entries, world, options_.rank, options_.ring, first));
+  return desync_;
+}
+
 Status Communicator::AllReduce(const FleetTensor& in, const FleetTensor& out, int32_t op,
-                               FleetStream* stream) {
-  return Staged(&in, &out, stream, [&](const FleetTensor* i, const FleetTensor* o,
-                                       FleetStream* s) {
-    return Check(vtable_->all_reduce(component_.ctx, comm_, i, o, op, s), "all_reduce");
-  });
+                               FleetStream* stream, const CallSite& site) {
+  return Tracked(CallOf(CollectiveKind::kAllReduce, site, options_.ring, in, op), site.repeat,
+                 [&] {
+                   return Staged(&in, &out, stream,
+                                 [&](const FleetTensor* i, const FleetTensor* o, FleetStream* s) {
+                                   return Check(vtable_->all_reduce(component_.ctx, comm_, i, o,
+                                                                    op, s),
+                                                "all_reduce");
+                                 });
+                 });
 }
 
 Status Communicator::AllReduceHost(void* data, int32_t dtype, int64_t count, int32_t op) {
+  CollectiveCall call;
+  call.kind = CollectiveKind::kAllReduce;
+  call.ring = options_.ring;
+  call.dtype = dtype;
+  call.arg = op;
+  call.numel = count;
+  call.bytes = count * static_cast<int64_t>(DtypeBytes(dtype));
+  return Tracked(call, false, [&] { return HostAllReduce(data, dtype, count, op); });
+}
+
+Status Communicator::HostAllReduce(void* data, int32_t dtype, int64_t count, int32_t op) {
   FleetTensor t{};
   t.struct_size = sizeof(FleetTensor);
   t.data = data;
@@ -312,32 +402,52 @@ Status Communicator::AllReduceHost(void* data, int32_t dtype, int64_t count, int
   return device_->CopyToHost(options_.device_ordinal, data, dev, bytes);
 }
 
-Status Communicator::Broadcast(const FleetTensor& buf, int32_t root, FleetStream* stream) {
+Status Communicator::Broadcast(const FleetTensor& buf, int32_t root, FleetStream* stream,
+                               const CallSite& site) {
   // In place: staged, the buffer goes out (the root's data) and comes back (everyone's result).
-  return Staged(&buf, &buf, stream, [&](const FleetTensor* b, const FleetTensor*,
-                                        FleetStream* s) {
-    return Check(vtable_->broadcast(component_.ctx, comm_, b, root, s), "broadcast");
-  });
+  return Tracked(CallOf(CollectiveKind::kBroadcast, site, options_.ring, buf, root), site.repeat,
+                 [&] {
+                   return Staged(&buf, &buf, stream,
+                                 [&](const FleetTensor* b, const FleetTensor*, FleetStream* s) {
+                                   return Check(
+                                       vtable_->broadcast(component_.ctx, comm_, b, root, s),
+                                       "broadcast");
+                                 });
+                 });
 }
 
-Status Communicator::AllGather(const FleetTensor& in, const FleetTensor& out,
-                               FleetStream* stream) {
-  return Staged(&in, &out, stream, [&](const FleetTensor* i, const FleetTensor* o,
-                                       FleetStream* s) {
-    return Check(vtable_->all_gather(component_.ctx, comm_, i, o, s), "all_gather");
-  });
+Status Communicator::AllGather(const FleetTensor& in, const FleetTensor& out, FleetStream* stream,
+                               const CallSite& site) {
+  return Tracked(CallOf(CollectiveKind::kAllGather, site, options_.ring, in, 0), site.repeat,
+                 [&] {
+                   return Staged(&in, &out, stream,
+                                 [&](const FleetTensor* i, const FleetTensor* o, FleetStream* s) {
+                                   return Check(
+                                       vtable_->all_gather(component_.ctx, comm_, i, o, s),
+                                       "all_gather");
+                                 });
+                 });
 }
 
 Status Communicator::ReduceScatter(const FleetTensor& in, const FleetTensor& out, int32_t op,
-                                   FleetStream* stream) {
-  return Staged(&in, &out, stream, [&](const FleetTensor* i, const FleetTensor* o,
-                                       FleetStream* s) {
-    return Check(vtable_->reduce_scatter(component_.ctx, comm_, i, o, op, s), "reduce_scatter");
-  });
+                                   FleetStream* stream, const CallSite& site) {
+  return Tracked(CallOf(CollectiveKind::kReduceScatter, site, options_.ring, in, op),
+                 site.repeat, [&] {
+                   return Staged(&in, &out, stream,
+                                 [&](const FleetTensor* i, const FleetTensor* o, FleetStream* s) {
+                                   return Check(vtable_->reduce_scatter(component_.ctx, comm_, i,
+                                                                        o, op, s),
+                                                "reduce_scatter");
+                                 });
+                 });
 }
 
 Status Communicator::Barrier() {
-  return Check(vtable_->barrier(component_.ctx, comm_), "barrier");
+  CollectiveCall call;
+  call.kind = CollectiveKind::kBarrier;
+  call.ring = options_.ring;
+  return Tracked(call, false,
+                 [&] { return Check(vtable_->barrier(component_.ctx, comm_), "barrier"); });
 }
 
 void Communicator::Abort() {

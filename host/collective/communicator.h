@@ -13,6 +13,14 @@
 // there and copies the result back before returning. Host tensors handed to a communicator that
 // reduces only device memory (AllReduceHost on NCCL) travel the other way, through a device
 // buffer it keeps.
+//
+// Desync check and flight recorder (collective/desync.h, launch/flight_recorder.h): every call
+// is numbered, fingerprinted and recorded; when the ranks' calls part, the call that would have
+// met mismatched buffers fails instead with FAILED_PRECONDITION naming the first call where they
+// differ, on every rank, and every later call fails with the same status. The ranks compare
+// once when the communicator forms (the check modes must agree) and then at the check points of
+// options.desync_check. A call's CallSite says whether a program op issued it (and which var)
+// or the host.
 #pragma once
 
 #include <atomic>
@@ -27,7 +35,9 @@
 #include <thread>
 #include <vector>
 
+#include "collective/desync.h"
 #include "fleet/fleet_comm.h"
+#include "launch/flight_recorder.h"
 #include "plugin/device.h"
 #include "plugin/registry.h"
 #include "plugin/selection.h"
@@ -52,6 +62,22 @@ struct CommunicatorOptions {
   std::vector<std::pair<std::string, std::string>> options;
   // Prefixed to every error, e.g. "ring 0".
   std::string label = "communicator";
+  int32_t ring = 0;  // the ring it serves, for records and desync errors
+  DesyncCheck desync_check = DesyncCheck::kOff;
+  // Where calls are recorded (shared with other communicators of the process; must outlive
+  // this one); nullptr: nowhere.
+  FlightRecorder* recorder = nullptr;
+};
+
+// Who makes a call: a collective op of the program (the runtime's kernels) or the host itself
+// (the default). `var` must stay valid for the call.
+struct CallSite {
+  bool from_program = false;
+  std::string_view var;  // the op's (first) var, "" when unknown
+  int32_t tensors = 1;   // vars packed into the call
+  // The op already ran since the ranks last compared their calls (agreements() then equalled
+  // what it is now): a new run of its program began, which is a check point.
+  bool repeat = false;
 };
 
 class Communicator {
@@ -73,17 +99,21 @@ class Communicator {
   // Tensors live on options.device; `stream` is that device's stream the call is ordered on
   // (fleet_comm.h), NULL for "return when the result is in place".
   Status AllReduce(const FleetTensor& in, const FleetTensor& out, int32_t op,
-                   FleetStream* stream = nullptr);
+                   FleetStream* stream = nullptr, const CallSite& site = {});
   // In place over `count` elements of `dtype` (FLEET_DTYPE_*) in host memory: the figures and
   // checks the host itself exchanges (job metrics, replica checks, benchmarks).
   Status AllReduceHost(void* data, int32_t dtype, int64_t count, int32_t op);
-  Status Broadcast(const FleetTensor& buf, int32_t root, FleetStream* stream = nullptr);
+  Status Broadcast(const FleetTensor& buf, int32_t root, FleetStream* stream = nullptr,
+                   const CallSite& site = {});
   // Collectives below (and AllReduce, Broadcast) that fail for another reason than Abort name
   // the peers that did not answer a survey after the failure (see SurveyPeers).
-  Status AllGather(const FleetTensor& in, const FleetTensor& out, FleetStream* stream = nullptr);
+  Status AllGather(const FleetTensor& in, const FleetTensor& out, FleetStream* stream = nullptr,
+                   const CallSite& site = {});
   Status ReduceScatter(const FleetTensor& in, const FleetTensor& out, int32_t op,
-                       FleetStream* stream = nullptr);
+                       FleetStream* stream = nullptr, const CallSite& site = {});
   Status Barrier();
+  // How many times the ranks found their calls in step so far (see CallSite::repeat).
+  uint64_t agreements() const { return ledger_.agreements(); }
   // Any thread; never blocks for long. Later calls fail with ABORTED.
   void Abort();
   bool aborted() const { return aborted_.load(); }
@@ -93,6 +123,15 @@ class Communicator {
   Communicator(const ComponentRecord& component, Store* store, const std::string& scope,
                CommunicatorOptions options);
   Status Check(FleetStatus* status, const char* op) const;
+  // The all-reduce of host memory under AllReduceHost and the desync check, unrecorded.
+  Status HostAllReduce(void* data, int32_t dtype, int64_t count, int32_t op);
+  // Numbers, fingerprints and records `call`, compares the ranks' calls first at a check point,
+  // then runs `run()`; a desync found before is returned by every later call.
+  template <typename Run>
+  Status Tracked(const CollectiveCall& call, bool repeat, Run&& run);
+  // The exchanges of the desync check (collective/desync.h); FAILED_PRECONDITION when the
+  // ranks' calls differ.
+  Status CompareCalls();
   // After a collective failed: which peers are gone. Every rank of a group of two or more beats
   // a counter in the store twice a second from its own thread; the survey reads the counters,
   // waits a few beats and names the ranks whose counter stood still, so a rank that was killed
@@ -127,6 +166,8 @@ class Communicator {
   AbiStore store_;
   CommunicatorOptions options_;
   FleetComm* comm_ = nullptr;
+  CallLedger ledger_;
+  Status desync_ = OkStatus();  // the desync found, returned by every later call
   std::atomic<bool> aborted_{false};
   std::mutex beat_mu_;
   std::condition_variable beat_cv_;

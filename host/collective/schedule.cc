@@ -26,14 +26,25 @@ std::string VarText(const ir::Program& p, const std::string& name) {
   return v == nullptr ? name : name + ":" + ir::TypeShapeText(v->dtype, v->shape);
 }
 
-void AddCollectives(const ir::Program& p, const char* which, std::vector<std::string>& out) {
+void AddCollectives(const ir::Program& p, const char* which, CollectiveSchedule& s) {
+  std::vector<std::string>& out = s.entries;
   for (const ir::Op& op : p.global().ops) {
     const ops::OpSchema* schema = ops::BuiltinOps().Find(op.type);
     if (schema == nullptr || !schema->collective) continue;
     std::string e = std::string(which) + " " + op.type;
+    ScheduledOp structured;
+    structured.type = op.type;
     if (const ir::Attribute* ring = op.FindAttr("ring_id")) {
+      structured.ring = static_cast<int32_t>(ir::AttrAsInt(*ring).value_or(0));
       e += " ring " + std::to_string(ir::AttrAsInt(*ring).value_or(0));
     }
+    for (const std::string& n : op.Input("X")) {
+      const ir::Var* v = p.FindVarRecursive(0, n);
+      structured.vars.push_back(n);
+      structured.dtypes.push_back(v == nullptr ? -1 : static_cast<int32_t>(v->dtype));
+      structured.dims.push_back(v == nullptr ? std::vector<int64_t>{} : v->shape);
+    }
+    s.ops.push_back(std::move(structured));
     for (const auto& [slot, names] : op.inputs) {
       for (const std::string& n : names) e += " " + slot + "=" + VarText(p, n);
     }
@@ -57,10 +68,36 @@ std::string RankList(const std::vector<int>& ranks) {
 
 CollectiveSchedule ScheduleOf(const ir::Program& startup, const ir::Program& main, int64_t steps) {
   CollectiveSchedule s;
-  AddCollectives(startup, "startup:", s.entries);
-  AddCollectives(main, "main:", s.entries);
+  AddCollectives(startup, "startup:", s);
+  AddCollectives(main, "main:", s);
   s.entries.push_back("steps: " + std::to_string(steps));
   return s;
+}
+
+std::vector<std::string> VarNamer::Next(std::string_view type, int32_t ring,
+                                        const std::vector<int32_t>& dtypes,
+                                        const std::vector<std::vector<int64_t>>& dims) {
+  auto matches = [&](const ScheduledOp& op) {
+    if (op.type != type || op.ring != ring || op.vars.size() != dtypes.size()) return false;
+    for (size_t i = 0; i < dtypes.size(); ++i) {
+      if (op.dtypes[i] != -1 && op.dtypes[i] != dtypes[i]) return false;
+      if (op.dims[i].empty()) continue;  // a var the program does not declare
+      if (op.dims[i].size() != dims[i].size()) return false;
+      for (size_t d = 0; d < dims[i].size(); ++d) {
+        if (op.dims[i][d] >= 0 && op.dims[i][d] != dims[i][d]) return false;
+      }
+    }
+    return true;
+  };
+  prepared_.resize(ops_.size(), 0);
+  std::vector<size_t> group;
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    if (matches(ops_[i])) group.push_back(i);
+  }
+  if (group.empty()) return {};
+  // The count lives with the group's first op; a program prepared again starts over.
+  const size_t k = prepared_[group[0]]++ % group.size();
+  return ops_[group[k]].vars;
 }
 
 Status CheckSchedulesAgree(Communicator& comm, const CollectiveSchedule& mine) {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "collective/communicator.h"
@@ -16,11 +17,40 @@ namespace fleet {
 
 // What a rank will run, in order: one entry per collective op of `startup`, then of `main`
 // (op type, ring and every input and output var with its declared dtype and shape), then one
-// for the number of steps `main` runs.
+// for the number of steps `main` runs. `ops` holds the same ops in structured form, for naming
+// the vars of kernel calls (VarNamer).
+struct ScheduledOp {
+  std::string type;
+  int32_t ring = 0;
+  std::vector<std::string> vars;               // of slot X
+  std::vector<int32_t> dtypes;                 // FLEET_DTYPE_* of each
+  std::vector<std::vector<int64_t>> dims;      // declared; -1 matches any size
+};
 struct CollectiveSchedule {
   std::vector<std::string> entries;
+  std::vector<ScheduledOp> ops;
 };
 CollectiveSchedule ScheduleOf(const ir::Program& startup, const ir::Program& main, int64_t steps);
+
+// Names the vars of a collective kernel call, which the kernel ABI does not carry: an op being
+// prepared is matched to the schedule's ops of its type and ring whose X vars have its dtypes
+// and shapes; among several such ops (equal-sized gradients), the k-th prepared gets the k-th
+// in program order, which is the order the executor prepares a program's ops in. Names are for
+// reports (desync errors, the flight recorder); a call no op matches gets none.
+class VarNamer {
+ public:
+  VarNamer() = default;
+  explicit VarNamer(const CollectiveSchedule& schedule) : ops_(schedule.ops) {}
+
+  // X's var names of the op prepared now, or empty. `dtypes`/`dims` are the X tensors'.
+  std::vector<std::string> Next(std::string_view type, int32_t ring,
+                                const std::vector<int32_t>& dtypes,
+                                const std::vector<std::vector<int64_t>>& dims);
+
+ private:
+  std::vector<ScheduledOp> ops_;
+  std::vector<size_t> prepared_;  // per op: how many prepared calls its group handed out
+};
 
 // Compares `mine` with every other rank's over `comm` (two small all-reduces, collectives that
 // cannot themselves desync). OK when all agree; otherwise FAILED_PRECONDITION on every rank,

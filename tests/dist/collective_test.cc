@@ -55,9 +55,11 @@ class CollectiveTest : public ::testing::Test {
     return args;
   }
 
-  // Starts ranks 0..n-1 of `world` (all of them unless `only` lists some) with a file store.
+  // Starts ranks 0..n-1 of `world` (all of them unless `only` lists some) with a file store,
+  // each with `env` added to its environment.
   void StartRanks(int world, const std::vector<std::string>& sets, std::vector<int> only = {},
-                  fs::path program = kExamples / "mlp" / "mlp.fleet") {
+                  fs::path program = kExamples / "mlp" / "mlp.fleet",
+                  const std::map<std::string, std::string>& extra_env = {}) {
     if (only.empty()) {
       for (int r = 0; r < world; ++r) only.push_back(r);
     }
@@ -69,6 +71,7 @@ class CollectiveTest : public ::testing::Test {
                                                 {"PADDLE_TRAINERS_NUM", std::to_string(world)},
                                                 {"LOCAL_WORLD_SIZE", std::to_string(world)},
                                                 {"FLEET_JOB_ID", "test"}};
+      env.insert(extra_env.begin(), extra_env.end());
       ranks_.push_back(std::make_unique<RankProcess>(RunArgs(all, program), env,
                                                      dir_ / ("rank" + std::to_string(r) + ".log")));
       ASSERT_TRUE(ranks_.back()->started());
@@ -424,6 +427,39 @@ TEST_F(CollectiveTest, RanksWithDifferentSchedulesFailBeforeTheFirstCollective) 
     EXPECT_EQ(code, 1) << out;
     EXPECT_NE(out.find(r == 0 ? "it is 'steps: 3'" : "it is 'steps: 2'"), std::string::npos)
         << out;
+  }
+}
+
+// Ranks that agree on the schedule but part while running (rank 1 logs, and so exchanges the
+// job's figures, every other step): at the first step boundary where they differ both fail
+// together, naming the call where they part and what each rank runs there, in the default
+// check mode and in the exact one; before the check, Gloo aborted the rank that received the
+// bigger message.
+TEST_F(CollectiveTest, RanksThatPartWhileRunningFailTogetherNamingTheCall) {
+  for (const std::string mode : {"step", "every"}) {
+    SCOPED_TRACE(mode);
+    ranks_.clear();
+    fs::remove_all(dir_ / "store");
+    const std::map<std::string, std::string> env = {{"FLEET_COLLECTIVE_CHECK", mode}};
+    const std::vector<std::string> sets = {"train.steps=4", "comm.timeout_s=30"};
+    StartRanks(2, With(sets, {"train.log_every=1"}), {0}, kExamples / "mlp" / "mlp.fleet", env);
+    StartRanks(2, With(sets, {"train.log_every=2"}), {1}, kExamples / "mlp" / "mlp.fleet", env);
+    for (size_t r = 0; r < ranks_.size(); ++r) {
+      const int code = ranks_[r]->Wait(milliseconds(60000));
+      const std::string out = ranks_[r]->Output();
+      EXPECT_EQ(code, 1) << out;
+      EXPECT_LT(ranks_[r]->seconds(), 15.0) << out;  // far below the 30 s timeout
+      EXPECT_NE(out.find("the ranks' collectives went out of step at collective #"),
+                std::string::npos)
+          << out;
+      // After step 1, rank 0 exchanges the job's figures while rank 1 starts step 2.
+      EXPECT_NE(out.find("rank 1 differs from rank 0: rank 0 runs host all_reduce_sum(2 float64); "
+                         "rank 1 runs c_allreduce_sum(fc_2.b_0@GRAD and 5 more: 20994 float32)"),
+                std::string::npos)
+          << out;
+      EXPECT_NE(out.find("(this is rank " + std::to_string(r) + ")"), std::string::npos) << out;
+      EXPECT_EQ(out.find("gloo::EnforceNotMet"), std::string::npos) << out;
+    }
   }
 }
 
