@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "launch/flight_recorder.h"
 #include "launch/launch_internal.h"
 
 extern char** environ;
@@ -22,7 +23,11 @@ Status Launch::StartChildren() {
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
     std::string entry(*e);
     size_t eq = entry.find('=');
-    if (eq == std::string::npos || Stripped(entry.substr(0, eq))) continue;
+    // The recorder path is the launcher's to give (below), never one from the user's shell.
+    if (eq == std::string::npos || Stripped(entry.substr(0, eq)) ||
+        entry.substr(0, eq) == kFlightRecorderEnv) {
+      continue;
+    }
     base_env.push_back(std::move(entry));
   }
   std::vector<char*> argv;
@@ -35,6 +40,14 @@ Status Launch::StartChildren() {
     PlanParameterServer();
   } else {
     PlanCollective();
+    for (Child& c : children_) {
+      // Each rank records its collectives for the failure report (launch/flight_recorder.h).
+      // A file an earlier run of this job id left would describe a run that is gone.
+      c.record.flight_recorder =
+          (job_dir_ / ("trainer." + std::to_string(c.record.rank) + ".flight")).string();
+      ::unlink(c.record.flight_recorder.c_str());
+      c.env.emplace_back(kFlightRecorderEnv, c.record.flight_recorder);
+    }
   }
   for (Child& c : children_) {
     c.log_fd = ::open(c.record.log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);

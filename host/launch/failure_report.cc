@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "launch/flight_report.h"
 #include "support/text.h"
 
 namespace fleet::launcher_internal {
@@ -155,7 +156,8 @@ std::string StoppedRanksText(const std::vector<ChildRecord>& records) {
 
 void PrintFailureSummary(std::ostream& err, const JobFacts& job,
                          const std::vector<ChildRecord>& records, size_t first,
-                         const std::vector<std::string>& tail, int exit_code) {
+                         const std::vector<std::string>& tail, int exit_code,
+                         const std::vector<RankFlight>& flights) {
   const ChildRecord& f = records[first];
   const std::string name = ChildName(f);
   err << kBorder << "\n";
@@ -182,13 +184,19 @@ void PrintFailureSummary(std::ostream& err, const JobFacts& job,
     if (r.fate == Fate::kFinished) finished.push_back(r);
   }
   if (!finished.empty()) err << "finished before the failure: " << NameList(finished) << "\n";
+  if (!flights.empty()) {
+    err << "collectives (each rank's flight recorder):\n";
+    for (const std::string& line : FlightLines(flights)) err << "  " << line << "\n";
+    for (const std::string& hint : FlightHints(flights)) err << "  => " << hint << "\n";
+  }
   err << "all logs: " << job.log_dir << "\n";
   err << "details: " << (std::filesystem::path(job.log_dir) / "failure.json").string() << "\n";
   err << kBorder << "\n";
 }
 
 Status WriteFailureJson(const JobFacts& job, const std::vector<ChildRecord>& records,
-                        size_t first, const std::vector<std::string>& tail, int exit_code) {
+                        size_t first, const std::vector<std::string>& tail, int exit_code,
+                        const std::vector<RankFlight>& flights) {
   nlohmann::json j = nlohmann::json::object();
   j["job_id"] = job.job_id;
   j["log_dir"] = job.log_dir;
@@ -225,6 +233,7 @@ Status WriteFailureJson(const JobFacts& job, const std::vector<ChildRecord>& rec
   }
   j["collateral"] = collateral;
   j["finished"] = finished;
+  if (!flights.empty()) j["collectives"] = FlightJson(flights);
   // A rank's log may hold any bytes (or a line cut inside a character): replace what is not
   // UTF-8 rather than fail to report the failure.
   std::string text = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";

@@ -36,7 +36,11 @@ struct ChildRecord {
   // Why this process counts as failed when its exit status alone does not say it (a server that
   // exited 0 while workers ran, or did not exit at all); "" otherwise.
   std::string reason;
+  // A collective rank's flight recorder file (launch/flight_recorder.h); "" for other processes.
+  std::string flight_recorder;
 };
+
+struct RankFlight;  // flight_report.h
 
 struct JobFacts {
   std::string job_id;
@@ -69,14 +73,18 @@ std::string WallClockText();
 // "ranks 0, 1 and 3 stopped" style text for an interrupted job (kind-named for a PS job).
 std::string StoppedRanksText(const std::vector<ChildRecord>& records);
 
-// The bordered block printed once when the job failed; `exit_code` is the launcher's.
+// The bordered block printed once when the job failed; `exit_code` is the launcher's. With
+// `flights` (the ranks' flight recorders, flight_report.h), a line per rank on its last
+// collective and which ranks never entered the one others are in.
 void PrintFailureSummary(std::ostream& err, const JobFacts& job,
                          const std::vector<ChildRecord>& records, size_t first,
-                         const std::vector<std::string>& tail, int exit_code);
+                         const std::vector<std::string>& tail, int exit_code,
+                         const std::vector<RankFlight>& flights);
 
 // Writes <job.log_dir>/failure.json (through a temporary file and a rename, so a reader never
-// sees half of it) with the same facts as the summary.
+// sees half of it) with the same facts as the summary; the flights as "collectives".
 Status WriteFailureJson(const JobFacts& job, const std::vector<ChildRecord>& records,
-                        size_t first, const std::vector<std::string>& tail, int exit_code);
+                        size_t first, const std::vector<std::string>& tail, int exit_code,
+                        const std::vector<RankFlight>& flights);
 
 }  // namespace fleet::launcher_internal

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "launch/flight_report.h"
 #include "launch/launch_internal.h"
 #include "support/durable_file.h"
 #include "support/secret.h"
@@ -320,11 +321,14 @@ int Launch::Finish() {
     std::vector<std::string> tail(f.tail.begin(), f.tail.end());
     // A server that left early (with 0) or never left failed by what it did not do.
     int code = f.record.reason.empty() ? ExitCodeOf(f.record) : 1;
+    // Every rank is reaped by now, so no recorder changes while it is read.
+    const std::vector<RankFlight> flights = ReadFlights(records);
     Status written = WriteFailureJson(facts, records,
                                                          static_cast<size_t>(first_failure_),
-                                                         tail, code);
+                                                         tail, code, flights);
     PrintFailureSummary(err_, facts, records,
-                                           static_cast<size_t>(first_failure_), tail, code);
+                                           static_cast<size_t>(first_failure_), tail, code,
+                                           flights);
     if (!written.ok()) err_ << "fleet-host launch: " << written.message() << "\n";
     err_.flush();
     return code;

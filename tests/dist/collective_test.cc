@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "data/npy.h"
+#include "launch/flight_recorder.h"
 #include "rank_process.h"
 
 namespace fleet::dist_test {
@@ -459,6 +460,95 @@ TEST_F(CollectiveTest, RanksThatPartWhileRunningFailTogetherNamingTheCall) {
           << out;
       EXPECT_NE(out.find("(this is rank " + std::to_string(r) + ")"), std::string::npos) << out;
       EXPECT_EQ(out.find("gloo::EnforceNotMet"), std::string::npos) << out;
+    }
+  }
+}
+
+// A job under `fleet-host launch` whose rank 1 dies (SIGKILL) or hangs (SIGSTOP) mid-training:
+// failure.json and the console summary carry each rank's last collectives from its flight
+// recorder, which outlives the killed rank; when rank 1 was not in the call rank 0 failed in,
+// the summary names it as the rank that never entered it.
+TEST_F(CollectiveTest, LaunchReportsEachRanksLastCollectives) {
+  for (const int signal : {SIGKILL, SIGSTOP}) {
+    SCOPED_TRACE(signal == SIGKILL ? "SIGKILL" : "SIGSTOP");
+    const fs::path logs = dir_ / ("logs" + std::to_string(signal));
+    std::vector<std::string> args = {kHost, "--config", (kExamples / "mlp" / "fleet.toml").string()};
+    for (const char* s : {"train.steps=1000000", "train.log_every=20",
+                         "train.batch_size=16", "comm.timeout_s=3"}) {
+      args.push_back("--set");
+      args.push_back(s);
+    }
+    for (const std::string& a : {std::string("launch"), std::string("--nproc"), std::string("2"),
+                                 std::string("--grace-s"), std::string("2"),
+                                 std::string("--log-dir"), logs.string(), std::string("--"),
+                                 std::string("run"), (kExamples / "mlp" / "mlp.fleet").string()}) {
+      args.push_back(a);
+    }
+    RankProcess launcher(args, {}, dir_ / "launch.log");
+    const fs::path job = logs / "fleet";
+    const auto until = Clock::now() + std::chrono::seconds(60);
+    while (launcher.Output().find("step 60/") == std::string::npos && Clock::now() < until) {
+      std::this_thread::sleep_for(milliseconds(50));
+    }
+    ASSERT_NE(launcher.Output().find("step 60/"), std::string::npos) << launcher.Output();
+    // The recorder's header holds its rank's pid.
+    auto before = ReadFlightRecord((job / "trainer.1.flight").string());
+    ASSERT_TRUE(before.ok()) << before.status().ToString();
+    ASSERT_GT(before->pid, 0);
+    kill(before->pid, signal);
+    const int code = launcher.Wait(milliseconds(40000));
+    const std::string out = launcher.Output();
+    ASSERT_NE(code, -1) << out;
+    EXPECT_NE(code, 0) << out;
+    kill(before->pid, SIGKILL);  // a stopped one the launcher could not reach
+
+    EXPECT_NE(out.find("collectives (each rank's flight recorder):"), std::string::npos) << out;
+    EXPECT_NE(out.find("  rank 0: last collective #"), std::string::npos) << out;
+    EXPECT_NE(out.find("  rank 1: last collective #"), std::string::npos) << out;
+    std::ifstream in(job / "failure.json");
+    const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << out;
+    ASSERT_TRUE(j.contains("collectives")) << j.dump(2);
+    const auto& ranks = j["collectives"]["ranks"];
+    ASSERT_EQ(ranks.size(), 2u) << j.dump(2);
+    uint64_t last[2] = {0, 0};
+    for (int r = 0; r < 2; ++r) {
+      const auto& rank = ranks[static_cast<size_t>(r)];
+      SCOPED_TRACE("rank " + std::to_string(r));
+      EXPECT_EQ(rank["rank"], r);
+      EXPECT_EQ(rank["recorder"], (job / ("trainer." + std::to_string(r) + ".flight")).string());
+      ASSERT_TRUE(rank["last_enqueued"].is_object()) << rank.dump(2);
+      const auto& e = rank["last_enqueued"];
+      last[r] = e["seq"].get<uint64_t>();
+      EXPECT_GT(last[r], 60u);  // a call per step at least, 60 steps in
+      EXPECT_EQ(e["ring"], 0);
+      const std::string op = e["op"];
+      EXPECT_TRUE(op == "c_allreduce_sum" || op == "host all_reduce_sum") << op;
+      if (op == "c_allreduce_sum") {
+        EXPECT_EQ(e["var"], "fc_2.b_0@GRAD");
+        EXPECT_EQ(e["numel"], 20994);
+        EXPECT_EQ(e["dtype"], "float32");
+      }
+      ASSERT_TRUE(rank["last_completed"].is_object());
+      EXPECT_LT(rank["last_completed"]["seq"].get<uint64_t>(), last[r] + 1);
+      ASSERT_EQ(rank["tail"].size(), 32u);
+      for (size_t i = 1; i < 32; ++i) {
+        EXPECT_EQ(rank["tail"][i]["seq"].get<uint64_t>(),
+                  rank["tail"][i - 1]["seq"].get<uint64_t>() + 1);
+      }
+    }
+    // A hung rank 1 makes rank 0 fail in its last call after the timeout; a killed one may
+    // have rank 0 stopped by the launcher first, wherever it was. Rank 1 never got further.
+    if (signal == SIGSTOP) {
+      EXPECT_EQ(ranks[0]["last_enqueued"]["state"], "failed") << j.dump(2);
+    }
+    EXPECT_NE(ranks[1]["last_enqueued"]["state"], "failed") << j.dump(2);
+    EXPECT_GE(last[0], last[1]);
+    if (last[0] > last[1]) {
+      const std::string hint = "rank 1 never entered collective #" + std::to_string(last[0]);
+      EXPECT_NE(out.find("=> " + hint), std::string::npos) << out;
+      ASSERT_EQ(j["collectives"]["hint"].size(), 1u);
+      EXPECT_NE(j["collectives"]["hint"][0].get<std::string>().find(hint), std::string::npos);
     }
   }
 }

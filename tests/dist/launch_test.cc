@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "launch/flight_recorder.h"
 #include "rendezvous/tcp_store.h"
 
 namespace {
@@ -215,7 +216,7 @@ TEST_F(LaunchTest, EveryChildGetsItsRoleAndALiveStore) {
                     "--dump-env", Envs(), "--store-check"},
                    {"RANK=7", "WORLD_SIZE=9", "OMPI_COMM_WORLD_RANK=5", "LOCAL_RANK=4",
                     "http_proxy=http://proxy.invalid:1", "https_proxy=http://proxy.invalid:1",
-                    "FLEET_TEST_KEEP=yes"});
+                    "FLEET_TEST_KEEP=yes", "FLEET_FLIGHT_RECORDER=/tmp/not-the-launchers"});
   ASSERT_EQ(l.exit_code, 0) << Output(l);
   std::set<std::string> ports, secrets;
   for (int r = 0; r < 3; ++r) {
@@ -233,6 +234,9 @@ TEST_F(LaunchTest, EveryChildGetsItsRoleAndALiveStore) {
     EXPECT_EQ(env["FLEET_JOB_SECRET"].size(), 64u);
     secrets.insert(env["FLEET_JOB_SECRET"]);
     EXPECT_EQ(env["FLEET_TEST_KEEP"], "yes");
+    // Where the rank records its collectives: the launcher's choice, not the shell's.
+    EXPECT_EQ(env["FLEET_FLIGHT_RECORDER"],
+              (JobDir("envjob") / ("trainer." + std::to_string(r) + ".flight")).string());
     for (const char* gone : {"RANK", "WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "http_proxy",
                              "https_proxy"}) {
       EXPECT_EQ(env.count(gone), 0u) << gone;
@@ -389,6 +393,81 @@ TEST_F(LaunchTest, RankKilledBySignalIsReportedAsSignal) {
   EXPECT_EQ(j["first_failure"]["signal_number"], 9);
   EXPECT_TRUE(j["first_failure"]["exit_code"].is_null());
   EXPECT_EQ(j["exit_code"], 137);
+}
+
+// The report reads every rank's flight recorder: a rank whose file says it waits in a
+// collective, one whose file says it never entered it (named in the summary), a rank that wrote
+// garbage there and one that wrote nothing (a file an earlier run left is not taken for its).
+// The ranks here copy files the test made, so what the report must say is known exactly.
+TEST_F(LaunchTest, FailureReportCarriesEachRanksLastCollectives) {
+  const fs::path prep = dir_ / "prep";
+  fs::create_directories(prep);
+  for (int r = 0; r < 2; ++r) {
+    auto rec = fleet::FlightRecorder::Create((prep / ("rec." + std::to_string(r))).string(), r, 4);
+    ASSERT_TRUE(rec.ok()) << rec.status().ToString();
+    fleet::CollectiveCall call;
+    call.from_program = true;
+    call.dtype = 9;  // FLEET_DTYPE_FLOAT32
+    call.numel = 4;
+    call.bytes = 16;
+    call.var = "w@GRAD";
+    for (uint64_t seq = 1; seq <= 4; ++seq) {
+      (*rec)->Begin(call, seq, fleet::CallState::kDone);
+    }
+    if (r == 0) (*rec)->Begin(call, 5, fleet::CallState::kInFlight);
+  }
+  fs::create_directories(JobDir());
+  fs::copy_file(prep / "rec.1", JobDir() / "trainer.3.flight");  // stale
+  const fs::path script = dir_ / "rank.sh";
+  {
+    std::ofstream f(script);
+    f << "#!/bin/sh\n"
+         "D=$(dirname \"$FLEET_FLIGHT_RECORDER\")\n"
+         "case $PADDLE_TRAINER_ID in\n"
+         "0) cp " << prep.string() << "/rec.0 \"$FLEET_FLIGHT_RECORDER\"\n"
+         "   i=0\n"
+         "   while [ ! -s \"$D/trainer.1.flight\" ] || [ ! -s \"$D/trainer.2.flight\" ]; do\n"
+         "     sleep 0.05; i=$((i+1)); [ $i -gt 200 ] && break\n"
+         "   done\n"
+         "   exit 4;;\n"
+         "1) cp " << prep.string() << "/rec.1 \"$FLEET_FLIGHT_RECORDER\"; sleep 60;;\n"
+         "2) printf 'not a recorder' > \"$FLEET_FLIGHT_RECORDER\"; sleep 60;;\n"
+         "*) sleep 60;;\n"
+         "esac\n";
+  }
+  fs::permissions(script, fs::perms::owner_all);
+  Launcher l = Run({"launch", "--nproc", "4", "--", script.string()});
+  EXPECT_EQ(l.exit_code, 4) << Output(l);
+  const std::string& e = l.stderr_text;
+  EXPECT_TRUE(Contains(e, "collectives (each rank's flight recorder):")) << Output(l);
+  EXPECT_TRUE(Contains(e, "  rank 0: last collective #5 on ring 0, c_allreduce_sum(w@GRAD: 4 "
+                          "float32): in flight since "))
+      << Output(l);
+  EXPECT_TRUE(Contains(e, "  rank 1: last collective #4 on ring 0, c_allreduce_sum(w@GRAD: 4 "
+                          "float32): done\n"))
+      << Output(l);
+  EXPECT_TRUE(Contains(e, "  rank 2: unreadable flight record")) << Output(l);
+  EXPECT_TRUE(Contains(e, "  rank 3: no flight record")) << Output(l);
+  const std::string hint =
+      "rank 1 never entered collective #5 on ring 0, c_allreduce_sum(w@GRAD: 4 float32), which "
+      "rank 0 is in (rank 1 last entered #4, done)";
+  EXPECT_TRUE(Contains(e, "  => " + hint + "\n")) << Output(l);
+
+  auto j = nlohmann::json::parse(ReadFile(JobDir() / "failure.json"), nullptr, false);
+  ASSERT_FALSE(j.is_discarded());
+  const auto& c = j["collectives"];
+  ASSERT_EQ(c["hint"].size(), 1u) << j.dump(2);
+  EXPECT_EQ(c["hint"][0], hint);
+  ASSERT_EQ(c["ranks"].size(), 4u);
+  EXPECT_EQ(c["ranks"][0]["last_enqueued"]["seq"], 5);
+  EXPECT_EQ(c["ranks"][0]["last_enqueued"]["state"], "in flight");
+  EXPECT_EQ(c["ranks"][0]["last_completed"]["seq"], 4);
+  EXPECT_EQ(c["ranks"][0]["tail"].size(), 5u);
+  EXPECT_EQ(c["ranks"][1]["last_enqueued"]["seq"], 4);
+  EXPECT_EQ(c["ranks"][1]["recorder"], (JobDir() / "trainer.1.flight").string());
+  EXPECT_TRUE(Contains(c["ranks"][2]["error"].get<std::string>(), "unreadable")) << j.dump(2);
+  EXPECT_TRUE(Contains(c["ranks"][3]["error"].get<std::string>(), "no flight record"))
+      << j.dump(2);
 }
 
 TEST_F(LaunchTest, RankIgnoringSigtermIsKilledAfterTheGracePeriod) {
@@ -666,6 +745,7 @@ TEST_F(LaunchTest, PsJobGivesServersAndWorkersTheirRoles) {
     EXPECT_EQ(env["PADDLE_TRAINERS_NUM"], "2");
     EXPECT_EQ(env["FLEET_JOB_ID"], "psjob");
     EXPECT_EQ(env["FLEET_TEST_KEEP"], "yes");
+    EXPECT_EQ(env.count("FLEET_FLIGHT_RECORDER"), 0u);  // a parameter-server job has no rings
     for (const char* gone : {"PADDLE_TRAINER_ID", "RANK", "MASTER_ADDR", "MASTER_PORT",
                              "FLEET_MPI_SYMMETRIC"}) {
       EXPECT_EQ(env.count(gone), 0u) << gone;
