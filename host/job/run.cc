@@ -8,6 +8,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "collective/job.h"
+#include "config/job_secret.h"
 #include "job/pipeline.h"
 #include "job/train.h"
 #include "job/train_devices.h"
@@ -94,9 +95,10 @@ Status RunTrainer(const Config& config, const Role& role, const frontend::Parsed
       return FailedPrecondition("a parameter-server trainer needs a transport, and none was "
                                 "selected (transport.backend)");
     }
+    FLEET_ASSIGN_OR_RETURN(const std::string secret, JobSecret(config));
     ps = std::make_unique<PsTrainerRuntime>(
         *selection.transport, role.pserver_endpoints, static_cast<int32_t>(role.rank),
-        TransportOptionsFrom(config), selection.device);
+        TransportOptionsFrom(config, secret), selection.device);
     if (Status s = ps->WaitServersReady(); !s.ok()) {
       return s.WithContext(file + " (trainer " + std::to_string(role.rank) + ")");
     }

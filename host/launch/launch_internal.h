@@ -94,7 +94,7 @@ class Launch {
   std::string master_addr_;
   int master_port_ = 0;
   std::unique_ptr<TcpStoreServer> server_;
-  std::string job_secret_;  // a collective job's, handed to its ranks (FLEET_JOB_SECRET)
+  std::string job_secret_;  // handed to every rank (FLEET_JOB_SECRET)
   std::vector<std::string> server_endpoints_;  // a PS job's
   std::vector<Child> children_;
   std::optional<SignalScope> signals_;

@@ -23,11 +23,21 @@ Status Launch::Prepare() {
   FLEET_RETURN_IF_ERROR(ValidateLaunchOptions(o_));
   signals_.emplace();  // before the server starts, so its thread inherits the blocked mask
   if (o_.ps) {
-    // Servers and workers talk over the servers' endpoints; no store to serve.
+    // Servers and workers talk over the servers' endpoints; no store to serve. The job
+    // secret (from the environment, or made here when every server is local) gives the
+    // transport its token.
+    StatusOr<std::string> given = JobSecretFromEnvironment();
+    if (!given.ok()) return given.status().WithContext("the job secret");
+    job_secret_ = *given;
     if (!o_.server_endpoints.empty()) {
       server_endpoints_ = o_.server_endpoints;
     } else {
       FLEET_ASSIGN_OR_RETURN(server_endpoints_, PickLocalEndpoints(o_.servers));
+      if (job_secret_.empty()) {
+        auto secret = NewJobSecret();
+        if (!secret.ok()) return secret.status().WithContext("making the job secret");
+        job_secret_ = *secret;
+      }
     }
   } else if (o_.master_host.empty()) {
     master_addr_ = "127.0.0.1";

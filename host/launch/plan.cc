@@ -133,6 +133,7 @@ void Launch::PlanParameterServer() {
              {"LOCAL_WORLD_SIZE", local_world},
              {"FLEET_JOB_ID", o_.job_id},
              {"FLEET_RESTART_COUNT", std::to_string(o_.restart)}};
+    if (!job_secret_.empty()) c.env.emplace_back("FLEET_JOB_SECRET", job_secret_);
   }
   for (int i = 0; i < o_.workers; ++i) {
     Child& c = children_[static_cast<size_t>(servers + i)];
@@ -149,6 +150,7 @@ void Launch::PlanParameterServer() {
              {"LOCAL_WORLD_SIZE", local_world},
              {"FLEET_JOB_ID", o_.job_id},
              {"FLEET_RESTART_COUNT", std::to_string(o_.restart)}};
+    if (!job_secret_.empty()) c.env.emplace_back("FLEET_JOB_SECRET", job_secret_);
   }
 }
 

@@ -5,6 +5,7 @@
 #include <deque>
 
 #include "plugin/host_api.h"
+#include "support/secret.h"
 #include "support/logging.h"
 
 namespace fleet {
@@ -141,13 +142,13 @@ std::vector<std::string> TransportOptionNames(const TransportOptions& options) {
   return names;
 }
 
-TransportOptions TransportOptionsFrom(const Config& config) {
+TransportOptions TransportOptionsFrom(const Config& config, std::string_view job_secret) {
   const Config::Rpc& rpc = config.rpc;
   TransportOptions o;
   o.timeout = std::chrono::milliseconds(std::llround(rpc.timeout_s * 1000.0));
   o.retries = rpc.retries;
   o.max_message_bytes = std::llround(rpc.max_message_mb * 1024.0 * 1024.0);
-  o.token = rpc.token;
+  o.token = !rpc.token.empty() ? rpc.token : TransportTokenFromSecret(job_secret);
   o.tls = rpc.tls;
   o.tls_cert = rpc.tls_cert.string();
   o.tls_key = rpc.tls_key.string();

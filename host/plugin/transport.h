@@ -42,8 +42,10 @@ struct TransportOptions {
   std::string tls_cert, tls_key, tls_ca, tls_client_cert, tls_client_key;
 };
 
-// From [transport] (Config::rpc).
-TransportOptions TransportOptionsFrom(const Config& config);
+// From [transport] (Config::rpc). The token is [transport] token when set, else the one every
+// process of the job derives from `job_secret` (JobSecret, config/job_secret.h; the secret
+// itself never goes on the wire), else none.
+TransportOptions TransportOptionsFrom(const Config& config, std::string_view job_secret = "");
 
 // The option names the host passes a transport for `options` (server_start and client_connect
 // get the same); each is one of FLEET_TRANSPORT_HOST_OPTIONS (fleet_transport.h).

@@ -5,7 +5,19 @@
 
 #include "pserver/server.h"
 
+#include "config/job_secret.h"
+#include "support/logging.h"
+
 namespace fleet {
+namespace {
+
+// "127.0.0.1:6170", "localhost:6170", "[::1]:6170".
+bool IsLoopbackEndpoint(const std::string& endpoint) {
+  const std::string host = endpoint.substr(0, endpoint.rfind(':'));
+  return host == "localhost" || host == "[::1]" || host.rfind("127.", 0) == 0;
+}
+
+}  // namespace
 
 Status RunPserver(const Config& config, const Role& role,
                   const std::map<std::string, ir::Program>& programs,
@@ -22,7 +34,8 @@ Status RunPserver(const Config& config, const Role& role,
                     ".startup' for pserver " + std::to_string(role.rank) + " (they are: " +
                     have + "; is the pserver's rank within role.pserver_endpoints?)");
   }
-  const TransportOptions transport_options = TransportOptionsFrom(config);
+  FLEET_ASSIGN_OR_RETURN(const std::string secret, JobSecret(config));
+  const TransportOptions transport_options = TransportOptionsFrom(config, secret);
   PsServerOptions options;
   options.timeout = transport_options.timeout;
   // A server's blocks go to a directory of its own: under a launcher every process shares the
@@ -75,6 +88,13 @@ Status RunPserver(const Config& config, const Role& role,
   FLEET_ASSIGN_OR_RETURN(
       std::unique_ptr<TransportServer> transport_server,
       TransportServer::Start(transport, server->endpoint(), server.get(), transport_options));
+  if (transport_options.token.empty() && !transport_options.tls &&
+      !IsLoopbackEndpoint(transport_server->endpoint())) {
+    Log().warn("{}: serving a non-loopback address without a token or TLS: any process that "
+               "can reach it can send gradients or end the job (give the job a secret, "
+               "FLEET_JOB_SECRET or [transport] secret_file, or set transport.tls)",
+               server->label());
+  }
   out << "pserver " << server->pserver_id() << " listening on " << transport_server->endpoint()
       << " (" << server->Describe() << ")\n";
   out.flush();

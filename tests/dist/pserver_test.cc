@@ -21,6 +21,9 @@
 #include <vector>
 
 #include "data/npy.h"
+#include "fleet/fleet_plugin.h"
+#include "plugin/registry.h"
+#include "plugin/transport.h"
 #include "rank_process.h"
 
 namespace fleet::dist_test {
@@ -602,6 +605,63 @@ TEST_F(PserverTest, LaunchRunsAServerWorkerJob) {
     EXPECT_TRUE(found) << name;
   }
   EXPECT_NE(launcher.Output().find("step 20/20"), std::string::npos) << launcher.Output();
+}
+
+// `fleet-host launch` makes a secret for a job whose servers are all local, and the servers
+// take calls only with the token derived from it: a stranger's Complete (which would end a
+// server's wait for that trainer) is refused, logged with the stranger's address, and the job
+// goes on.
+TEST_F(PserverTest, ALaunchedJobsServersRefuseAStranger) {
+  RankProcess launcher({kHost, "launch", "--servers", "1", "--workers", "1", "--log-dir",
+                        (dir_ / "log").string(), "--", kHost, "run", kMlp.string(), "--config",
+                        (kExamples / "mlp" / "fleet.toml").string(), "--set",
+                        "train.steps=1000000", "--set", "transport.timeout_s=30"},
+                       {}, dir_ / "launch.log");
+  ASSERT_TRUE(launcher.started());
+  auto server_log = [&]() -> std::string {
+    if (!fs::is_directory(dir_ / "log")) return "";
+    for (const auto& e : fs::recursive_directory_iterator(dir_ / "log")) {
+      if (e.path().filename() == "serverlog.0") {
+        std::ifstream in(e.path());
+        return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+      }
+    }
+    return "";
+  };
+  const std::regex listening(R"(listening on (127\.0\.0\.1:\d+))");
+  std::smatch m;
+  std::string log;
+  const auto deadline = std::chrono::steady_clock::now() + milliseconds(60000);
+  while (!std::regex_search(log = server_log(), m, listening) &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+  ASSERT_FALSE(m.empty()) << "the server never listened: " << log << launcher.Output();
+  const std::string endpoint = m[1];
+
+  LoadOptions load;
+  load.search_dirs = {FLEET_BUILD_PLUGIN_DIR};
+  PluginRegistry registry(load);
+  ASSERT_TRUE(registry.Load("transport_rpc").ok());
+  const ComponentRecord* rpc = registry.Find(FLEET_COMPONENT_TRANSPORT, "rpc");
+  ASSERT_NE(rpc, nullptr);
+  TransportOptions stranger;
+  stranger.timeout = milliseconds(5000);
+  stranger.retries = 0;
+  auto client = TransportClient::Connect(*rpc, endpoint, 0, stranger);
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  const Status s = (*client)->Complete();
+  EXPECT_EQ(s.code(), Code::kUnauthenticated) << s.ToString();
+  bool logged = false;
+  for (int i = 0; i < 50 && !logged; ++i) {
+    log = server_log();
+    logged = log.find("refused a call from") != std::string::npos;
+    if (!logged) std::this_thread::sleep_for(milliseconds(100));
+  }
+  EXPECT_TRUE(logged) << log;
+  EXPECT_NE(log.find("wrong or missing token"), std::string::npos) << log;
+  // The job is still training.
+  EXPECT_EQ(launcher.Wait(milliseconds(1000)), -1) << launcher.Output();
 }
 
 }  // namespace fleet::dist_test

@@ -63,6 +63,21 @@ TEST(TransportOptions, DefaultsOfAnEmptyConfig) {
   EXPECT_TRUE(o.tls_cert.empty());
 }
 
+// With a job secret and no [transport] token, every process derives the same token, which is
+// not the secret; a token set in fleet.toml wins. Two jobs' tokens differ.
+TEST(TransportOptions, TokenComesFromTheJobSecret) {
+  const std::string secret = "a-job-secret-of-32-bytes-or-so..";
+  const TransportOptions a = TransportOptionsFrom(Config{}, secret);
+  const TransportOptions b = TransportOptionsFrom(Config{}, secret);
+  EXPECT_EQ(a.token.size(), 64u);
+  EXPECT_EQ(a.token, b.token);
+  EXPECT_EQ(a.token.find(secret), std::string::npos);
+  EXPECT_NE(TransportOptionsFrom(Config{}, secret + "!").token, a.token);
+  Config config;
+  config.rpc.token = "set-by-hand";
+  EXPECT_EQ(TransportOptionsFrom(config, secret).token, "set-by-hand");
+}
+
 // A cap from the config is honoured end to end: a 3 MiB tensor crosses in 1 MiB messages.
 TEST(TransportOptions, ConfiguredCapChunksEndToEnd) {
   Config config;
