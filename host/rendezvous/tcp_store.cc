@@ -37,11 +37,6 @@ TcpStore::~TcpStore() {
   for (int fd : idle_) ::close(fd);
 }
 
-std::string JobSecretFromEnv() {
-  const char* s = std::getenv("FLEET_JOB_SECRET");
-  return s != nullptr ? std::string(s) : std::string();
-}
-
 StatusOr<std::string> NewJobSecret() {
   static constexpr char kHex[] = "0123456789abcdef";
   FLEET_ASSIGN_OR_RETURN(std::string bytes, tcp_store::RandomBytes(32));

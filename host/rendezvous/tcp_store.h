@@ -103,9 +103,6 @@ struct TcpStoreOptions {
   std::string secret;
 };
 
-// The job secret of this process: FLEET_JOB_SECRET (which `fleet-host launch` sets for the
-// ranks it starts on one machine), or "" when unset.
-std::string JobSecretFromEnv();
 // A fresh secret: 32 random bytes from the kernel, in hex.
 StatusOr<std::string> NewJobSecret();
 

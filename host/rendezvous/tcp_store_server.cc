@@ -131,8 +131,8 @@ struct TcpStoreServer::State {
     if (r.op == tcp_store::kHello) {
       if (secret.empty()) {
         c.out += ErrorReply(FailedPrecondition(
-            name + ": this store runs without a job secret, but the client has one (is "
-                   "FLEET_JOB_SECRET set for some processes of the job only?)"));
+            name + ": this store runs without a job secret, but the client has one (was "
+                   "the secret given to some processes of the job only?)"));
         return false;
       }
       auto nonce = tcp_store::RandomBytes(tcp_store::kNonceBytes);
@@ -157,8 +157,8 @@ struct TcpStoreServer::State {
       return false;
     }
     if (!c.authenticated) {
-      Refuse(c, "this store requires the job secret (FLEET_JOB_SECRET), and the connection "
-                "has not authenticated");
+      Refuse(c, "this store requires the job secret, and the connection has not "
+                "authenticated");
       return false;
     }
     return true;
@@ -311,8 +311,9 @@ StatusOr<std::unique_ptr<TcpStoreServer>> TcpStoreServer::Start(const std::strin
     server->state_->limits = limits;
     if (secret.empty() && !tcp_store::IsLoopbackHost(host)) {
       Log().warn("{}: serving a non-loopback address without a job secret: any process that "
-                 "can reach it can join or change the job (set FLEET_JOB_SECRET on every "
-                 "process of the job)",
+                 "can reach it can join or change the job (give every process of the job "
+                 "the same secret: FLEET_JOB_SECRET, FLEET_JOB_SECRET_FILE or [comm] "
+                 "secret_file)",
                  server->state_->name);
     }
     server->state_->secret = std::move(secret);

@@ -1,5 +1,6 @@
 // host/support: what every other folder uses: Status and StatusOr, logging (spdlog), durable
-// files (written whole or not at all) and small text helpers.
+// files (written whole or not at all), small text helpers, child-process isolation (isolate.h)
+// and the job secret below the config (secret.h).
 // Depends on: nothing else in host/.
 //
 // Status and StatusOr: how the host reports errors. Every fallible host function returns one of
