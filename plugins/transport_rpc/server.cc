@@ -220,7 +220,11 @@ class RpcServer::Service : public grpc::Service {
     if (head.client_id != 0 && head.request_id != 0) {
       const DeliveryLog::Key key{head.client_id, head.request_id};
       DeliveryLog::Answer answer;
-      switch (server_->deliveries_.Begin(key, ctx->deadline(), &answer)) {
+      // Bounded by the job's deadline too: a call may come without one.
+      const auto limit = std::min(ctx->deadline(),
+                                  std::chrono::system_clock::now() +
+                                      std::chrono::milliseconds(server_->options_.timeout_ms));
+      switch (server_->deliveries_.Begin(key, limit, &answer)) {
         case DeliveryLog::Claim::kDeliver:
           claim.emplace(&server_->deliveries_, key);
           break;
