@@ -317,38 +317,70 @@ Status Communicator::Tracked(const CollectiveCall& call, bool repeat, Run&& run)
 }
 
 Status Communicator::CompareCalls() {
-  std::array<int64_t, CallLedger::kFingerprintWords> row = ledger_.FingerprintRow();
+  const int world = options_.world_size;
+  const std::array<int64_t, CallLedger::kFingerprintWords> row = ledger_.FingerprintRow();
+  fingerprints_.resize(static_cast<size_t>(world) * row.size());
   const char* what = "comparing the ranks' collectives (FLEET_COLLECTIVE_CHECK)";
-  FLEET_RETURN_IF_ERROR(HostAllReduce(row.data(), FLEET_DTYPE_INT64,
-                                      static_cast<int64_t>(row.size()), FLEET_REDUCE_MAX)
-                            .WithContext(what));
-  switch (CallLedger::Judge(row)) {
+  FLEET_RETURN_IF_ERROR(
+      HostAllGather(row.data(), fingerprints_.data(), static_cast<int64_t>(row.size()))
+          .WithContext(what));
+  switch (CallLedger::Judge(fingerprints_, world)) {
     case CallLedger::Verdict::kAgree:
       ledger_.Agreed();
       return OkStatus();
     case CallLedger::Verdict::kModesDiffer:
-      desync_ = FailedPrecondition(DescribeModes(row));
+      desync_ = FailedPrecondition(DescribeModes(fingerprints_, world));
       return desync_;
     case CallLedger::Verdict::kCallsDiffer:
       break;
   }
-  // Every rank saw the same verdict, so all make the two exchanges below, of fixed sizes.
-  const int world = options_.world_size;
-  const auto mine = static_cast<size_t>(options_.rank);
-  std::vector<int64_t> windows(static_cast<size_t>(world) * CallLedger::kWindowWords, 0);
-  ledger_.WindowRow(windows.data() + mine * CallLedger::kWindowWords);
-  FLEET_RETURN_IF_ERROR(HostAllReduce(windows.data(), FLEET_DTYPE_INT64,
-                                      static_cast<int64_t>(windows.size()), FLEET_REDUCE_SUM)
-                            .WithContext(what));
+  // Every rank saw the same rows, so all make the two exchanges below, of fixed sizes.
+  std::vector<int64_t> mine(CallLedger::kWindowWords);
+  std::vector<int64_t> windows(static_cast<size_t>(world) * CallLedger::kWindowWords);
+  ledger_.WindowRow(mine.data());
+  FLEET_RETURN_IF_ERROR(
+      HostAllGather(mine.data(), windows.data(), static_cast<int64_t>(mine.size()))
+          .WithContext(what));
   const size_t first = FirstDifference(windows, world);
-  std::vector<int64_t> entries(static_cast<size_t>(world) * CallLedger::kEntryWords, 0);
-  ledger_.EntryRow(first, entries.data() + mine * CallLedger::kEntryWords);
-  FLEET_RETURN_IF_ERROR(HostAllReduce(entries.data(), FLEET_DTYPE_INT64,
-                                      static_cast<int64_t>(entries.size()), FLEET_REDUCE_SUM)
-                            .WithContext(what));
+  mine.assign(CallLedger::kEntryWords, 0);
+  std::vector<int64_t> entries(static_cast<size_t>(world) * CallLedger::kEntryWords);
+  ledger_.EntryRow(first, mine.data());
+  FLEET_RETURN_IF_ERROR(
+      HostAllGather(mine.data(), entries.data(), static_cast<int64_t>(mine.size()))
+          .WithContext(what));
   desync_ = FailedPrecondition(
       DescribeDesync(windows, entries, world, options_.rank, options_.ring, first));
   return desync_;
+}
+
+Status Communicator::HostAllGather(const int64_t* row, int64_t* rows, int64_t count) {
+  int64_t total = count * options_.world_size;
+  FleetTensor in{};
+  in.struct_size = sizeof(FleetTensor);
+  in.data = const_cast<int64_t*>(row);
+  in.dtype = FLEET_DTYPE_INT64;
+  in.ndim = 1;
+  in.dims = &count;
+  in.device_type = FLEET_DEVICE_TYPE_HOST;
+  FleetTensor out = in;
+  out.data = rows;
+  out.dims = &total;
+  if (reduces_host_) {
+    return Check(vtable_->all_gather(component_.ctx, comm_, &in, &out, nullptr), "all_gather");
+  }
+  // A communicator of device memory only: one device buffer holds the row, then the rows.
+  const size_t in_bytes = static_cast<size_t>(count) * sizeof(int64_t);
+  const size_t out_bytes = static_cast<size_t>(total) * sizeof(int64_t);
+  FLEET_ASSIGN_OR_RETURN(void* dev, DeviceBuffer(in_bytes + out_bytes));
+  FleetTensor d_in = in, d_out = out;
+  d_in.data = dev;
+  d_out.data = static_cast<char*>(dev) + in_bytes;
+  d_in.device_type = d_out.device_type = device_->type_id();
+  d_in.device_ordinal = d_out.device_ordinal = options_.device_ordinal;
+  FLEET_RETURN_IF_ERROR(device_->CopyToDevice(options_.device_ordinal, dev, row, in_bytes));
+  FLEET_RETURN_IF_ERROR(
+      Check(vtable_->all_gather(component_.ctx, comm_, &d_in, &d_out, nullptr), "all_gather"));
+  return device_->CopyToHost(options_.device_ordinal, rows, d_out.data, out_bytes);
 }
 
 Status Communicator::AllReduce(const FleetTensor& in, const FleetTensor& out, int32_t op,

@@ -123,8 +123,11 @@ class Communicator {
   Communicator(const ComponentRecord& component, Store* store, const std::string& scope,
                CommunicatorOptions options);
   Status Check(FleetStatus* status, const char* op) const;
-  // The all-reduce of host memory under AllReduceHost and the desync check, unrecorded.
+  // The all-reduce of host memory under AllReduceHost, unrecorded.
   Status HostAllReduce(void* data, int32_t dtype, int64_t count, int32_t op);
+  // Every rank's `count` int64 words of `row` into `rows` (world * count, rank by rank), in host
+  // memory and unrecorded: the exchanges of the desync check.
+  Status HostAllGather(const int64_t* row, int64_t* rows, int64_t count);
   // Numbers, fingerprints and records `call`, compares the ranks' calls first at a check point,
   // then runs `run()`; a desync found before is returned by every later call.
   template <typename Run>
@@ -167,6 +170,7 @@ class Communicator {
   CommunicatorOptions options_;
   FleetComm* comm_ = nullptr;
   CallLedger ledger_;
+  std::vector<int64_t> fingerprints_;  // the check's gathered rows, sized once
   Status desync_ = OkStatus();  // the desync found, returned by every later call
   std::atomic<bool> aborted_{false};
   std::mutex beat_mu_;

@@ -6,9 +6,7 @@
 namespace fleet {
 namespace {
 
-// Hashes travel as non-negative int64, so MAX of h and of -h gives the largest and the
-// smallest without overflow.
-int64_t Word(uint64_t h) { return static_cast<int64_t>(h >> 1); }
+int64_t Word(uint64_t h) { return static_cast<int64_t>(h); }
 
 uint64_t Fold(uint64_t h, const void* data, size_t n) {
   const auto* p = static_cast<const unsigned char*>(data);
@@ -81,9 +79,7 @@ void CallLedger::Agreed() {
 }
 
 std::array<int64_t, CallLedger::kFingerprintWords> CallLedger::FingerprintRow() const {
-  const auto seq = static_cast<int64_t>(seq_);
-  const auto mode = static_cast<int64_t>(mode_);
-  return {Word(hash_), -Word(hash_), seq, -seq, mode, -mode};
+  return {Word(hash_), static_cast<int64_t>(seq_), static_cast<int64_t>(mode_)};
 }
 
 void CallLedger::WindowRow(int64_t* row) const {
@@ -101,10 +97,14 @@ void CallLedger::EntryRow(size_t i, int64_t* row) const {
   std::memcpy(row + 1, &window_[i], sizeof(PackedCall));
 }
 
-CallLedger::Verdict CallLedger::Judge(const std::array<int64_t, kFingerprintWords>& maxed) {
-  if (maxed[4] != -maxed[5]) return Verdict::kModesDiffer;
-  if (maxed[0] != -maxed[1] || maxed[2] != -maxed[3]) return Verdict::kCallsDiffer;
-  return Verdict::kAgree;
+CallLedger::Verdict CallLedger::Judge(const std::vector<int64_t>& rows, int world) {
+  const size_t w = kFingerprintWords;
+  Verdict v = Verdict::kAgree;
+  for (size_t r = 1; r < static_cast<size_t>(world); ++r) {
+    if (rows[r * w + 2] != rows[2]) return Verdict::kModesDiffer;
+    if (rows[r * w] != rows[0] || rows[r * w + 1] != rows[1]) v = Verdict::kCallsDiffer;
+  }
+  return v;
 }
 
 size_t FirstDifference(const std::vector<int64_t>& windows, int world) {
@@ -181,15 +181,27 @@ std::string DescribeDesync(const std::vector<int64_t>& windows,
   return text + "." + advice;
 }
 
-std::string DescribeModes(const std::array<int64_t, CallLedger::kFingerprintWords>& maxed) {
-  auto name = [](int64_t m) -> std::string {
-    if (m < 0 || m > 2) return "mode " + std::to_string(m);
-    return std::string(DesyncCheckName(static_cast<DesyncCheck>(m)));
-  };
-  return std::string("the ranks run with different ") + kDesyncCheckEnv + " settings (from " +
-         name(-maxed[5]) + " to " + name(maxed[4]) +
-         "), so they would compare their collectives at different points: set it alike on every "
-         "rank";
+std::string DescribeModes(const std::vector<int64_t>& rows, int world) {
+  // Ranks grouped by mode, in order of first appearance.
+  std::vector<std::pair<int64_t, std::vector<int>>> groups;
+  for (int r = 0; r < world; ++r) {
+    const int64_t m = rows[static_cast<size_t>(r) * CallLedger::kFingerprintWords + 2];
+    auto g = std::find_if(groups.begin(), groups.end(), [&](const auto& x) { return x.first == m; });
+    if (g == groups.end()) {
+      groups.push_back({m, {}});
+      g = groups.end() - 1;
+    }
+    g->second.push_back(r);
+  }
+  std::string text = std::string("the ranks run with different ") + kDesyncCheckEnv + " settings (";
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const int64_t m = groups[g].first;
+    text += (g == 0 ? "" : "; ") + RankList(groups[g].second) + " " +
+            (m < 0 || m > 2 ? "mode " + std::to_string(m)
+                            : std::string(DesyncCheckName(static_cast<DesyncCheck>(m))));
+  }
+  return text + "), so they would compare their collectives at different points: set it alike on "
+                "every rank";
 }
 
 }  // namespace fleet

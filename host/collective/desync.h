@@ -5,11 +5,12 @@
 //
 // Every call a Communicator makes is numbered (seq, from 1 per communicator) and folded into a
 // running fingerprint (collective, ring, dtype, element count, reduction or root, tensors, var).
-// At check points the ranks all-reduce a few words (the fingerprint, seq and the check mode)
-// before the call; the check is itself a collective of fixed shape, so it cannot desync as long
-// as every rank reaches it. When the fingerprints differ, two more fixed-shape exchanges find
-// the first call since the ranks last agreed where they differ and hand every rank every rank's
-// version of it, so each reports the same FAILED_PRECONDITION.
+// At check points the ranks all-gather three words each (the fingerprint, seq and the check
+// mode) before the call: one hop of a ring per peer, half an all-reduce's. The check is itself a
+// collective of fixed shape, so it cannot desync as long as every rank reaches it. When the
+// fingerprints differ, two more fixed-shape all-gathers find the first call since the ranks last
+// agreed where they differ and hand every rank every rank's version of it, so each reports the
+// same FAILED_PRECONDITION.
 //
 // Check points (FLEET_COLLECTIVE_CHECK, the same on every rank; compared when a communicator
 // forms):
@@ -52,7 +53,7 @@ std::string_view DesyncCheckName(DesyncCheck mode);
 class CallLedger {
  public:
   static constexpr size_t kWindow = 128;
-  static constexpr size_t kFingerprintWords = 6;
+  static constexpr size_t kFingerprintWords = 3;
   static constexpr size_t kWindowWords = 2 + kWindow;
   static constexpr size_t kEntryWords = 1 + sizeof(PackedCall) / sizeof(int64_t);
 
@@ -76,14 +77,15 @@ class CallLedger {
   uint64_t agreements() const { return agreements_; }
   DesyncCheck mode() const { return mode_; }
 
-  // This rank's words of the exchanges; rows of the others are zero (kWindowWords, kEntryWords).
+  // This rank's row of each exchange (kFingerprintWords, kWindowWords, kEntryWords words); the
+  // exchanges gather every rank's row, rank by rank.
   std::array<int64_t, kFingerprintWords> FingerprintRow() const;
   void WindowRow(int64_t* row) const;
   void EntryRow(size_t i, int64_t* row) const;
 
   enum class Verdict { kAgree, kModesDiffer, kCallsDiffer };
-  // From the element-wise MAX of every rank's FingerprintRow.
-  static Verdict Judge(const std::array<int64_t, kFingerprintWords>& maxed);
+  // From every rank's FingerprintRow (world * kFingerprintWords words).
+  static Verdict Judge(const std::vector<int64_t>& rows, int world);
 
  private:
   DesyncCheck mode_;
@@ -96,17 +98,18 @@ class CallLedger {
   std::array<PackedCall, kWindow> window_{};
 };
 
-// The first position of the windows (rows of every rank, world * kWindowWords, summed) where
-// some rank's call differs from rank 0's, or kWindow when none of the compared calls differs.
+// The first position of the windows (every rank's WindowRow, world * kWindowWords) where some
+// rank's call differs from rank 0's, or kWindow when none of the compared calls differs.
 size_t FirstDifference(const std::vector<int64_t>& windows, int world);
 
-// The error every rank reports, from the summed exchanges: the first differing call's number,
+// The error every rank reports, from the gathered rows: the first differing call's number,
 // each group of ranks with what it runs there, and which ranks differ from rank 0's group.
 std::string DescribeDesync(const std::vector<int64_t>& windows,
                            const std::vector<int64_t>& entries, int world, int rank, int ring,
                            size_t first);
 
-// The error when ranks run with different FLEET_COLLECTIVE_CHECK values.
-std::string DescribeModes(const std::array<int64_t, CallLedger::kFingerprintWords>& maxed);
+// The error when ranks run with different FLEET_COLLECTIVE_CHECK values, from the gathered
+// fingerprint rows: which ranks run with which.
+std::string DescribeModes(const std::vector<int64_t>& rows, int world);
 
 }  // namespace fleet

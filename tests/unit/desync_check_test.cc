@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
-#include <climits>
 #include <cstdlib>
 #include <functional>
 #include <memory>
@@ -62,8 +61,8 @@ TEST(DesyncCheckTest, CheckPointsFollowTheMode) {
   EXPECT_FALSE(off.Enter(Call("", 2, false), true).check);
 }
 
-// Rows as the all-reduces would make them: each rank's own row, the others zero, summed.
-std::vector<int64_t> SumRows(const std::vector<CallLedger*>& ranks, size_t words,
+// Rows as the all-gathers make them: every rank's row, rank by rank.
+std::vector<int64_t> GatherRows(const std::vector<CallLedger*>& ranks, size_t words,
                              const std::function<void(CallLedger&, int64_t*)>& fill) {
   std::vector<int64_t> rows(ranks.size() * words, 0);
   for (size_t r = 0; r < ranks.size(); ++r) fill(*ranks[r], rows.data() + r * words);
@@ -83,19 +82,18 @@ TEST(DesyncCheckTest, TheFirstDifferenceIsNamedWithEveryRanksCall) {
   b.Enter(Call("w@GRAD", 16, true), true);  // rank 1 went on to the next step
   c.Enter(Call("", 2, false), false);
 
-  std::array<int64_t, CallLedger::kFingerprintWords> maxed{};
-  maxed.fill(INT64_MIN);
-  for (CallLedger* l : ranks) {
-    auto row = l->FingerprintRow();
-    for (size_t i = 0; i < row.size(); ++i) maxed[i] = std::max(maxed[i], row[i]);
-  }
-  EXPECT_EQ(CallLedger::Judge(maxed), CallLedger::Verdict::kCallsDiffer);
+  const auto fingerprints =
+      GatherRows(ranks, CallLedger::kFingerprintWords, [](CallLedger& l, int64_t* row) {
+        const auto mine = l.FingerprintRow();
+        std::copy(mine.begin(), mine.end(), row);
+      });
+  EXPECT_EQ(CallLedger::Judge(fingerprints, 3), CallLedger::Verdict::kCallsDiffer);
 
-  const auto windows = SumRows(ranks, CallLedger::kWindowWords,
+  const auto windows = GatherRows(ranks, CallLedger::kWindowWords,
                                [](CallLedger& l, int64_t* row) { l.WindowRow(row); });
   const size_t first = FirstDifference(windows, 3);
   EXPECT_EQ(first, 1u);
-  const auto entries = SumRows(ranks, CallLedger::kEntryWords,
+  const auto entries = GatherRows(ranks, CallLedger::kEntryWords,
                                [&](CallLedger& l, int64_t* row) { l.EntryRow(first, row); });
   const std::string text = DescribeDesync(windows, entries, 3, 2, 0, first);
   EXPECT_EQ(text,
@@ -108,20 +106,23 @@ TEST(DesyncCheckTest, TheFirstDifferenceIsNamedWithEveryRanksCall) {
 }
 
 TEST(DesyncCheckTest, EqualLedgersAgreeAndDifferentModesAreTold) {
+  auto fingerprints = [](std::vector<CallLedger*> ranks) {
+    return GatherRows(ranks, CallLedger::kFingerprintWords, [](CallLedger& l, int64_t* row) {
+      const auto mine = l.FingerprintRow();
+      std::copy(mine.begin(), mine.end(), row);
+    });
+  };
   CallLedger a(DesyncCheck::kStep, nullptr), b(DesyncCheck::kStep, nullptr);
   for (CallLedger* l : {&a, &b}) l->Enter(Call("w", 4, true), false);
-  auto ra = a.FingerprintRow(), rb = b.FingerprintRow();
-  std::array<int64_t, CallLedger::kFingerprintWords> maxed{};
-  for (size_t i = 0; i < maxed.size(); ++i) maxed[i] = std::max(ra[i], rb[i]);
-  EXPECT_EQ(CallLedger::Judge(maxed), CallLedger::Verdict::kAgree);
+  EXPECT_EQ(CallLedger::Judge(fingerprints({&a, &b}), 2), CallLedger::Verdict::kAgree);
 
   CallLedger off(DesyncCheck::kOff, nullptr), every(DesyncCheck::kEvery, nullptr);
-  auto ro = off.FingerprintRow(), re = every.FingerprintRow();
-  for (size_t i = 0; i < maxed.size(); ++i) maxed[i] = std::max(ro[i], re[i]);
-  EXPECT_EQ(CallLedger::Judge(maxed), CallLedger::Verdict::kModesDiffer);
-  EXPECT_NE(DescribeModes(maxed).find("different FLEET_COLLECTIVE_CHECK settings (from off to "
-                                      "every)"),
-            std::string::npos);
+  const auto rows = fingerprints({&every, &off, &every});
+  EXPECT_EQ(CallLedger::Judge(rows, 3), CallLedger::Verdict::kModesDiffer);
+  EXPECT_EQ(DescribeModes(rows, 3),
+            "the ranks run with different FLEET_COLLECTIVE_CHECK settings (ranks 0 and 2 every; "
+            "rank 1 off), so they would compare their collectives at different points: set it "
+            "alike on every rank");
 }
 
 // ---- over Gloo ----
@@ -270,7 +271,8 @@ TEST_F(DesyncGlooTest, DifferentModesFailWhenTheCommunicatorForms) {
                                  [](int, Communicator&) { return OkStatus(); });
   for (const Status& s : statuses) {
     ASSERT_EQ(s.code(), Code::kFailedPrecondition) << s.ToString();
-    EXPECT_NE(s.message().find("different FLEET_COLLECTIVE_CHECK settings (from off to step)"),
+    EXPECT_NE(s.message().find("different FLEET_COLLECTIVE_CHECK settings (rank 0 step; rank 1 "
+                               "off)"),
               std::string::npos)
         << s.message();
   }
