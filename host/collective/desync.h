@@ -21,7 +21,7 @@
 //     before the first mismatched call. Calls inside one run of a program are fingerprinted but
 //     not checked one by one: a difference there is named at the next check only if the
 //     communicator survived the mismatch.
-//   - "every" (or "1"): before every call: exact, one small all-reduce per collective.
+//   - "every" (or "1"): before every call: exact, one small all-gather per collective.
 //   - "off" (or "0"): only the comparison when the communicator forms.
 // Both rules depend only on what a rank itself has run, so ranks that agree so far reach the
 // same check points.

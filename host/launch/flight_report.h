@@ -1,6 +1,7 @@
 // The flight recorders in the failure report: what each rank of a collective job was doing in
 // its collectives when the job failed (launch/flight_recorder.h), for the console summary and
-// failure.json. Internal to the launcher.
+// failure.json. A launcher sees the recorders of its own node's ranks only, so on several nodes
+// each node's report covers its ranks. Internal to the launcher.
 #pragma once
 
 #include <optional>
