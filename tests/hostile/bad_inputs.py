@@ -158,10 +158,18 @@ def run_case(host: str, case: Case, deadline: float, scratch: str, env: dict) ->
     return result
 
 
+def error_text(output: bytes) -> bytes:
+    """The lines of an output that report a problem (not the banner `check` prints first)."""
+    marks = (b"fleet-host:", b"fleet-host launch:", b"fleet-host show:", b"fleet-host ops:",
+             b"[error]", b"[warning]", b"error:", b"FAILED", b"Usage:")
+    lines = [l for l in output.split(b"\n") if any(m in l for m in marks)]
+    return b"\n".join(lines) if lines else output
+
+
 def names_mentioned(case: Case, output: bytes) -> bool:
     if not case.names:
         return b"fleet-host" in output
-    low = output.lower()
+    low = error_text(output).lower()
     for name in case.names:
         b = name.encode("utf-8", "surrogateescape") if isinstance(name, str) else name
         if b.lower() in low:
@@ -377,17 +385,21 @@ def gen_program(ctx: Context) -> List[Case]:
                             ("3037000500", True, False)):
         add("fc(size=%s)" % size[:40], net("prediction = fc(x, size=%s, act=\"softmax\")" % size),
             must_refuse=refuse, quick=q)
-    for shape, q in (("[-1, 0]", True), ("[-1, -2]", True), ("[0, 32]", False), ("[]", True),
-                     ("[-1, -1]", False), ("[-1, 2**31]", False),
-                     ("[-1, 2147483648, 2147483648, 2147483648]", True),
-                     ("[-1, 65536, 65536, 65536, 65536]", False),
-                     ("[-1, 4611686018427387904]", True),
-                     ("[-1" + ", 1" * 2000 + "]", None), ("[-1, 32.5]", False),
-                     ("[-1, \"32\"]", False), ("-1", False), ("None", False),
-                     ("[-1, 99999999999999999999999]", True)):
-        add("data shape=%s" % shape[:60],
+    # (shape, in --quick, must refuse)
+    for shape, q, refuse in (("[-1, 0]", True, True), ("[-1, -2]", True, True),
+                             ("[0, 32]", False, True), ("[]", True, True),
+                             ("[-1, -1]", False, True), ("[-1, 2**31]", False, True),
+                             ("[-1, 2147483648, 2147483648, 2147483648]", True, True),
+                             ("[-1, 65536, 65536, 65536, 65536]", False, True),
+                             ("[-1, 4611686018427387904]", True, True),
+                             ("[-1" + ", 1" * 2000 + "]", False, None),
+                             ("[-1, 32.5]", False, True), ("[-1, \"32\"]", False, True),
+                             ("-1", False, True), ("None", False, True),
+                             ("[-1, 99999999999999999999999]", True, True)):
+        add("data shape=%s" % (shape if len(shape) < 60 else shape[:40] + "... (%d dims)"
+                               % (shape.count(",") + 1)),
             "x = data(\"x\", shape=%s, dtype=\"float32\")\n" % shape + base.split("\n", 2)[2],
-            quick=q)
+            quick=q, must_refuse=refuse)
     for dtype in ("\"float128\"", "\"\"", "\"int64\"", "\"bfloat16\"", "7", "\"float32\\x00\""):
         add("data dtype=%s for x" % dtype,
             "x = data(\"x\", shape=[-1, 32], dtype=%s)\n" % dtype + base.split("\n", 2)[2],
@@ -516,8 +528,9 @@ def gen_program(ctx: Context) -> List[Case]:
         net("prediction = fc(x, size=" + "+" * mb + "2, act=\"softmax\")"), must_refuse=None)
     add("a 1 MB line of '-' before a number",
         net("prediction = fc(x, size=" + "-" * mb + "2, act=\"softmax\")"), must_refuse=None)
-    add("a 1 MB list as a shape",
-        "x = data(\"x\", shape=[-1" + ", 1" * (mb // 3) + "])\n" + base.split("\n", 2)[2])
+    add("a 1 MB list as a shape (349525 dims of 1)",
+        "x = data(\"x\", shape=[-1" + ", 1" * (mb // 3) + "])\n" + base.split("\n", 2)[2],
+        must_refuse=None)
     add("200000 positional arguments", net("prediction = fc(x" + ", 2" * 200000 + ")"))
     add("200000 backslash continuations",
         net("prediction = fc(x, size=2, \\\n" + "\\\n" * 200000 + "act=\"softmax\")"),
@@ -840,9 +853,10 @@ def gen_config(ctx: Context) -> List[Case]:
             ("comm.secret_file is a FIFO, rank 0 of 2 trainers",
              two_ranks + "secret_file = \"fifo_secret\"\n",
              dict(names=("fifo_secret",), run=True)),
-            ("transport.secret_file = /proc/self/environ, rank 0 of 2 trainers",
+            ("transport.secret_file = /proc/self/environ, rank 0 of 2 trainers (a regular, "
+             "private file: the job then waits 2 s for rank 1)",
              two_ranks + "[transport]\nsecret_file = \"/proc/self/environ\"\n",
-             dict(names=("/proc/self/environ",), run=True)),
+             dict(names=("/proc/self/environ", "rendezvous"), run=True, must_refuse=None)),
             ("plugins.dirs = [/dev/zero]", "[plugins]\ndirs = [\"/dev/zero\"]\n",
              dict(must_refuse=None)),
             ("plugins.dirs = [a FIFO]", "[plugins]\ndirs = [\"fifo_secret\"]\n",
@@ -2242,11 +2256,21 @@ def report(results: List[Result], boundaries: List[str], out) -> None:
             what += " + " + " + ".join(r.flags)
         print("\n[%s] %s: %s%s" % (r.case.boundary, what, show(r.case.desc),
                                    " (%s)" % show(r.note) if r.note else ""), file=out)
-        print("  $ fleet-host " + " ".join(shell_word(a) for a in r.case.args), file=out)
+        print("  $ fleet-host " + command_line(r.case.args), file=out)
         status = "deadline (%.0f s)" % r.seconds if r.rc is None else "exit %d" % r.rc
         print("  %s, %.2f s, %d bytes of output" % (status, r.seconds, r.output_size), file=out)
         for text in first_lines(r.output):
             print("  > " + text, file=out)
+
+
+def command_line(args: List[str], width: int = 600) -> str:
+    words = []
+    for i, a in enumerate(args):
+        words.append(shell_word(a))
+        if sum(len(w) + 1 for w in words) > width and i + 1 < len(args):
+            words.append("... (%d more arguments)" % (len(args) - i - 1))
+            break
+    return " ".join(words)
 
 
 def shell_word(arg: str) -> str:
