@@ -1,5 +1,6 @@
 #include "config/config.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -958,6 +959,91 @@ filelists = []
   EXPECT_EQ(config.status().message(),
             "fleet.toml:3:11: data.shuffle: needs data.dataset = 'memory' (a queue dataset "
             "streams its files in order)");
+}
+
+// A key of `parts` bare parts, "k.k.k...".
+std::string LongKey(size_t parts) {
+  std::string key = "k";
+  for (size_t i = 1; i < parts; ++i) key += ".k";
+  return key;
+}
+
+// Deep nesting is refused by position before TOML++ builds (recursively) one table per level:
+// 200000 parts used to overflow the stack.
+TEST(ConfigTest, RefusesDeepDottedKeysAndHeaders) {
+  std::string key = ErrorOf("[plugins.config.cpu]\n" + LongKey(200000) + " = 1\n");
+  EXPECT_NE(key.find("fleet.toml:2:1: key nested"), std::string::npos) << key.substr(0, 300);
+  EXPECT_NE(key.find("at most 64"), std::string::npos) << key.substr(0, 300);
+
+  std::string known = ErrorOf("[plugins.config.cpu." + LongKey(200000) + "]\nx = 1\n");
+  EXPECT_NE(known.find("fleet.toml:1:2: table header nested"), std::string::npos)
+      << known.substr(0, 300);
+  std::string unknown = ErrorOf("\n[" + LongKey(200000) + "]\n");
+  EXPECT_NE(unknown.find("fleet.toml:2:2: table header nested"), std::string::npos)
+      << unknown.substr(0, 300);
+  std::string array_of_tables = ErrorOf("[[" + LongKey(200000) + "]]\n");
+  EXPECT_NE(array_of_tables.find("fleet.toml:1:3: table header nested"), std::string::npos)
+      << array_of_tables.substr(0, 300);
+
+  std::string arrays = ErrorOf("[plugins.config.cpu]\nx = " + std::string(200000, '[') + "\n");
+  EXPECT_NE(arrays.find("fleet.toml:2:"), std::string::npos) << arrays.substr(0, 300);
+  EXPECT_NE(arrays.find("array nested"), std::string::npos) << arrays.substr(0, 300);
+  std::string inline_key = ErrorOf("[plugins.config.cpu]\nx = { " + LongKey(100) + " = 1 }\n");
+  EXPECT_NE(inline_key.find("fleet.toml:2:7: key nested"), std::string::npos) << inline_key;
+
+  // Within the limit, nesting is the schema's business as before.
+  EXPECT_EQ(ErrorOf("[plugins.config.cpu]\n" + LongKey(20) + " = 1\n").find("nested"),
+            std::string::npos);
+  EXPECT_EQ(ErrorOf("[plugins.config.cpu]\nx = \"" + std::string(1000, '[') + "\"\n")
+                .find("nested"),
+            std::string::npos);
+}
+
+TEST(ConfigTest, RefusesAnOverrideWithTooManyKeyParts) {
+  std::string error = ErrorOf("", {"plugins.config.cpu." + LongKey(60000) + "=1"});
+  EXPECT_NE(error.find("--set: key 'plugins.config...' has 60003 parts; at most 64"),
+            std::string::npos)
+      << error.substr(0, 300);
+}
+
+// The config must be a regular file: a FIFO used to block forever, /dev/zero to be read until
+// memory ran out.
+TEST(ConfigTest, RefusesConfigsThatAreNotRegularFiles) {
+  fs::path dir = fs::temp_directory_path() / ("fleet_config_fifo_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  fs::path fifo = dir / "fleet.toml";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  StatusOr<Config> from_fifo = LoadConfig(fifo, {});
+  ASSERT_FALSE(from_fifo.ok());
+  EXPECT_NE(from_fifo.status().message().find("'" + fifo.string() + "': it is a FIFO"),
+            std::string::npos)
+      << from_fifo.status().message();
+  fs::remove_all(dir);
+
+  for (const char* device : {"/dev/zero", "/dev/urandom"}) {
+    StatusOr<Config> config = LoadConfig(device, {});
+    ASSERT_FALSE(config.ok()) << device;
+    EXPECT_NE(config.status().message().find("it is a character device"), std::string::npos)
+        << config.status().message();
+  }
+  StatusOr<Config> from_dir = LoadConfig(fs::temp_directory_path(), {});
+  ASSERT_FALSE(from_dir.ok());
+  EXPECT_NE(from_dir.status().message().find("Is a directory"), std::string::npos);
+}
+
+TEST(ConfigTest, RefusesAConfigOverSixteenMebibytes) {
+  fs::path file = fs::temp_directory_path() / ("fleet_config_big_" + std::to_string(getpid()));
+  {
+    std::ofstream out(file);
+    out << "# " << std::string((16u << 20), 'x') << "\n";
+  }
+  StatusOr<Config> config = LoadConfig(file, {});
+  fs::remove(file);
+  ASSERT_FALSE(config.ok());
+  EXPECT_NE(config.status().message().find("it is 16777219 bytes; a config may be at most "
+                                           "16777216 bytes"),
+            std::string::npos)
+      << config.status().message();
 }
 
 }  // namespace
