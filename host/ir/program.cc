@@ -177,6 +177,7 @@ Status CheckVarName(std::string_view name) {
     if (c == '/' || c == '\\') return refuse("holds a path separator");
     const size_t n = Utf8SequenceLength(name, i);
     if (n == 0) return refuse("is not valid UTF-8");
+    if (IsC1Control(name, i, n)) return refuse("holds a control character");
     i += n;
   }
   return OkStatus();

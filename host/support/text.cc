@@ -110,6 +110,11 @@ size_t Utf8SequenceLength(std::string_view text, size_t i) {
   return n;
 }
 
+bool IsC1Control(std::string_view text, size_t i, size_t n) {
+  return n == 2 && static_cast<unsigned char>(text[i]) == 0xC2 &&
+         static_cast<unsigned char>(text[i + 1]) < 0xA0;
+}
+
 std::string ForTerminal(std::string_view message, size_t max_bytes) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
@@ -117,7 +122,8 @@ std::string ForTerminal(std::string_view message, size_t max_bytes) {
   while (i < message.size() && i < max_bytes) {
     const auto c = static_cast<unsigned char>(message[i]);
     const size_t n = Utf8SequenceLength(message, i);
-    if (c == '\n' || c == '\t' || (n == 1 && c >= 0x20 && c != 0x7f) || n > 1) {
+    if (c == '\n' || c == '\t' || (n == 1 && c >= 0x20 && c != 0x7f) ||
+        (n > 1 && !IsC1Control(message, i, n))) {
       const size_t take = n > 1 ? n : 1;
       out.append(message.substr(i, take));
       i += take;

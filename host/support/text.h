@@ -32,6 +32,11 @@ std::string QuoteForMessage(std::string_view text, size_t max_bytes = 80);
 // point beyond U+10FFFF).
 size_t Utf8SequenceLength(std::string_view text, size_t i);
 
+// Whether the `n`-byte UTF-8 sequence at text[i] is a C1 control (U+0080 to U+009F). Terminals
+// may obey them as they obey ESC sequences (U+009B is CSI), so they are escaped and refused in
+// names like the C0 controls.
+bool IsC1Control(std::string_view text, size_t i, size_t n);
+
 // `message` made safe for a terminal or a log: newlines and tabs kept, other control characters
 // (escape sequences among them), DEL and bytes that are not valid UTF-8 written as \xHH, and the
 // text cut after `max_bytes` bytes with a note of how much was left out. Messages echo input

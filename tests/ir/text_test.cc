@@ -282,6 +282,7 @@ TEST(IrNames, CheckVarNameRefusesWhatCannotBeAFileOrJsonName) {
       {"\xc0\xaf", "var name '\\xc0\\xaf' is not valid UTF-8"},       // overlong '/'
       {"\xed\xa0\x80", "var name '\\xed\\xa0\\x80' is not valid UTF-8"},  // a surrogate
       {"\xe2\x82", "var name '\\xe2\\x82' is not valid UTF-8"},        // truncated
+      {"x\xc2\x9b" "31m", "var name 'x\\xc2\\x9b31m' holds a control character"},  // 8-bit CSI
   };
   for (const auto& [name, message] : bad) {
     Status s = CheckVarName(name);

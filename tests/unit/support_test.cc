@@ -1,9 +1,13 @@
 #include <gtest/gtest.h>
 
+#include <ostream>
+#include <sstream>
+#include <string>
 #include <thread>
 
 #include "rendezvous/memory_store.h"
 #include "support/status.h"
+#include "support/terminal_buf.h"
 #include "support/text.h"
 
 namespace fleet {
@@ -59,6 +63,24 @@ TEST(TextTest, ForTerminalEscapesControlsAndBadUtf8AndCuts) {
   EXPECT_EQ(ForTerminal(std::string(20, 'a'), 8), "aaaaaaaa... (12 more bytes)");
   EXPECT_EQ(Utf8SequenceLength("\xf0\x9f\x98\x80", 0), 4u);
   EXPECT_EQ(Utf8SequenceLength("\xed\xa0\x80", 0), 0u);  // a surrogate
+  // C1 controls are valid UTF-8, and terminals obey some of them (U+009B is CSI).
+  EXPECT_EQ(ForTerminal("a\xc2\x9b""31mb \xc2\xa0nbsp"), "a\\xc2\\x9b31mb \xc2\xa0nbsp");
+}
+
+// What fleet-host's stdout and stderr go through: each line escaped, a UTF-8 sequence cut by a
+// flush held until it is whole, a long line cut (counting from the last flush) but ended.
+TEST(TextTest, TerminalSafeBufEscapesEveryLine) {
+  std::ostringstream sink;
+  {
+    TerminalSafeBuf buf(sink.rdbuf(), 32);
+    std::ostream out(&buf);
+    out << "unknown option '\x1b[2J'\n";
+    out << "caf\xc3" << std::flush << "\xa9 " << std::string(40, 'x') << "\n";
+    out << "no newline \x07";
+  }
+  EXPECT_EQ(sink.str(),
+            "unknown option '\\x1b[2J'\ncaf\xc3\xa9 " + std::string(29, 'x') +
+                "... (12 more bytes)\nno newline \\x07");
 }
 
 TEST(MemoryStoreTest, GetWaitsForSetFromAnotherThread) {
