@@ -16,6 +16,7 @@
 #include <boost/dll/runtime_symbol_info.hpp>
 
 #include "plugin/component_check.h"
+#include "plugin/elf_check.h"
 #include "plugin/host_api.h"
 #include "support/logging.h"
 #include "support/text.h"
@@ -242,6 +243,10 @@ StatusOr<const PluginRecord*> PluginRegistry::LoadFile(const fs::path& file) {
   }
   if (!options_.allow_insecure) {
     if (Status s = CheckNotWritableByOthers(file); !s.ok()) return Reject(file, s);
+  }
+
+  if (Status s = CheckElfImage(file); !s.ok()) {
+    return Reject(file, InvalidArgument("not a loadable library: " + s.message()));
   }
 
   const auto load_start = std::chrono::steady_clock::now();

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <string>
@@ -436,6 +437,34 @@ TEST(LoaderSearch, FirstDirectoryWinsForAName) {
   auto loaded = registry.Load("good");
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
   EXPECT_EQ((*loaded)->file, dir / "libfleet_good.so");
+  fs::remove_all(dir);
+}
+
+// A library cut short (a half-finished copy) maps pages past the end of its file; touching one
+// kills the process with SIGBUS inside dlopen. The headers are checked against the file first,
+// so each cut is refused by name, in this process, without a crash.
+TEST(LoaderFixtures, ATruncatedLibraryIsRefusedBeforeDlopen) {
+  fs::path dir = fs::temp_directory_path() / ("fleet_loader_cut_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::permissions(dir, fs::perms::owner_all);
+  std::ifstream in(Fixture("good"), std::ios::binary);
+  const std::string whole((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GT(whole.size(), 8192u);
+  for (size_t cut : {size_t{4096}, whole.size() / 2, whole.size() - 1, size_t{40}}) {
+    const fs::path file = dir / "libfleet_cut.so";
+    fs::remove(file);
+    std::ofstream(file, std::ios::binary).write(whole.data(), static_cast<std::streamsize>(cut));
+    fs::permissions(file, fs::perms::owner_read | fs::perms::owner_write);
+    LoadOptions options;
+    options.search_dirs = {dir};
+    PluginRegistry registry(options);
+    auto loaded = registry.Load(file.string());
+    ASSERT_FALSE(loaded.ok()) << "cut at " << cut;
+    EXPECT_EQ(loaded.status().code(), Code::kInvalidArgument) << loaded.status().ToString();
+    EXPECT_NE(loaded.status().message().find("not a loadable library"), std::string::npos)
+        << loaded.status().ToString();
+  }
   fs::remove_all(dir);
 }
 
