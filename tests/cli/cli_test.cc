@@ -1362,3 +1362,103 @@ TEST(CliTest, PluginsListsACrashingPluginAsRejected) {
   EXPECT_EQ(one.exit_code, 1);
   EXPECT_TRUE(Contains(one.err, "killed by SIGSEGV")) << one.err;
 }
+
+// Hostile configs are refused with a message, not a crash or a hang: a 200000-part dotted key
+// used to overflow the stack (SIGSEGV), a 60000-part --set key too, and a FIFO blocked forever.
+TEST(CliTest, CheckRefusesDeepKeysAndNonRegularConfigs) {
+  std::string key = "k";
+  for (int i = 1; i < 200000; ++i) key += ".k";
+  TempDir dir;
+  fs::path deep = dir.Write("deep.toml", "[plugins.config.cpu]\n" + key + " = 1\n");
+  Result r = RunHost("--config '" + deep.string() + "' check");
+  EXPECT_EQ(r.exit_code, 1) << r.err.substr(0, 300);
+  EXPECT_TRUE(Contains(r.err, deep.string() + ":2:1: key nested 200003 levels deep; at most 64"))
+      << r.err.substr(0, 300);
+
+  Result set = RunHost("--set 'plugins.config.cpu." + key.substr(0, 2 * 60000 - 1) + "=1' check");
+  EXPECT_EQ(set.exit_code, 1) << set.err.substr(0, 300);
+  EXPECT_TRUE(Contains(set.err, "--set: key 'plugins.config...' has 60003 parts; at most 64"))
+      << set.err.substr(0, 300);
+
+  fs::path fifo = dir.path() / "fifo.toml";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  Result from_fifo = RunHost("--config '" + fifo.string() + "' check");
+  EXPECT_EQ(from_fifo.exit_code, 1) << from_fifo.err;
+  EXPECT_TRUE(Contains(from_fifo.err, "'" + fifo.string() + "': it is a FIFO")) << from_fifo.err;
+  Result zero = RunHost("--config /dev/zero check");
+  EXPECT_EQ(zero.exit_code, 1) << zero.err;
+  EXPECT_TRUE(Contains(zero.err, "'/dev/zero': it is a character device")) << zero.err;
+}
+
+// ---- hostile input files ------------------------------------------------------------------
+
+// A FIFO nobody writes to, or a device, given where the host reads an input file, is refused at
+// once naming what it is: opening it blocking (or reading /dev/zero whole) would never end.
+TEST(CliHostileInputTest, AFifoOrADeviceAsTheProgramIsRefused) {
+  TempDir dir;
+  const fs::path fifo = dir.path() / "prog.fleet";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  Result r = RunHost("check " + fifo.string());
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(Contains(r.err, "is a FIFO, not a regular file")) << r.err;
+  Result z = RunHost("check /dev/zero");
+  EXPECT_EQ(z.exit_code, 1) << z.err;
+  EXPECT_TRUE(Contains(z.err, "'/dev/zero' is a character device")) << z.err;
+}
+
+TEST(CliHostileInputTest, AFifoInACheckpointOrAnExportIsRefused) {
+  TempDir dir;
+  const std::string mlp = (kExamples / "mlp/mlp.fleet").string();
+  const std::string config = "--config " + (kExamples / "mlp/fleet.toml").string();
+  const std::string ckpt = (dir.path() / "ckpt").string();
+  Result run = RunHost(config + " run " + mlp + " --set train.steps=3 --set checkpoint.dir=" +
+                       ckpt);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string model = (dir.path() / "model").string();
+  Result ex = RunHost(config + " export " + mlp + " --feed x --fetch prediction --out " + model +
+                      " --checkpoint " + ckpt);
+  ASSERT_EQ(ex.exit_code, 0) << ex.err;
+
+  // The step's manifest.json a FIFO.
+  const fs::path step = fs::path(ckpt) / "step_0000003";
+  const fs::path manifest = step / "manifest.json";
+  const std::string manifest_text = ReadFile(manifest);
+  fs::remove(manifest);
+  ASSERT_EQ(::mkfifo(manifest.c_str(), 0600), 0);
+  Result r1 = RunHost(config + " run " + mlp + " --resume --set train.steps=4 --set checkpoint.dir=" +
+                      ckpt);
+  EXPECT_NE(r1.exit_code, 0);
+  EXPECT_NE(r1.exit_code, 124) << "hung";
+  EXPECT_TRUE(Contains(r1.err, "FIFO")) << r1.err;
+  fs::remove(manifest);
+
+  // A FIFO named in the manifest's files.
+  auto doc = nlohmann::json::parse(manifest_text);
+  ASSERT_TRUE(doc.contains("files")) << manifest_text;
+  std::string name;
+  if (doc["files"].is_object()) {
+    name = doc["files"].begin().key();
+  } else {
+    name = doc["files"][0]["name"].get<std::string>();
+  }
+  std::ofstream(manifest) << manifest_text;
+  fs::remove(step / name);
+  ASSERT_EQ(::mkfifo((step / name).c_str(), 0600), 0);
+  Result r2 = RunHost(config + " run " + mlp + " --resume --set train.steps=4 --set checkpoint.dir=" +
+                      ckpt);
+  EXPECT_NE(r2.exit_code, 0);
+  EXPECT_NE(r2.exit_code, 124) << "hung";
+  EXPECT_TRUE(Contains(r2.err, "FIFO")) << r2.err;
+
+  // An export whose program is a FIFO.
+  const fs::path mj = fs::path(model) / "model.json";
+  auto m = nlohmann::json::parse(ReadFile(mj));
+  m["program"] = "fifo";
+  std::ofstream(mj) << m.dump();
+  ASSERT_EQ(::mkfifo((fs::path(model) / "fifo").c_str(), 0600), 0);
+  const std::string input = (dir.path() / "x.npy").string();
+  Result inf = RunHost("infer " + model + " --input x=" + input);
+  EXPECT_NE(inf.exit_code, 0);
+  EXPECT_NE(inf.exit_code, 124) << "hung";
+  EXPECT_TRUE(Contains(inf.err, "FIFO")) << inf.err;
+}
