@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "support/input_file.h"
 #include "support/durable_file.h"
 #include "ir/text.h"
 
@@ -125,7 +126,7 @@ bool Committed(const fs::path& dir) {
   if (fs::exists(dir / kManifestFile, ec)) return true;
   // A sharded step: committed once every pserver.I its shards' manifests count exists.
   const fs::path first = dir / "pserver.0" / kManifestFile;
-  auto bytes = ReadWholeFile(first);
+  auto bytes = ReadInputFileBytes(first, "checkpoint manifest", kMaxInputTextBytes);
   if (!bytes.ok()) return false;
   std::vector<std::pair<std::string, json>> files;
   auto info = ParseManifest(*bytes, first, files);
@@ -271,7 +272,7 @@ StatusOr<LoadedCheckpoint> ReadCheckpointDir(const fs::path& dir) {
   if (!fs::exists(manifest_file, ec)) {
     return DataLoss("no " + std::string(kManifestFile) + " (incomplete)");
   }
-  FLEET_ASSIGN_OR_RETURN(std::vector<uint8_t> manifest, ReadWholeFile(manifest_file));
+  FLEET_ASSIGN_OR_RETURN(std::vector<uint8_t> manifest, ReadInputFileBytes(manifest_file, "checkpoint manifest", kMaxInputTextBytes));
   std::vector<std::pair<std::string, json>> files;
   FLEET_ASSIGN_OR_RETURN(CheckpointInfo info, ParseManifest(manifest, manifest_file, files));
   LoadedCheckpoint out;
@@ -280,8 +281,8 @@ StatusOr<LoadedCheckpoint> ReadCheckpointDir(const fs::path& dir) {
   bool have_state = false;
   for (const auto& [name, entry] : files) {
     const fs::path file = dir / name;
-    auto bytes = ReadWholeFile(file);
-    if (!bytes.ok()) return DataLoss(name + ": missing or unreadable");
+    auto bytes = ReadInputFileBytes(file, "checkpoint file", kMaxInputShardBytes);
+    if (!bytes.ok()) return DataLoss(name + ": missing or unreadable: " + bytes.status().message());
     const uint64_t want = entry["bytes"].get<uint64_t>();
     if (bytes->size() != want) {
       return DataLoss(name + ": " + std::to_string(bytes->size()) + " bytes, the manifest says " +

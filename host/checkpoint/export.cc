@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "support/input_file.h"
 #include "support/durable_file.h"
 #include "ir/text.h"
 #include "ops/verifier.h"
@@ -198,7 +199,7 @@ Status WriteExport(const fs::path& out, const ir::Program& program,
 
 StatusOr<ExportedModel> ReadExport(const fs::path& dir) {
   const std::string where = dir.string();
-  FLEET_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, ReadWholeFile(dir / kManifest));
+  FLEET_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, ReadInputFileBytes(dir / kManifest, "export manifest", kMaxInputTextBytes));
   const json m = json::parse(bytes.begin(), bytes.end(), nullptr, false);
   const std::string mfile = (dir / kManifest).string();
   if (m.is_discarded() || !m.is_object()) return DataLoss(mfile + ": not a JSON object");
@@ -223,7 +224,8 @@ StatusOr<ExportedModel> ReadExport(const fs::path& dir) {
   // A file must have the CRC-32 the manifest recorded before anything is read from it.
   auto checked_read = [&](const std::string& name) -> StatusOr<std::vector<uint8_t>> {
     const fs::path file = dir / name;
-    FLEET_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, ReadWholeFile(file));
+    FLEET_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes,
+                           ReadInputFileBytes(file, "export file", kMaxInputShardBytes));
     const json& want = m["crc32"].contains(name) ? m["crc32"][name] : json();
     if (!want.is_string()) return DataLoss(mfile + ": no CRC-32 for '" + name + "'");
     const std::string got = CrcHex(Crc32(bytes));

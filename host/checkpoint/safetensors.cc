@@ -1,5 +1,6 @@
 #include "checkpoint/safetensors.h"
 
+#include "support/input_file.h"
 #include "support/durable_file.h"
 
 #include <fcntl.h>
@@ -258,7 +259,7 @@ StatusOr<SafeTensors> ParseSafeTensors(std::span<const uint8_t> bytes, std::stri
 }
 
 StatusOr<SafeTensors> ReadSafeTensors(const fs::path& file) {
-  FLEET_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, ReadWholeFile(file));
+  FLEET_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, ReadInputFileBytes(file, "safetensors file", kMaxInputShardBytes));
   return ParseSafeTensors(bytes, file.string());
 }
 

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "data/line_format.h"
+#include "support/input_file.h"
 #include "support/logging.h"
 
 namespace fleet::data {
@@ -28,10 +29,7 @@ class LineReader {
 
   Status Open(const fs::path& path) {
     Close();
-    file_ = std::fopen(path.c_str(), "rb");
-    if (file_ == nullptr) {
-      return NotFound(path.string() + ": cannot open the file: " + std::strerror(errno));
-    }
+    FLEET_ASSIGN_OR_RETURN(file_, OpenInputStream(path, "data file"));
     path_ = path.string();
     begin_ = end_ = 0;
     eof_ = false;

@@ -10,6 +10,7 @@
 #include "frontend/builtins.h"
 #include "frontend/syntax.h"
 #include "frontend/values.h"
+#include "support/input_file.h"
 #include "support/text.h"
 
 namespace fleet::frontend {
@@ -400,12 +401,9 @@ StatusOr<ParsedProgram> ParseProgramText(std::string_view text, std::string_view
 }
 
 StatusOr<ParsedProgram> ParseProgramFile(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return NotFound("cannot open program file '" + file.string() + "'");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return DataLoss("cannot read program file '" + file.string() + "'");
-  return ParseProgramText(text.str(), file.string());
+  FLEET_ASSIGN_OR_RETURN(std::string text,
+                         ReadInputFileText(file, "program file", kMaxInputTextBytes));
+  return ParseProgramText(text, file.string());
 }
 
 }  // namespace fleet::frontend
