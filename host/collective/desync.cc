@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "collective/schedule.h"
+
 namespace fleet {
 namespace {
 
@@ -15,15 +17,6 @@ uint64_t Fold(uint64_t h, const void* data, size_t n) {
     h *= 1099511628211ull;
   }
   return h;
-}
-
-// "rank 0" or "ranks 0, 2 and 3".
-std::string RankList(const std::vector<int>& ranks) {
-  std::string s = ranks.size() == 1 ? "rank " : "ranks ";
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    s += (i == 0 ? "" : i + 1 == ranks.size() ? " and " : ", ") + std::to_string(ranks[i]);
-  }
-  return s;
 }
 
 }  // namespace

@@ -55,7 +55,9 @@ void AddCollectives(const ir::Program& p, const char* which, CollectiveSchedule&
   }
 }
 
-// "rank 0" or "ranks 0, 2 and 3".
+
+}  // namespace
+
 std::string RankList(const std::vector<int>& ranks) {
   std::string s = ranks.size() == 1 ? "rank " : "ranks ";
   for (size_t i = 0; i < ranks.size(); ++i) {
@@ -63,8 +65,6 @@ std::string RankList(const std::vector<int>& ranks) {
   }
   return s;
 }
-
-}  // namespace
 
 CollectiveSchedule ScheduleOf(const ir::Program& startup, const ir::Program& main, int64_t steps) {
   CollectiveSchedule s;

@@ -58,4 +58,8 @@ class VarNamer {
 // rank runs at that point.
 Status CheckSchedulesAgree(Communicator& comm, const CollectiveSchedule& mine);
 
+// "rank 0" or "ranks 0, 2 and 3", for the messages of this check and the run-time one
+// (desync.h).
+std::string RankList(const std::vector<int>& ranks);
+
 }  // namespace fleet
