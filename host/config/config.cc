@@ -392,7 +392,11 @@ StatusOr<Config> LoadConfig(const fs::path& path, const std::vector<std::string>
     ::close(fd);
     return NotFound("cannot read config '" + name + "': " + std::strerror(EISDIR));
   }
-  if (!S_ISREG(st.st_mode)) {
+  // /dev/null is the usual way to say "an empty config"; it reads as nothing at once.
+  struct stat null_st {};
+  const bool is_null = S_ISCHR(st.st_mode) && ::stat("/dev/null", &null_st) == 0 &&
+                       S_ISCHR(null_st.st_mode) && null_st.st_rdev == st.st_rdev;
+  if (!S_ISREG(st.st_mode) && !is_null) {
     ::close(fd);
     const char* what = S_ISDIR(st.st_mode)    ? "a directory"
                        : S_ISFIFO(st.st_mode) ? "a FIFO"

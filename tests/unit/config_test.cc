@@ -1026,6 +1026,9 @@ TEST(ConfigTest, RefusesConfigsThatAreNotRegularFiles) {
     EXPECT_NE(config.status().message().find("it is a character device"), std::string::npos)
         << config.status().message();
   }
+  StatusOr<Config> from_null = LoadConfig("/dev/null", {});  // an empty config, as before
+  ASSERT_TRUE(from_null.ok()) << from_null.status().message();
+  ExpectDefaults(*from_null);
   StatusOr<Config> from_dir = LoadConfig(fs::temp_directory_path(), {});
   ASSERT_FALSE(from_dir.ok());
   EXPECT_NE(from_dir.status().message().find("Is a directory"), std::string::npos);
