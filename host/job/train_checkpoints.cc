@@ -54,6 +54,14 @@ StatusOr<int64_t> TrainCheckpoints::Resume(TrainingSetup& setup, Communicator* w
   // server's shard records its rounds; the trainer knows its own batches.
   const int64_t batches = pservers_ > 0 ? step : info.data_batches;
   const int64_t batch_size = pservers_ > 0 ? batch_per_next_ : info.data_batch_size;
+  // A trainer's checkpoint records one batch per step (AfterStep): a count outside [0, step]
+  // cannot belong to this job, and skipping it batch by batch would not end.
+  if (batches < 0 || batches > step) {
+    return DataLoss("checkpoint resume: " + (found->dir / checkpoint::kManifestFile).string() +
+                    ": data.batches = " + std::to_string(batches) +
+                    " cannot belong to a job at step " + std::to_string(step) +
+                    " (it reads one batch per step)");
+  }
   if (Status s = setup.source->Skip(batches, batch_size); !s.ok()) {
     return s.WithContext("checkpoint resume: moving the data source past " +
                          std::to_string(batches) + " batches");

@@ -1462,3 +1462,27 @@ TEST(CliHostileInputTest, AFifoInACheckpointOrAnExportIsRefused) {
   EXPECT_NE(inf.exit_code, 124) << "hung";
   EXPECT_TRUE(Contains(inf.err, "FIFO")) << inf.err;
 }
+
+// A manifest's data.batches beyond what the job's steps read is refused at once, naming the
+// manifest and the value: the source skipped it batch by batch, forever.
+TEST(CliHostileInputTest, AnImpossibleBatchCountInACheckpointIsRefused) {
+  TempDir dir;
+  const std::string mlp = (kExamples / "mlp/mlp.fleet").string();
+  const std::string config = "--config " + (kExamples / "mlp/fleet.toml").string();
+  const std::string ckpt = (dir.path() / "ckpt").string();
+  Result run = RunHost(config + " run " + mlp + " --set train.steps=3 --set checkpoint.dir=" +
+                       ckpt);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  for (const auto& e : fs::directory_iterator(ckpt)) {
+    if (e.path().filename() != "step_0000003") fs::remove_all(e.path());
+  }
+  const fs::path manifest = fs::path(ckpt) / "step_0000003/manifest.json";
+  auto doc = nlohmann::json::parse(ReadFile(manifest));
+  doc["data"]["batches"] = int64_t{4611686018427387904};
+  std::ofstream(manifest) << doc.dump();
+  Result r = RunHost(config + " run " + mlp + " --resume --set train.steps=4 --set checkpoint.dir=" +
+                     ckpt);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(Contains(r.err, "data.batches = 4611686018427387904")) << r.err;
+  EXPECT_TRUE(Contains(r.err, manifest.string())) << r.err;
+}
