@@ -7,6 +7,7 @@
 
 #include "support/input_file.h"
 #include "support/durable_file.h"
+#include "ir/program.h"
 #include "ir/text.h"
 #include "ops/verifier.h"
 #include "ops/op_registry.h"
@@ -246,6 +247,13 @@ StatusOr<ExportedModel> ReadExport(const fs::path& dir) {
     return s.WithContext(program_file.string());
   }
   const ir::Block& block = model.program.global();
+  // Names reach the terminal and become file names (infer --out): the program's own name rule.
+  auto check_name = [&](const char* what, const std::string& name) -> Status {
+    if (Status s = ir::CheckVarName(name); !s.ok()) {
+      return DataLoss(mfile + ": " + what + " name: " + s.message());
+    }
+    return OkStatus();
+  };
   for (const json& f : m["feeds"]) {
     ExportedFeed feed;
     if (!f.is_object() || !f.contains("name") || !f["name"].is_string() ||
@@ -254,6 +262,7 @@ StatusOr<ExportedModel> ReadExport(const fs::path& dir) {
       return DataLoss(mfile + ": a feed needs name, dtype and shape");
     }
     feed.name = f["name"].get<std::string>();
+    FLEET_RETURN_IF_ERROR(check_name("feed", feed.name));
     feed.dtype = ir::ParseDataType(f["dtype"].get<std::string>());
     for (const json& d : f["shape"]) {
       if (!d.is_number_integer()) return DataLoss(mfile + ": feed '" + feed.name + "': shape");
@@ -270,6 +279,8 @@ StatusOr<ExportedModel> ReadExport(const fs::path& dir) {
         !f["var"].is_string() || block.FindVar(f["var"].get<std::string>()) == nullptr) {
       return DataLoss(mfile + ": a fetch needs a name and the var of the program it reads");
     }
+    FLEET_RETURN_IF_ERROR(check_name("fetch", f["name"].get<std::string>()));
+    FLEET_RETURN_IF_ERROR(check_name("fetch var", f["var"].get<std::string>()));
     model.fetches.push_back({f["name"].get<std::string>(), f["var"].get<std::string>()});
   }
   const fs::path params_file = dir / m["params"].get<std::string>();

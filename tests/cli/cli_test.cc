@@ -1486,3 +1486,39 @@ TEST(CliHostileInputTest, AnImpossibleBatchCountInACheckpointIsRefused) {
   EXPECT_TRUE(Contains(r.err, "data.batches = 4611686018427387904")) << r.err;
   EXPECT_TRUE(Contains(r.err, manifest.string())) << r.err;
 }
+
+// Var names in an export's model.json follow the program's name rule: a fetch named with a
+// terminal escape or a path that leaves --out is refused, the name quoted escaped.
+TEST(CliHostileInputTest, AnExportWithABadFetchNameIsRefused) {
+  TempDir dir;
+  const std::string mlp = (kExamples / "mlp/mlp.fleet").string();
+  const std::string config = "--config " + (kExamples / "mlp/fleet.toml").string();
+  const std::string ckpt = (dir.path() / "ckpt").string();
+  Result run = RunHost(config + " run " + mlp + " --set train.steps=2 --set checkpoint.dir=" +
+                       ckpt);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const fs::path model = dir.path() / "a/b/model";
+  Result ex = RunHost(config + " export " + mlp + " --feed x --fetch prediction --out " +
+                      model.string() + " --checkpoint " + ckpt);
+  ASSERT_EQ(ex.exit_code, 0) << ex.err;
+  const std::string input = (dir.path() / "x.npy").string();
+  const std::string script = "import numpy; numpy.save('" + input +
+                             "', numpy.zeros((5, 32), dtype=numpy.float32))";
+  ASSERT_EQ(std::system(("/usr/bin/python3 -c \"" + script + "\"").c_str()), 0);
+  const fs::path mj = model / "model.json";
+  const std::string original = ReadFile(mj);
+  for (const std::string& bad : {std::string("p\x1b[2J"), std::string("../../escaped")}) {
+    auto m = nlohmann::json::parse(original);
+    m["fetches"][0]["name"] = bad;
+    std::ofstream(mj) << m.dump();
+    const fs::path out = dir.path() / "a/b/out";
+    Result r = RunHost("infer " + model.string() + " --input x=" + input + " --out " +
+                       out.string());
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_TRUE(Contains(r.err, mj.string())) << r.err;
+    EXPECT_TRUE(Contains(r.err, "fetch name")) << r.err;
+    EXPECT_FALSE(Contains(r.err + r.out, "\x1b")) << r.err;
+    EXPECT_FALSE(fs::exists(dir.path() / "escaped.npy"));
+    EXPECT_FALSE(fs::exists(dir.path() / "a/escaped.npy"));
+  }
+}
