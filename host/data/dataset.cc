@@ -29,7 +29,11 @@ class LineReader {
 
   Status Open(const fs::path& path) {
     Close();
-    FLEET_ASSIGN_OR_RETURN(file_, OpenInputStream(path, "data file"));
+    auto file = OpenInputStream(path, "data file");
+    if (!file.ok() && file.status().code() == Code::kNotFound) {
+      return NotFound(path.string() + ": cannot open the file: " + file.status().message());
+    }
+    FLEET_ASSIGN_OR_RETURN(file_, std::move(file));
     path_ = path.string();
     begin_ = end_ = 0;
     eof_ = false;
