@@ -672,10 +672,13 @@ class Checker {
 
   // One feed's columns: an index, an array of indices or a "start:end" range (end excluded).
   void ReadColumns(const toml::node& node, const std::string& path, std::vector<int64_t>& out) {
+    // Indices past any real row's width would size the parser's column table.
+    constexpr int64_t kMaxColumn = int64_t{1} << 20;
     constexpr std::string_view kExpected =
-        "expected a column index >= 0, an array of them or a \"start:end\" range, got ";
+        "expected a column index in [0, 1048576), an array of them or a \"start:end\" range, "
+        "got ";
     if (const auto* i = node.as_integer()) {
-      if (i->get() >= 0) {
+      if (i->get() >= 0 && i->get() < kMaxColumn) {
         out.push_back(i->get());
         return;
       }
@@ -683,7 +686,7 @@ class Checker {
       bool ok = !a->empty();
       for (const toml::node& item : *a) {
         const auto* v = item.as_integer();
-        ok = ok && v != nullptr && v->get() >= 0;
+        ok = ok && v != nullptr && v->get() >= 0 && v->get() < kMaxColumn;
         if (ok) out.push_back(v->get());
       }
       if (ok) return;
@@ -699,7 +702,8 @@ class Checker {
         long long start = std::strtoll(a.c_str(), &end, 10);
         bool ok = !a.empty() && *end == '\0';
         long long stop = std::strtoll(b.c_str(), &end, 10);
-        ok = ok && !b.empty() && *end == '\0' && start >= 0 && stop > start;
+        ok = ok && !b.empty() && *end == '\0' && start >= 0 && stop > start &&
+             stop <= kMaxColumn;
         if (ok) {
           for (long long c = start; c < stop; ++c) out.push_back(c);
           return;

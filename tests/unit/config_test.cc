@@ -867,11 +867,25 @@ y = [1, "a"]
             "fleet.toml:6:10: data.source: expected one of synthetic, csv, multislot or npy, got "
             "'hdf5'\n"
             "fleet.toml:7:11: data.classes: expected an integer in [0, 2147483647], got -1\n"
-            "fleet.toml:9:5: data.csv.columns.x: expected a column index >= 0, an array of them "
-            "or a \"start:end\" range, got '3:1'\n"
-            "fleet.toml:10:5: data.csv.columns.y: expected a column index >= 0, an array of "
-            "them or a \"start:end\" range, got an array that is not one\n"
+            "fleet.toml:9:5: data.csv.columns.x: expected a column index in [0, 1048576), an "
+            "array of them or a \"start:end\" range, got '3:1'\n"
+            "fleet.toml:10:5: data.csv.columns.y: expected a column index in [0, 1048576), an "
+            "array of them or a \"start:end\" range, got an array that is not one\n"
             "--set train.seed: expected an integer >= 0, got -2");
+}
+
+// A column index or range sizes the CSV parser's column table: a huge one is refused at its
+// place in the file, not allocated.
+TEST(ConfigTrainDataTest, HugeCsvColumnsAreRefused) {
+  for (const char* value : {"4611686018427387904", "[0, 1048576]", "\"0:4000000000\""}) {
+    StatusOr<Config> config =
+        ParseConfig(std::string("[data.csv.columns]\ny = ") + value + "\n", "fleet.toml", "/", {});
+    ASSERT_FALSE(config.ok()) << value;
+    EXPECT_NE(config.status().message().find(
+                  "fleet.toml:2:5: data.csv.columns.y: expected a column index in [0, 1048576)"),
+              std::string::npos)
+        << config.status().ToString();
+  }
 }
 
 TEST(ConfigTrainDataTest, FileSourcesNeedTheirFiles) {
