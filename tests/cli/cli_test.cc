@@ -1406,18 +1406,26 @@ TEST(CliHostileInputTest, AFifoOrADeviceAsTheProgramIsRefused) {
   EXPECT_TRUE(Contains(z.err, "'/dev/zero' is a character device")) << z.err;
 }
 
+// Trains the quick-start MLP for `steps` steps with checkpoints in `ckpt` and exports its
+// prediction from the newest one to `model`.
+void TrainAndExport(int steps, const std::string& ckpt, const std::string& model) {
+  const std::string mlp = (kExamples / "mlp/mlp.fleet").string();
+  const std::string config = "--config " + (kExamples / "mlp/fleet.toml").string();
+  Result run = RunHost(config + " run " + mlp + " --set train.steps=" + std::to_string(steps) +
+                       " --set checkpoint.dir=" + ckpt);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  Result ex = RunHost(config + " export " + mlp + " --feed x --fetch prediction --out " + model +
+                      " --checkpoint " + ckpt);
+  ASSERT_EQ(ex.exit_code, 0) << ex.err;
+}
+
 TEST(CliHostileInputTest, AFifoInACheckpointOrAnExportIsRefused) {
   TempDir dir;
   const std::string mlp = (kExamples / "mlp/mlp.fleet").string();
   const std::string config = "--config " + (kExamples / "mlp/fleet.toml").string();
   const std::string ckpt = (dir.path() / "ckpt").string();
-  Result run = RunHost(config + " run " + mlp + " --set train.steps=3 --set checkpoint.dir=" +
-                       ckpt);
-  ASSERT_EQ(run.exit_code, 0) << run.err;
   const std::string model = (dir.path() / "model").string();
-  Result ex = RunHost(config + " export " + mlp + " --feed x --fetch prediction --out " + model +
-                      " --checkpoint " + ckpt);
-  ASSERT_EQ(ex.exit_code, 0) << ex.err;
+  ASSERT_NO_FATAL_FAILURE(TrainAndExport(3, ckpt, model));
 
   // The step's manifest.json a FIFO.
   const fs::path step = fs::path(ckpt) / "step_0000003";
@@ -1494,13 +1502,8 @@ TEST(CliHostileInputTest, AnExportWithABadFetchNameIsRefused) {
   const std::string mlp = (kExamples / "mlp/mlp.fleet").string();
   const std::string config = "--config " + (kExamples / "mlp/fleet.toml").string();
   const std::string ckpt = (dir.path() / "ckpt").string();
-  Result run = RunHost(config + " run " + mlp + " --set train.steps=2 --set checkpoint.dir=" +
-                       ckpt);
-  ASSERT_EQ(run.exit_code, 0) << run.err;
   const fs::path model = dir.path() / "a/b/model";
-  Result ex = RunHost(config + " export " + mlp + " --feed x --fetch prediction --out " +
-                      model.string() + " --checkpoint " + ckpt);
-  ASSERT_EQ(ex.exit_code, 0) << ex.err;
+  ASSERT_NO_FATAL_FAILURE(TrainAndExport(2, ckpt, model.string()));
   const std::string input = (dir.path() / "x.npy").string();
   const std::string script = "import numpy; numpy.save('" + input +
                              "', numpy.zeros((5, 32), dtype=numpy.float32))";
