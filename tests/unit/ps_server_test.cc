@@ -188,19 +188,25 @@ TEST_F(PsServerTest, SyncRoundsApplyTheMeanOfTheTrainersGradients) {
   EXPECT_EQ(server->rounds(), 3);
 }
 
+// Round 0 as both trainers' startups end it (a get and a fetch barrier each), then trainer 0
+// alone sends its gradient and batch barrier of round 1.
+void OnlyTrainer0ReachesRoundOne(PsServer& server) {
+  for (int32_t t : {0, 1}) {
+    ASSERT_TRUE(Get(server, t, "w.block0").ok());
+    ASSERT_TRUE(server.OnBarrier(t, FLEET_BARRIER_FETCH).ok());
+  }
+  ASSERT_TRUE(Send(server, 0, "w@GRAD.block0.trainer_0", {1, 1, 1, 1}).ok());
+  ASSERT_TRUE(server.OnBarrier(0, FLEET_BARRIER_BATCH).ok());
+}
+
 TEST_F(PsServerTest, AMissingBatchBarrierNamesTheTrainerAtTheDeadline) {
   auto server = MakeServer(kSyncServer, milliseconds(300));
   ASSERT_NE(server, nullptr);
   Status served;
   const auto start = std::chrono::steady_clock::now();
   std::thread loop([&] { served = server->Serve(); });
-  for (int32_t t : {0, 1}) {
-    ASSERT_TRUE(Get(*server, t, "w.block0").ok());
-    ASSERT_TRUE(server->OnBarrier(t, FLEET_BARRIER_FETCH).ok());
-  }
   // Trainer 0 goes on; trainer 1 never sends its batch barrier.
-  ASSERT_TRUE(Send(*server, 0, "w@GRAD.block0.trainer_0", {1, 1, 1, 1}).ok());
-  ASSERT_TRUE(server->OnBarrier(0, FLEET_BARRIER_BATCH).ok());
+  ASSERT_NO_FATAL_FAILURE(OnlyTrainer0ReachesRoundOne(*server));
   // Trainer 0's recv waits for the update, and is told why it will not come.
   auto got = Get(*server, 0, "w.block0");
   loop.join();
@@ -344,12 +350,7 @@ TEST_F(PsServerTest, AFailingTrainerEndsTheServerAtOnce) {
   const auto start = std::chrono::steady_clock::now();
   Status served;
   std::thread loop([&] { served = server->Serve(); });
-  for (int32_t t : {0, 1}) {
-    ASSERT_TRUE(Get(*server, t, "w.block0").ok());
-    ASSERT_TRUE(server->OnBarrier(t, FLEET_BARRIER_FETCH).ok());
-  }
-  ASSERT_TRUE(Send(*server, 0, "w@GRAD.block0.trainer_0", {1, 1, 1, 1}).ok());
-  ASSERT_TRUE(server->OnBarrier(0, FLEET_BARRIER_BATCH).ok());
+  ASSERT_NO_FATAL_FAILURE(OnlyTrainer0ReachesRoundOne(*server));
   Status waiting;
   std::thread trainer0([&] { waiting = Get(*server, 0, "w.block0").status(); });
   std::this_thread::sleep_for(milliseconds(100));
