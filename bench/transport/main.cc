@@ -2,7 +2,10 @@
 // against a plain TCP stream of the same bytes measured in the same run.
 //
 //   fleet_transport_bench [--transport rpc] [--plugin-dir DIR] [--reps 7]
-//                         [--max-message-mb 4] [--sizes 1024,65536,...]
+//                         [--max-message-mb 4] [--sizes 1024,65536,...] [--token T]
+//
+// --token runs server and client with that shared token, so every call carries the
+// challenge-response proofs (run it once with and once without to see what they cost).
 //
 // For each size: a warm-up, then `reps` timed Sends and `reps` timed Gets of one tensor (the
 // server's handler takes a send without copying it again and serves a get from a prepared
@@ -41,6 +44,7 @@ struct Args {
   int reps = 7;
   double max_message_mb = 4.0;
   std::vector<int64_t> sizes;
+  std::string token;
 };
 
 bool ParseArgs(int argc, char** argv, Args* a) {
@@ -53,6 +57,8 @@ bool ParseArgs(int argc, char** argv, Args* a) {
       a->transport = value;
     } else if (flag == "--plugin-dir") {
       a->plugin_dir = value;
+    } else if (flag == "--token") {
+      a->token = value;
     } else if (flag == "--reps") {
       a->reps = std::max(1, std::atoi(value.c_str()));
     } else if (flag == "--max-message-mb") {
@@ -210,7 +216,7 @@ int Main(int argc, char** argv) {
   if (!ParseArgs(argc, argv, &args)) {
     std::fprintf(stderr,
                  "usage: fleet_transport_bench [--transport rpc] [--plugin-dir DIR] [--reps 7]\n"
-                 "  [--max-message-mb 4] [--sizes 1024,65536,...]\n");
+                 "  [--max-message-mb 4] [--sizes 1024,65536,...] [--token T]\n");
     return 2;
   }
   LoadOptions load;
@@ -228,6 +234,7 @@ int Main(int argc, char** argv) {
   TransportOptions options;
   options.timeout = std::chrono::milliseconds(120000);
   options.max_message_bytes = static_cast<int64_t>(args.max_message_mb * 1024 * 1024);
+  options.token = args.token;
   BenchHandler handler(max_bytes);
   auto server = TransportServer::Start(*rec, "127.0.0.1:0", &handler, options);
   if (!server.ok()) {

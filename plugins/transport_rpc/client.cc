@@ -13,6 +13,7 @@
 #include <random>
 #include <thread>
 
+#include "auth.h"
 #include "wire.h"
 
 namespace fleet_rpc {
@@ -23,6 +24,7 @@ constexpr const char* kGet = "/fleet.transport_rpc.Transport/Get";
 constexpr const char* kBarrier = "/fleet.transport_rpc.Transport/Barrier";
 constexpr const char* kComplete = "/fleet.transport_rpc.Transport/Complete";
 constexpr const char* kAbort = "/fleet.transport_rpc.Transport/Abort";
+constexpr const char* kHello = "/fleet.transport_rpc.Transport/Hello";
 constexpr int64_t kFirstBackoffMs = 100;
 
 // A single request, sent once per attempt.
@@ -129,14 +131,30 @@ void RpcClient::Close() {
   cv_.notify_all();
 }
 
+std::string RpcClient::Challenge() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return challenge_;
+}
+
 RpcClient::Outcome RpcClient::Attempt(const char* method, int64_t timeout_ms,
-                                      const NextRequest& next, const OnReply& on_reply) {
+                                      const NextRequest& next, const OnReply& on_reply,
+                                      const std::string& hello_nonce) {
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms));
-  if (!options_.token.empty()) ctx.AddMetadata(kTokenKey, options_.token);
+  // Each attempt answers the server's challenge with a counter of its own (auth.h).
+  std::optional<CallAuth> auth;
+  if (!hello_nonce.empty()) {
+    ctx.AddMetadata(kHelloNonceKey, hello_nonce);
+  } else if (!options_.token.empty()) {
+    auth.emplace();
+    auth->client_id = client_id_;
+    auth->counter = next_counter_.fetch_add(1) + 1;
+    auth->proof = CallProof(options_.token, Challenge(), auth->client_id, auth->counter, method);
+    ctx.AddMetadata(kCallAuthKey, FormatCallAuth(*auth));
+  }
   const std::string known = Incarnation();
   if (!known.empty()) ctx.AddMetadata(kExpectIncarnationKey, known);
-  if (!Track(&ctx)) return Outcome{FLEET_CODE_CANCELLED, "client closed", false};
+  if (!Track(&ctx)) return Outcome::Of(FLEET_CODE_CANCELLED, "client closed");
 
   grpc::CompletionQueue cq;
   // Every operation is waited for before the next, so the queue holds at most one event; the
@@ -190,6 +208,22 @@ RpcClient::Outcome RpcClient::Attempt(const char* method, int64_t timeout_ms,
   out.message = status.error_message();
   const auto& trailing = ctx.GetServerTrailingMetadata();
   out.from_handler = trailing.find(kHandlerKey) != trailing.end();
+  auto trailer = [&trailing](const char* key) {
+    const auto it = trailing.find(key);
+    return it == trailing.end() ? std::string() : std::string(it->second.data(),
+                                                              it->second.size());
+  };
+  out.challenge = trailer(kChallengeKey);
+  out.hello_proof = trailer(kHelloProofKey);
+  // Only the server holding the token can vouch that a call went through; an error needs no
+  // proof (whoever can cut the connection can make a call fail anyway).
+  if (auth && out.code == FLEET_CODE_OK &&
+      !ProofsEqual(trailer(kAnswerProofKey),
+                   AnswerProof(options_.token, Challenge(), auth->client_id, auth->counter,
+                               FLEET_CODE_OK))) {
+    return Outcome::Of(FLEET_CODE_UNAUTHENTICATED, "the answer does not prove that the server holds this job's token (is "
+                   "something else listening at the endpoint?)");
+  }
   if (const auto it = trailing.find(kIncarnationKey); it != trailing.end()) {
     // The first server to answer is the one this client keeps to; the server refuses a call
     // that expects another, and a reply from another (the first calls racing a restart) is
@@ -199,10 +233,8 @@ RpcClient::Outcome RpcClient::Attempt(const char* method, int64_t timeout_ms,
     if (incarnation_.empty()) {
       incarnation_ = seen;
     } else if (seen != incarnation_ && out.code != FLEET_CODE_DATA_LOSS) {
-      out = Outcome{FLEET_CODE_DATA_LOSS,
-                    "the server restarted since this client's earlier calls (a new process "
-                    "at the same endpoint): what the old one held is lost",
-                    false};
+      out = Outcome::Of(FLEET_CODE_DATA_LOSS, "the server restarted since this client's earlier calls (a new process "
+                    "at the same endpoint): what the old one held is lost");
     }
   }
   return out;
@@ -263,18 +295,51 @@ RpcError RpcClient::Failure(const std::string& what, const Outcome& o, int attem
   }
 }
 
-void RpcClient::Call(const std::string& what, const char* method, int64_t timeout_ms,
-                     bool idempotent, const MakeRequests& make, const OnReply& on_reply) {
+void RpcClient::Hello(int64_t timeout_ms) {
+  std::lock_guard<std::mutex> once(hello_mu_);
+  if (!Challenge().empty()) return;
+  const std::string what = "rpc hello to " + endpoint_;
+  const std::string nonce = RandomHex(16);
+  const Outcome o = Call(
+      what, kHello, timeout_ms, /*idempotent=*/true,
+      [] { return NextRequest([](grpc::ByteBuffer*) { return false; }); },
+      [](grpc::ByteBuffer&) {}, nonce);
+  const bool hex = o.challenge.find_first_not_of("0123456789abcdef") == std::string::npos;
+  if (o.challenge.size() < 32 || o.challenge.size() > 128 || !hex) {
+    throw RpcError(FLEET_CODE_UNAUTHENTICATED,
+                   what + ": the server sent no usable challenge (is it a Fleet rpc server of "
+                          "this version?)");
+  }
+  if (o.hello_proof.empty()) {
+    throw RpcError(FLEET_CODE_UNAUTHENTICATED,
+                   what + ": the server does not prove that it holds this job's token: it runs "
+                          "without transport.token (or the job secret), or it is not this "
+                          "job's server");
+  }
+  if (!ProofsEqual(o.hello_proof, HelloProof(options_.token, o.challenge, nonce))) {
+    throw RpcError(FLEET_CODE_UNAUTHENTICATED,
+                   what + ": wrong or missing token: the server holds another token than this "
+                          "client (another job's secret, or a different transport.token)");
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  challenge_ = o.challenge;
+}
+
+RpcClient::Outcome RpcClient::Call(const std::string& what, const char* method,
+                                   int64_t timeout_ms, bool idempotent, const MakeRequests& make,
+                                   const OnReply& on_reply, const std::string& hello_nonce) {
   if (timeout_ms <= 0) timeout_ms = options_.timeout_ms;
+  // A client with a token learns the server's challenge before its first call (auth.h).
+  if (hello_nonce.empty() && !options_.token.empty()) Hello(timeout_ms);
   int64_t backoff = kFirstBackoffMs;
   for (int attempts = 1;; ++attempts) {
-    Outcome o = Attempt(method, timeout_ms, make(), on_reply);
-    if (o.code == FLEET_CODE_OK) return;
+    Outcome o = Attempt(method, timeout_ms, make(), on_reply, hello_nonce);
+    if (o.code == FLEET_CODE_OK) return o;
     const bool retry = idempotent && o.code == FLEET_CODE_UNAVAILABLE && !o.from_handler &&
                        attempts <= options_.retries;
     if (!retry) throw Failure(what, o, attempts, timeout_ms);
     if (!Backoff(static_cast<int64_t>(static_cast<double>(backoff) * Jitter()))) {
-      throw Failure(what, Outcome{FLEET_CODE_CANCELLED, "client closed", false}, attempts,
+      throw Failure(what, Outcome::Of(FLEET_CODE_CANCELLED, "client closed"), attempts,
                     timeout_ms);
     }
     backoff *= 2;

@@ -12,6 +12,9 @@
 // reason to retry them. Other failures are final. Errors carry canonical codes and name the
 // call, the variable and the endpoint.
 //
+// With a token, the client and server prove to each other that they hold it (auth.h): the first
+// call is preceded by a Hello, and an OK answer without the server's proof is UNAUTHENTICATED.
+//
 // The first server to answer is the only one this client talks to: a call that reaches a
 // restarted server at the endpoint fails with DATA_LOSS (the server refuses it, knowing from
 // the request which incarnation the client expects).
@@ -64,20 +67,34 @@ class RpcClient {
   // Makes the requests of one attempt (called once per attempt).
   using MakeRequests = std::function<NextRequest()>;
 
-  // Runs a call, retried on an unreachable server only when `idempotent`; throws RpcError
-  // describing `what` on failure.
-  void Call(const std::string& what, const char* method, int64_t timeout_ms, bool idempotent,
-            const MakeRequests& make, const OnReply& on_reply);
-  // How one attempt ended: the call's status (FLEET_CODE_*), and whether the server's handler
-  // produced it.
+  // How one attempt ended: the call's status (FLEET_CODE_*), whether the server's handler
+  // produced it, and what a Hello answered (auth.h).
   struct Outcome {
     int32_t code = 0;
     std::string message;
     bool from_handler = false;
+    std::string challenge, hello_proof;
+    // An outcome the client decides itself (not the handler's).
+    static Outcome Of(int32_t code, std::string message) {
+      Outcome o;
+      o.code = code;
+      o.message = std::move(message);
+      return o;
+    }
   };
+  // Runs a call, retried on an unreachable server only when `idempotent`; throws RpcError
+  // describing `what` on failure. With a token, a call other than Hello first makes sure the
+  // server's challenge is known (Hello). `hello_nonce` is set for the Hello call only.
+  Outcome Call(const std::string& what, const char* method, int64_t timeout_ms, bool idempotent,
+               const MakeRequests& make, const OnReply& on_reply,
+               const std::string& hello_nonce = "");
   // One attempt. Throws the RpcError an on_reply threw (after cancelling the call).
   Outcome Attempt(const char* method, int64_t timeout_ms, const NextRequest& next,
-                  const OnReply& on_reply);
+                  const OnReply& on_reply, const std::string& hello_nonce);
+  // Learns the server's challenge and checks the server's proof (once; concurrent callers
+  // wait for the first). Throws UNAUTHENTICATED when the server cannot prove it holds the token.
+  void Hello(int64_t timeout_ms);
+  std::string Challenge() const;
   // The error for a failed call.
   RpcError Failure(const std::string& what, const Outcome& outcome, int attempts,
                    int64_t timeout_ms) const;
@@ -94,6 +111,8 @@ class RpcClient {
   int32_t trainer_id_ = 0;
   uint64_t client_id_ = 0;                      // random; with a request id names one send
   std::atomic<uint64_t> next_request_id_{0};
+  std::atomic<uint64_t> next_counter_{0};       // per attempt of any call (auth.h)
+  std::mutex hello_mu_;
   Options options_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<Stub> stub_;
@@ -103,6 +122,7 @@ class RpcClient {
   bool closed_ = false;
   std::set<grpc::ClientContext*> live_;
   std::string incarnation_;
+  std::string challenge_;  // the server's, once Hello succeeded
 };
 
 }  // namespace fleet_rpc

@@ -30,8 +30,6 @@ FleetStatus* MakeStatus(int32_t code, const std::string& message);
 // variable's name and shape must fit in it; the payload of one message is at most
 // max_message_bytes - kHeaderSlack.
 constexpr int64_t kHeaderSlack = 64 * 1024;
-// gRPC metadata key that carries the shared token.
-constexpr const char* kTokenKey = "x-fleet-token";
 // Trailing metadata a server sets when the status came from the host's handler, not from the
 // transport, so the client does not mistake a handler's UNAVAILABLE for a server that is down.
 constexpr const char* kHandlerKey = "x-fleet-handler";

@@ -21,6 +21,7 @@
 #include <new>
 #include <vector>
 
+#include "auth.h"
 #include "deliveries.h"
 #include "send_assembly.h"
 #include "wire.h"
@@ -102,17 +103,6 @@ grpc::Status Error(int32_t code, const std::string& message) {
   return grpc::Status(static_cast<grpc::StatusCode>(code), message);
 }
 
-// Compares a presented token with the expected one in time that depends only on the expected
-// token's length, so a peer cannot find it byte by byte from response times.
-bool TokenMatches(std::string_view presented, std::string_view expected) {
-  unsigned char diff = presented.size() == expected.size() ? 0 : 1;
-  for (size_t i = 0; i < expected.size(); ++i) {
-    const unsigned char p = i < presented.size() ? static_cast<unsigned char>(presented[i]) : 0;
-    diff |= static_cast<unsigned char>(p ^ static_cast<unsigned char>(expected[i]));
-  }
-  return diff == 0;
-}
-
 }  // namespace
 
 class RpcServer::Service : public grpc::Service {
@@ -123,6 +113,7 @@ class RpcServer::Service : public grpc::Service {
     Add("/fleet.transport_rpc.Transport/Barrier", &Service::Barrier);
     Add("/fleet.transport_rpc.Transport/Complete", &Service::Complete);
     Add("/fleet.transport_rpc.Transport/Abort", &Service::Abort);
+    Add("/fleet.transport_rpc.Transport/Hello", &Service::Hello);
   }
 
  private:
@@ -143,25 +134,12 @@ class RpcServer::Service : public grpc::Service {
                        const char* path) {
     const char* verb = std::strrchr(path, '/') + 1;
     const std::string where = "rpc server " + server_->endpoint_ + ": " + verb;
+    std::optional<CallAuth> auth;
+    grpc::Status status;
     try {
-      const std::string& token = server_->options_.token;
-      if (!token.empty()) {
-        const auto& md = ctx->client_metadata();
-        const auto it = md.find(kTokenKey);
-        const std::string_view presented =
-            it == md.end() ? std::string_view() : std::string_view(it->second.data(),
-                                                                   it->second.size());
-        if (it == md.end() || !TokenMatches(presented, token)) {
-          if (FLEET_CAN_CALL(g_host, FleetHostApi, log)) {
-            const std::string text = where + ": refused a call from " + ctx->peer() +
-                                     ": wrong or missing token";
-            g_host->log(g_host->host_ctx, FLEET_LOG_WARN, text.c_str());
-          }
-          return Error(FLEET_CODE_UNAUTHENTICATED, where + ": wrong or missing token");
-        }
-      }
       // Every answer names this server process; a client that talked to an earlier one at
-      // this endpoint is refused before any handler runs (fleet_transport.h, "Restarts").
+      // this endpoint is refused before anything else (fleet_transport.h, "Restarts"). The
+      // incarnation is no secret: it only tells processes apart.
       ctx->AddTrailingMetadata(kIncarnationKey, server_->incarnation_);
       const auto& md = ctx->client_metadata();
       if (const auto it = md.find(kExpectIncarnationKey); it != md.end()) {
@@ -173,16 +151,79 @@ class RpcServer::Service : public grpc::Service {
                                "is lost");
         }
       }
-      return (this->*method)(ctx, stream, where);
+      // Hello is how a client gets the challenge it must answer, so it is the one call that
+      // needs no credentials (auth.h).
+      if (method != &Service::Hello && !server_->options_.token.empty()) {
+        const auto it = md.find(kCallAuthKey);
+        if (it != md.end()) {
+          auth = ParseCallAuth(std::string_view(it->second.data(), it->second.size()));
+        }
+        if (const char* why = Refusal(auth, path)) {
+          server_->LogRefusal(where + ": refused a call from " + ctx->peer() + ": " + why);
+          auth.reset();  // no answer proof for a refused call
+          return Error(FLEET_CODE_UNAUTHENTICATED, where + ": " + why);
+        }
+      }
+      status = (this->*method)(ctx, stream, where);
     } catch (const RpcError& e) {
-      return Error(e.code, e.what());
+      status = Error(e.code, e.what());
     } catch (const std::bad_alloc&) {
-      return Error(FLEET_CODE_RESOURCE_EXHAUSTED, where + ": out of memory");
+      status = Error(FLEET_CODE_RESOURCE_EXHAUSTED, where + ": out of memory");
     } catch (const std::exception& e) {
-      return Error(FLEET_CODE_INTERNAL, where + ": " + e.what());
+      status = Error(FLEET_CODE_INTERNAL, where + ": " + e.what());
     } catch (...) {
-      return Error(FLEET_CODE_INTERNAL, where + ": unknown exception");
+      status = Error(FLEET_CODE_INTERNAL, where + ": unknown exception");
     }
+    if (auth) {
+      // The client accepts an OK only with this proof (auth.h, step 3).
+      ctx->AddTrailingMetadata(
+          kAnswerProofKey,
+          AnswerProof(server_->options_.token, server_->challenge_, auth->client_id,
+                      auth->counter, static_cast<int32_t>(status.error_code())));
+    }
+    return status;
+  }
+
+  // Why a call's credentials are refused, or nullptr when they are good (then its counter is
+  // spent). The proof is checked before the counter, so only the job's clients use up memory
+  // in the replay window. The phrase "wrong or missing token" covers both ways to not hold it.
+  const char* Refusal(const std::optional<CallAuth>& auth, const char* path) {
+    if (!auth) return "wrong or missing token (no valid credentials on the call)";
+    const std::string expected = CallProof(server_->options_.token, server_->challenge_,
+                                           auth->client_id, auth->counter, path);
+    if (!ProofsEqual(auth->proof, expected)) {
+      return "wrong or missing token (the call's proof does not match this server's token)";
+    }
+    switch (server_->replays_.Accept(auth->client_id, auth->counter)) {
+      case ReplayWindow::Verdict::kFresh:
+        return nullptr;
+      case ReplayWindow::Verdict::kReplayed:
+        return "a replayed call (its credentials were used before)";
+      case ReplayWindow::Verdict::kTooOld:
+        return "a replayed or very late call (its counter is far below the client's latest)";
+      case ReplayWindow::Verdict::kFull:
+        return "too many clients have connected to this server";
+    }
+    return "unknown verdict";
+  }
+
+  // The challenge, and with a token the proof that this server holds it (auth.h, step 1).
+  grpc::Status Hello(grpc::ServerContext* ctx, Stream*, const std::string& where) {
+    const auto& md = ctx->client_metadata();
+    const auto it = md.find(kHelloNonceKey);
+    const std::string_view nonce =
+        it == md.end() ? std::string_view() : std::string_view(it->second.data(),
+                                                               it->second.size());
+    if (nonce.size() < 16 || nonce.size() > 128) {
+      return Error(FLEET_CODE_INVALID_ARGUMENT,
+                   where + ": a hello needs a nonce of 16 to 128 characters");
+    }
+    ctx->AddTrailingMetadata(kChallengeKey, server_->challenge_);
+    if (!server_->options_.token.empty()) {
+      ctx->AddTrailingMetadata(kHelloProofKey,
+                               HelloProof(server_->options_.token, server_->challenge_, nonce));
+    }
+    return grpc::Status::OK;
   }
 
   // A handler's answer: its code and message, marked so the client does not retry it.
@@ -398,12 +439,17 @@ class RpcServer::Service : public grpc::Service {
 
 RpcServer::RpcServer() = default;
 
-std::string RpcServer::NewIncarnation() {
-  // 128 random bits: two processes at one endpoint never share one by chance.
-  std::random_device rd;
-  char text[33];
-  for (int i = 0; i < 4; ++i) std::snprintf(text + 8 * i, 9, "%08x", rd());
-  return std::string(text, 32);
+void RpcServer::LogRefusal(const std::string& text) {
+  // A stranger can knock as often as it likes: the first refusals are logged in full, later
+  // ones only now and then with a count, so the log cannot be flooded.
+  const int64_t n = ++refusals_;
+  if (!FLEET_CAN_CALL(g_host, FleetHostApi, log)) return;
+  if (n <= kLoggedRefusals) {
+    g_host->log(g_host->host_ctx, FLEET_LOG_WARN, text.c_str());
+  } else if (n % 1000 == 0) {
+    const std::string line = text + " (" + std::to_string(n) + " refusals so far)";
+    g_host->log(g_host->host_ctx, FLEET_LOG_WARN, line.c_str());
+  }
 }
 
 bool RpcServer::LoseThisReply() {
@@ -427,7 +473,9 @@ std::unique_ptr<RpcServer> RpcServer::Start(const FleetTransportServerConfig& co
     throw RpcError(FLEET_CODE_INVALID_ARGUMENT, where + ": handlers are missing");
   }
   std::unique_ptr<RpcServer> server(new RpcServer());
-  server->incarnation_ = NewIncarnation();
+  // 128 random bits: two processes at one endpoint never share one by chance.
+  server->incarnation_ = RandomHex(16);
+  server->challenge_ = RandomHex(32);
   if (const char* lose = std::getenv(kLoseRepliesEnv)) {
     server->lose_replies_ = std::max<int64_t>(0, std::strtoll(lose, nullptr, 10));
   }

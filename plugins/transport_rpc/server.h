@@ -1,6 +1,6 @@
 // The rpc transport's server: a gRPC synchronous server (a thread per call in progress, so the
 // host's handlers may block: a Get waiting for its round, a barrier waiting for the other
-// trainers) with four bidirectional-streaming methods of the service
+// trainers) with six bidirectional-streaming methods of the service
 // "fleet.transport_rpc.Transport":
 //   Send      client streams a variable's chunks; the server assembles them into one host
 //             buffer, checks them against the header's dtype/dims and calls on_send;
@@ -12,8 +12,13 @@
 //   Abort     on_abort, with the header's reason (ABI 1.4).
 // A Send carrying a client id and request id is delivered at most once (DeliveryLog); with a
 // host of ABI 1.4 its header goes to on_send_begin before the payload is buffered.
+//   Hello     gives a client the challenge it must answer (auth.h), with a proof that this server
+//             holds the token when it has one; the only call that needs no credentials.
 // Every answer carries this server's incarnation (a random id per process) in its trailing
 // metadata; a call presenting another one is refused with DATA_LOSS before any handler runs.
+// With a token, every other call must carry credentials that answer this process's challenge
+// and were not used before; a refusal is UNAUTHENTICATED and logged with the peer's address
+// (the first 20 in full, then every 1000th with a count).
 //
 // Test hook: with FLEET_RPC_LOSE_SEND_REPLIES=N in the environment, the first N sends that
 // on_send accepted are answered UNAVAILABLE, as if the reply had been lost on the way (the
@@ -41,6 +46,7 @@
 #include <mutex>
 #include <string>
 
+#include "auth.h"
 #include "common.h"
 #include "deliveries.h"
 
@@ -79,13 +85,18 @@ class RpcServer {
   // on_get_done unless the server is gone.
   std::function<void()> PinGet(void* token);
 
-  static std::string NewIncarnation();
+  // Logs a refused call (rate-limited after the first kLoggedRefusals).
+  void LogRefusal(const std::string& text);
+  static constexpr int64_t kLoggedRefusals = 20;
   // True for the first lose_replies_ accepted sends (the test hook).
   bool LoseThisReply();
 
   FleetTransportHandlers handlers_{};
   Options options_;
   std::string incarnation_;
+  std::string challenge_;  // this process's challenge (auth.h), random per process
+  ReplayWindow replays_;
+  std::atomic<int64_t> refusals_{0};
   DeliveryLog deliveries_;
   std::atomic<int64_t> lose_replies_{0};
   std::string endpoint_;

@@ -11,6 +11,9 @@
 // Besides the sanitizers, the harness checks what the server relies on: a decoded message
 // accounts for every byte it was given, re-encoding it gives back the same message, and the
 // bytes SendAssembly accepts fill the variable's buffer exactly, in order.
+//
+// The whole input is also given to the parser of a call's credentials (auth.h), which must take
+// only the canonical form: whatever it accepts formats back to the same bytes.
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -19,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "auth.h"
 #include "common.h"
 #include "send_assembly.h"
 #include "wire.h"
@@ -142,6 +146,10 @@ void RoundTrip(const Decoded& m, const std::string& payload, uint32_t header_len
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  if (const auto auth = fleet_rpc::ParseCallAuth(text)) {
+    FUZZ_CHECK(fleet_rpc::FormatCallAuth(*auth) == text);
+  }
   Input in(data, size);
   fleet_rpc::SendAssembly send;
   bool begun = false;
