@@ -12,12 +12,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <optional>
-#include <random>
 #include <new>
 #include <vector>
 
