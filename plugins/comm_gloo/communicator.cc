@@ -15,6 +15,7 @@
 #include <gloo/transport/unbound_buffer.h>
 
 #include "abort_hook.h"
+#include "loop_waker.h"
 #include "reductions.h"
 #include "sigpipe_guard.h"
 #include "store_adapter.h"
@@ -72,7 +73,13 @@ Communicator::Communicator(CreateParams params)
       send_seq_(new uint64_t[static_cast<size_t>(params_.size)]()),
       recv_seq_(new uint64_t[static_cast<size_t>(params_.size)]()) {}
 
-Communicator::~Communicator() = default;
+Communicator::~Communicator() {
+  // Each pair closed and, when this holds the last reference, the device's loop thread joined,
+  // without waiting out a loop tick apiece (loop_waker.h).
+  LoopWaker waker(params_.device.get());
+  context_.reset();
+  params_.device.reset();
+}
 
 std::unique_ptr<Communicator> Communicator::Create(CreateParams params) {
   std::unique_ptr<Communicator> comm(new Communicator(std::move(params)));
@@ -152,6 +159,7 @@ void Communicator::Abort() noexcept {
   // then throws and reports ABORTED) and drops the connections, so peers fail promptly too.
   try {
     if (context_ == nullptr) return;
+    LoopWaker waker(params_.device.get());  // a tick per pair otherwise (loop_waker.h)
     for (int peer = 0; peer < params_.size; ++peer) {
       if (peer == params_.rank) continue;
       auto& pair = context_->getPair(peer);

@@ -288,6 +288,26 @@ TEST_F(CollectiveTest, SingleProcessMultiThreadMatchesOneRank) {
   ExpectSameParams(dir_ / "one", dir_ / "spmt", 1e-6);
 }
 
+// As many devices as one process takes (strategy.devices at its cap, 64): 2016 Gloo pairs
+// between them. Closing each used to wait for a tick of Gloo's event loop (10 ms), so the job
+// ended 21 s after its last step; the wait's deadline is below that. The results are one
+// rank's on the whole batch.
+TEST_F(CollectiveTest, SixtyFourDevicesTrainAndEnd) {
+  const std::vector<std::string> steps = {"train.steps=2", "train.log_every=1"};
+  std::vector<double> one = TrainOneRank(With(steps, {"train.batch_size=128"}));
+  RankProcess p(RunArgs(With(steps, {"train.batch_size=2",
+                                     "strategy.collective_mode=single_process_multi_thread",
+                                     "strategy.devices=64",
+                                     "train.metrics_file=" + (dir_ / "spmt.jsonl").string(),
+                                     "train.save_params_dir=" + (dir_ / "spmt").string()})),
+                {}, dir_ / "spmt.log");
+  ASSERT_EQ(p.Wait(milliseconds(15000)), 0) << p.Output();
+  EXPECT_NE(p.Output().find("trained 2 steps"), std::string::npos) << p.Output();
+  EXPECT_NE(p.Output().find("over 64 devices"), std::string::npos) << p.Output();
+  ExpectSameLosses(one, Losses(dir_ / "spmt.jsonl"));
+  ExpectSameParams(dir_ / "one", dir_ / "spmt", 1e-6);
+}
+
 // Local SGD with plain SGD and averaging every step is the same update as grad_allreduce
 // (p - lr * mean(g)); with k_steps = 3 the replicas drift between averagings and meet again
 // at each (and at the last step, whatever its number), and the loss still falls.
