@@ -1,11 +1,16 @@
 #include "collective/parallel_runner.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <utility>
 
 #include "fleet/fleet_device.h"
 #include "fleet/fleet_host.h"
 #include "plugin/device.h"
+#include "support/logging.h"
 
 namespace fleet::exec {
 namespace {
@@ -31,6 +36,42 @@ StatusOr<std::vector<int32_t>> Ordinals(const PluginRegistry& registry, std::str
   if ((props.caps & FLEET_DEVICE_CAP_HOST_MEMORY) != 0) return ordinals;
   return InvalidArgument("device '" + std::string(device) + "' has " + std::to_string(count) +
                          " unit(s) but " + std::to_string(n) + " devices were asked for");
+}
+
+// Open files n ranks of one process may hold at once: a communicator that connects every pair
+// of ranks (Gloo's full mesh of TCP pairs) keeps a socket per peer on each rank, n(n - 1) in
+// all, plus a few per rank (an event loop, a listener) and the process's own. 64 Gloo devices
+// were measured at 4102 at their peak.
+int64_t OpenFilesFor(int32_t n) { return int64_t{n} * (n - 1) + 8 * int64_t{n} + 64; }
+
+// Raises the soft RLIMIT_NOFILE to what the devices need when it is lower and the hard limit
+// allows (what `ulimit -n` would do; 32 devices already need more than the usual 1024), so the
+// communicators do not fail midway through connecting with "Too many open files".
+Status ReserveOpenFiles(int32_t n) {
+  if (n < 2) return OkStatus();
+  const auto need = static_cast<rlim_t>(OpenFilesFor(n));
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return OkStatus();  // unknown: the sockets will say
+  if (limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur >= need) return OkStatus();
+  const std::string what = std::to_string(n) + " devices in one process need about " +
+                           std::to_string(need) +
+                           " open files (their communicators connect every two devices)";
+  const std::string fix =
+      "raise it (ulimit -Hn), use fewer devices, or run them as processes "
+      "(fleet-host launch --nproc N)";
+  if (limit.rlim_max != RLIM_INFINITY && limit.rlim_max < need) {
+    return ResourceExhausted(what + ", but the hard limit on open files (RLIMIT_NOFILE) is " +
+                             std::to_string(limit.rlim_max) + ": " + fix);
+  }
+  const rlim_t before = limit.rlim_cur;
+  limit.rlim_cur = need;
+  if (setrlimit(RLIMIT_NOFILE, &limit) != 0) {
+    return ResourceExhausted(what + ", but raising the limit on open files (RLIMIT_NOFILE) from " +
+                             std::to_string(before) + " failed (" + std::strerror(errno) +
+                             "): " + fix);
+  }
+  Log().info("raised the limit on open files from {} to {} for {} devices", before, need, n);
+  return OkStatus();
 }
 
 }  // namespace
@@ -77,6 +118,7 @@ StatusOr<std::unique_ptr<ParallelRunner>> ParallelRunner::Create(
     return InvalidArgument("component '" + communicator.name + "' is not a communicator");
   }
   FLEET_ASSIGN_OR_RETURN(std::vector<int32_t> ordinals, Ordinals(registry, device, n));
+  FLEET_RETURN_IF_ERROR(ReserveOpenFiles(n));
   if (options.executor.num_threads == 0 && n > 1) {
     const int32_t cores = static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
     options.executor.num_threads = std::max(1, cores / n);

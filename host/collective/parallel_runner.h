@@ -25,6 +25,11 @@
 // 0 first (a loss of shape [1] or [] from N devices becomes [N], as Paddle returns it); the
 // devices must agree on dtype and on every dim but the first.
 //
+// Open files: N ranks whose communicators connect every two of them (Gloo's full mesh) hold
+// about N(N - 1) sockets in this process. Create raises the soft RLIMIT_NOFILE to that when it
+// is lower and the hard limit allows, and is RESOURCE_EXHAUSTED naming the need and the limit
+// when it does not.
+//
 // Threads: one persistent worker per device, started by Create and joined by the destructor;
 // a step hands the workers their job through a condition variable (no thread is created per
 // step). Prepare and the kernels' prepare run on the device's own thread. Every wait a step can

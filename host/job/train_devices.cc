@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "collective/parallel_runner.h"
@@ -54,8 +56,11 @@ StatusOr<TrainSummary> TrainOnDevices(const Config& config,
     role.world_size = world;
     return Transpile(c, role, programs, registry);
   };
-  FLEET_ASSIGN_OR_RETURN(std::unique_ptr<exec::ParallelRunner> runner,
-                         exec::ParallelRunner::Create(registry, device, *comm, options, transpile));
+  auto created = exec::ParallelRunner::Create(registry, device, *comm, options, transpile);
+  if (created.status().code() == Code::kResourceExhausted) {  // the devices' open files
+    return created.status().WithContext("strategy.devices = " + std::to_string(num_devices));
+  }
+  FLEET_ASSIGN_OR_RETURN(std::unique_ptr<exec::ParallelRunner> runner, std::move(created));
   FLEET_RETURN_IF_ERROR(runner->RunStartup().WithContext("startup program"));
   if (!train.init_from.empty()) {
     for (int32_t d = 0; d < runner->num_devices(); ++d) {

@@ -4,10 +4,16 @@
 #include "collective/parallel_runner.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "job/pipeline.h"
 #include "config/config.h"
@@ -240,6 +246,13 @@ TEST_F(ParallelRunnerTest, FourDevicesTrainLikeOneExecutorOnTheWholeBatch) {
   ExpectTrainsLikeOneExecutor(*registry_, *gloo_, Options(4), Collective(mlp), mlp);
 }
 
+// Many devices on one tiny batch share each: every pair of them is connected, and the replicas
+// still follow the one executor exactly.
+TEST_F(ParallelRunnerTest, ThirtyTwoDevicesTrainLikeOneExecutorOnTheWholeBatch) {
+  const frontend::ParsedProgram mlp = Mlp();
+  ExpectTrainsLikeOneExecutor(*registry_, *gloo_, Options(32), Collective(mlp), mlp);
+}
+
 TEST_F(ParallelRunnerTest, RunsAreDeterministic) {
   const frontend::ParsedProgram mlp = Mlp();
   std::vector<std::vector<uint8_t>> first;
@@ -416,6 +429,59 @@ TEST_F(ParallelRunnerTest, BadConstructionIsAnError) {
                 .status()
                 .code(),
             Code::kNotFound);
+}
+
+// What Create of `n` devices said in a child process whose limit on open files was
+// {soft, hard}: its status code, then the soft limit after it, then its message.
+struct Reservation {
+  int code = -1;
+  rlim_t soft_after = 0;
+  std::string message;
+};
+
+Reservation CreateUnderFileLimit(const PluginRegistry& registry, const ComponentRecord& gloo,
+                                 ParallelOptions options, std::vector<ProgramSet> programs,
+                                 rlim_t soft, rlim_t hard) {
+  const std::filesystem::path out = std::filesystem::path(::testing::TempDir()) /
+                                    ("reservation." + std::to_string(::getpid()));
+  const pid_t child = ::fork();
+  if (child == 0) {
+    const rlimit limit = {soft, hard};
+    if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) _exit(100);
+    auto runner = ParallelRunner::Create(registry, "cpu", gloo, options, std::move(programs));
+    rlimit after{};
+    ::getrlimit(RLIMIT_NOFILE, &after);
+    std::ofstream(out) << after.rlim_cur << "\n" << runner.status().message();
+    _exit(static_cast<int>(runner.status().code()));
+  }
+  Reservation r;
+  int status = 0;
+  if (child < 0 || ::waitpid(child, &status, 0) != child || !WIFEXITED(status)) return r;
+  r.code = WEXITSTATUS(status);
+  std::ifstream in(out);
+  in >> r.soft_after;
+  in.ignore();
+  std::getline(in, r.message, '\0');
+  std::filesystem::remove(out);
+  return r;
+}
+
+// 32 devices hold about 32 * 31 sockets, more than the usual soft limit of 1024 open files:
+// Create raises it within the hard limit instead of letting the communicators fail midway.
+TEST_F(ParallelRunnerTest, ManyDevicesRaiseTheSoftOpenFileLimit) {
+  Reservation r = CreateUnderFileLimit(*registry_, *gloo_, Options(32), Doubling(32), 256, 8192);
+  EXPECT_EQ(r.code, static_cast<int>(Code::kOk)) << r.message;
+  EXPECT_EQ(r.soft_after, 32u * 31u + 8u * 32u + 64u);
+}
+
+TEST_F(ParallelRunnerTest, ManyDevicesPastTheHardOpenFileLimitAreRefused) {
+  Reservation r = CreateUnderFileLimit(*registry_, *gloo_, Options(32), Doubling(32), 512, 512);
+  EXPECT_EQ(r.code, static_cast<int>(Code::kResourceExhausted)) << r.message;
+  EXPECT_NE(r.message.find("32 devices in one process need about 1312 open files"),
+            std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("the hard limit on open files (RLIMIT_NOFILE) is 512"),
+            std::string::npos) << r.message;
+  EXPECT_EQ(r.soft_after, 512u);
 }
 
 TEST_F(ParallelRunnerTest, PrepareErrorsNameTheDevice) {
