@@ -153,7 +153,13 @@ bool IsPluginName(std::string_view s) { return IsName(s, false); }
 constexpr int64_t kMaxBatch = 2147483647;
 constexpr int64_t kMaxThreads = 4096;
 constexpr int64_t kMaxWorld = 65536;
-constexpr int64_t kMaxDevices = 1024;
+// strategy.devices: the ranks of one process connect every two of them (Gloo's full mesh), so
+// N devices hold N(N - 1) sockets on loopback ports. 64 peaked at 4102 open files and took
+// about a second to connect; 128 took 16k files, 20k of the host's 28k ephemeral ports and 25 s;
+// 1024 would need a million sockets, more ports than an address has, and never connected. No
+// machine has more than 16 accelerators, and CPU places share the cores, which train.threads
+// uses better; more ranks than this are processes (fleet-host launch --nproc N).
+constexpr int64_t kMaxDevices = 64;
 constexpr int64_t kMaxRings = 64;
 constexpr int64_t kMaxQueue = 65536;
 constexpr int64_t kMaxRetries = 1000;

@@ -421,6 +421,18 @@ TEST(ConfigTest, ValuesPastAnyMachineAreRefused) {
             "fleet.toml:2:10: strategy.nrings: expected an integer in [1, 64], got 65");
 }
 
+// strategy.devices ranks of one process are all connected to each other: 1024 of them needed a
+// million sockets and never connected, so more than 64 are refused where they are written.
+TEST(ConfigTest, DevicesOfOneProcessAreCapped) {
+  EXPECT_EQ(ErrorOf("[strategy]\ndevices = 1024\n"),
+            "fleet.toml:2:11: strategy.devices: expected an integer in [1, 64], got 1024");
+  EXPECT_EQ(ErrorOf("", {"strategy.devices=65"}),
+            "--set strategy.devices: expected an integer in [1, 64], got 65");
+  StatusOr<Config> most = Parse("[strategy]\ndevices = 64\n");
+  ASSERT_TRUE(most.ok()) << most.status().ToString();
+  EXPECT_EQ(most->collective.devices, 64);
+}
+
 TEST(ConfigTest, BadNames) {
   EXPECT_EQ(ErrorOf("[device]\nbackend = \"\"\n"),
             "fleet.toml:2:11: device.backend: expected a component name ([A-Za-z0-9_.-]+), got "
