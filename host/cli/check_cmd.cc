@@ -37,8 +37,9 @@ int CheckCommand(const GlobalOptions& global, const std::vector<std::string>& ar
   if (Status s = RegisterBuiltinPasses(registry); !s.ok()) return Fail(err, s);
   auto selection = LoadSelected(*config, registry);
   if (!selection.ok()) return Fail(err, selection.status());
-  // [passes.NAME] tables are checked here even when this job would not transpile.
-  if (Status s = CheckPassTables(*config, registry); !s.ok()) return Fail(err, s);
+  // strategy.passes and [passes.NAME] are checked as Transpile checks them, even when this job
+  // would not transpile.
+  if (Status s = CheckPasses(*config, registry); !s.ok()) return Fail(err, s);
   Device device(selection->device);
   auto count = device.Count();
   if (!count.ok()) return Fail(err, count.status());

@@ -99,6 +99,8 @@ struct Config {
     int64_t local_sgd_k_steps = 1;        // local_sgd: average parameters every k steps
     double fuse_grad_size_mb = 32.0;      // all-reduce gradients in buckets this big; 0 = off
     std::vector<std::string> passes;      // pass components run after the built-in ones
+    std::string passes_where;             // where passes was set: "fleet.toml:12:10" or
+                                          // "--set strategy.passes"; "" = not set
   } collective;
   // [passes.NAME]: options of the pass component NAME (built-in or from a plugin), checked
   // against the options the pass declares when the job is transpiled (or by `check`). Options

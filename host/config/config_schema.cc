@@ -258,6 +258,7 @@ class Checker {
         }
       }
       if (const toml::node* n = t->get("passes")) {
+        c.passes_where = diag_.Where(*n, "strategy.passes");
         ReadStrings(*n, "strategy.passes",
                     [&](const toml::node&, const std::string&, const std::string& v) {
                       c.passes.push_back(v);

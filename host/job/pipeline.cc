@@ -1,5 +1,6 @@
 #include "job/pipeline.h"
 
+#include <algorithm>
 #include <set>
 
 #include "autodiff/backward.h"
@@ -27,9 +28,32 @@ const std::map<std::string, std::map<std::string, std::string>>& StrategyOwnedOp
   return *owned;
 }
 
-// "fleet.toml:12:3: passes.x.y" or "--set passes.x.y" (which already names the key).
-std::string Place(const ConfigValue& v, const std::string& key) {
-  return v.where.rfind("--set ", 0) == 0 ? v.where : v.where + ": " + key;
+// "fleet.toml:12:3: passes.x.y" or "--set passes.x.y" (which already names the key); `key`
+// alone when nothing says where it was set.
+std::string Place(const std::string& where, const std::string& key) {
+  if (where.empty()) return key;
+  return where.rfind("--set ", 0) == 0 ? where : where + ": " + key;
+}
+std::string Place(const ConfigValue& v, const std::string& key) { return Place(v.where, key); }
+
+// The pass `name` of `registry`, or NOT_FOUND saying which key named it (`where`, already
+// placed; "" for a pass the host itself runs), the closest registered name and every registered
+// one: the one lookup behind [passes.NAME], strategy.passes and the built-in passes.
+StatusOr<const ComponentRecord*> FindPass(const PluginRegistry& registry, const std::string& name,
+                                          const std::string& where) {
+  if (const ComponentRecord* pass = registry.Find(FLEET_COMPONENT_PASS, name)) return pass;
+  std::vector<std::string> known;
+  for (const ComponentRecord* c : registry.Components(FLEET_COMPONENT_PASS)) {
+    known.push_back(c->name);
+  }
+  std::sort(known.begin(), known.end());
+  const std::string close = ClosestMatch(name, known);
+  std::string list;
+  for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+  return NotFound((where.empty() ? "" : where + ": ") + "no pass " + QuoteForMessage(name) +
+                  " is registered" + (close.empty() ? "" : " (did you mean '" + close + "'?)") +
+                  "; registered: " + (list.empty() ? "none" : list) +
+                  "; a plugin's pass needs its plugin in [plugins] load");
 }
 
 ir::Attribute ToAttribute(const ConfigValue& v) {
@@ -61,22 +85,17 @@ StatusOr<ir::AttrMap> PassTableOptions(const Config& config, const ComponentReco
 
 }  // namespace
 
-Status CheckPassTables(const Config& config, const PluginRegistry& registry) {
+Status CheckPasses(const Config& config, const PluginRegistry& registry) {
   for (const auto& [name, values] : config.passes) {
-    const ComponentRecord* pass = registry.Find(FLEET_COMPONENT_PASS, name);
-    if (pass == nullptr) {
-      std::vector<std::string> known;
-      for (const ComponentRecord* c : registry.Components(FLEET_COMPONENT_PASS)) {
-        known.push_back(c->name);
-      }
-      std::string where = values.empty() ? "[passes." + name + "]"
-                                         : Place(values[0], "passes." + name);
-      std::string close = ClosestMatch(name, known);
-      return NotFound(where + ": no pass '" + name + "' is registered" +
-                      (close.empty() ? "" : " (did you mean '" + close + "'?)") +
-                      "; a plugin's pass needs its plugin in [plugins] load");
-    }
+    const std::string where =
+        values.empty() ? "[passes." + name + "]" : Place(values[0], "passes." + name);
+    FLEET_ASSIGN_OR_RETURN(const ComponentRecord* pass, FindPass(registry, name, where));
     FLEET_RETURN_IF_ERROR(PassTableOptions(config, *pass).status());
+  }
+  for (const std::string& name : config.collective.passes) {
+    FLEET_RETURN_IF_ERROR(
+        FindPass(registry, name, Place(config.collective.passes_where, "strategy.passes"))
+            .status());
   }
   return OkStatus();
 }
@@ -115,7 +134,7 @@ StatusOr<std::map<std::string, ir::Program>> Transpile(const Config& config, con
                                                        const frontend::ParsedProgram& optimized,
                                                        const PluginRegistry& registry,
                                                        std::vector<PassRun>* ran) {
-  FLEET_RETURN_IF_ERROR(CheckPassTables(config, registry));
+  FLEET_RETURN_IF_ERROR(CheckPasses(config, registry));
   std::map<std::string, ir::Program> programs = {{"startup", optimized.startup},
                                                  {"main", optimized.main}};
   PassContextInfo ctx;
@@ -126,10 +145,7 @@ StatusOr<std::map<std::string, ir::Program>> Transpile(const Config& config, con
   ctx.pserver_endpoints = role.pserver_endpoints;
 
   auto run = [&](const std::string& name, const ir::AttrMap& given) -> Status {
-    const ComponentRecord* pass = registry.Find(FLEET_COMPONENT_PASS, name);
-    if (pass == nullptr) {
-      return NotFound("pass '" + name + "' is not registered (is its plugin in [plugins] load?)");
-    }
+    FLEET_ASSIGN_OR_RETURN(const ComponentRecord* pass, FindPass(registry, name, ""));
     FLEET_ASSIGN_OR_RETURN(ir::AttrMap from_table, PassTableOptions(config, *pass));
     ir::AttrMap merged = given;
     merged.insert(from_table.begin(), from_table.end());

@@ -55,12 +55,14 @@ StatusOr<std::map<std::string, ir::Program>> Transpile(const Config& config, con
                                                        const PluginRegistry& registry,
                                                        std::vector<PassRun>* ran = nullptr);
 
-// Checks every [passes.NAME] table against `registry` (built-in passes registered): NAME is a
-// registered pass, each key one of its declared options with a value of a convertible type, and
-// not an option the host sets from [strategy] (the built-in passes take theirs from there).
-// Errors name the key and where it was set ("fleet.toml:12:3" or "--set passes.x.y=...").
-// Transpile calls it; `check` calls it for jobs that would not transpile.
-Status CheckPassTables(const Config& config, const PluginRegistry& registry);
+// Checks the passes the config names against `registry` (built-in passes registered): every
+// pass of strategy.passes is registered; for every [passes.NAME] table, NAME is a registered
+// pass, each key one of its declared options with a value of a convertible type, and not an
+// option the host sets from [strategy] (the built-in passes take theirs from there). Errors name
+// the key and where it was set ("fleet.toml:12:3" or "--set passes.x.y"), and for an unknown
+// pass every registered one. Transpile calls it, so `run` and `show` check this way whatever
+// the job's mode; `check` calls it for jobs that would not transpile.
+Status CheckPasses(const Config& config, const PluginRegistry& registry);
 
 
 }  // namespace fleet

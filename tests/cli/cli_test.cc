@@ -1257,6 +1257,32 @@ TEST_F(CliPassOptionsTest, UnknownKeysPassesAndStrategyOwnedOptionsAreRefused) {
       << s.err;
 }
 
+// strategy.passes is checked by the code Transpile runs, whatever the job's mode: `check`
+// accepted an unknown pass in a job of one trainer (which does not transpile) while `run`
+// refused it. The error names the key where it was set, the pass and every registered pass.
+TEST(CliCheckTest, AnUnknownStrategyPassIsRefusedByCheckAsByRun) {
+  TempDir dir;
+  const fs::path toml = dir.Write("fleet.toml", "[train]\nsteps = 1\n[strategy]\n"
+                                                "passes = [\"grad_allreduce\", \"no_such\"]\n");
+  const std::string mlp = (kExamples / "mlp/mlp.fleet").string();
+  for (const std::string& command : {std::string("check"), "check " + mlp, "run " + mlp}) {
+    SCOPED_TRACE(command);
+    Result r = RunHost("--config " + toml.string() + " " + command);
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_TRUE(Contains(r.err, toml.string() + ":4:10: strategy.passes: no pass 'no_such' is "
+                                "registered; registered: fuse_allreduce, grad_allreduce, "
+                                "local_sgd, pserver; a plugin's pass needs its plugin in "
+                                "[plugins] load"))
+        << r.err;
+    EXPECT_FALSE(Contains(r.out, "check passed")) << r.out;
+  }
+  Result set = RunHost("--set 'strategy.passes=[\"grad_allreduc\"]' check");
+  EXPECT_EQ(set.exit_code, 1) << set.err;
+  EXPECT_TRUE(Contains(set.err, "--set strategy.passes: no pass 'grad_allreduc' is registered "
+                                "(did you mean 'grad_allreduce'?)"))
+      << set.err;
+}
+
 // ---- listing ----------------------------------------------------------------------------------
 
 TEST(CliTest, DevicesListsEveryUnit) {

@@ -720,6 +720,8 @@ def gen_config(ctx: Context) -> List[Case]:
         add(desc, text, quick=q)
     add("strategy.passes naming an unknown pass (check PROGRAM; run refuses it)",
         "[strategy]\npasses = [\"no_such\"]\n", program=True, quick=True)
+    add("strategy.passes naming an unknown pass (check, no program)",
+        "[strategy]\npasses = [\"no_such\"]\n", names=("strategy.passes",))
 
     # Unknown keys and tables.
     for desc, text, q in (("an unknown table [trian]", base + "\n[trian]\nsteps = 1\n", True),

@@ -231,6 +231,10 @@ passes = ["my_pass"]
   EXPECT_EQ(config->collective.local_sgd_k_steps, 4);
   EXPECT_EQ(config->collective.fuse_grad_size_mb, 0.0);
   EXPECT_EQ(config->collective.passes, std::vector<std::string>{"my_pass"});
+  EXPECT_EQ(config->collective.passes_where, "fleet.toml:12:10");
+  auto set = Parse("", {"strategy.passes=[\"my_pass\"]"});
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  EXPECT_EQ(set->collective.passes_where, "--set strategy.passes");
 }
 
 TEST(ConfigTest, ReadsTheTransportAndPserverKeys) {
