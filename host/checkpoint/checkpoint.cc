@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "support/input_file.h"
+#include "support/limits.h"
 #include "support/durable_file.h"
 #include "ir/text.h"
 
@@ -51,24 +53,38 @@ StatusOr<CheckpointInfo> ParseManifest(const std::vector<uint8_t>& bytes, const 
   const json m = json::parse(bytes.begin(), bytes.end(), nullptr, false);
   const std::string where = file.string();
   if (m.is_discarded() || !m.is_object()) return DataLoss(where + ": not a JSON object");
-  auto integer = [&](const json& parent, const char* key, int64_t& out) -> Status {
+  // An integer field in [min, max]; `name` is its path in the manifest ("data.batches").
+  auto integer = [&](const json& parent, const char* key, const std::string& name, int64_t min,
+                     int64_t max, int64_t& out) -> Status {
     auto it = parent.find(key);
     if (it == parent.end() || !it->is_number_integer()) {
-      return DataLoss(where + ": '" + key + "' is missing or not an integer");
+      return DataLoss(where + ": '" + name + "' is missing or not an integer");
+    }
+    // A number beyond int64 is read by nlohmann as an unsigned integer.
+    if (it->is_number_unsigned() &&
+        it->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return DataLoss(where + ": '" + name + "' = " + it->dump() + " is outside [" +
+                      std::to_string(min) + ", " + std::to_string(max) + "]");
     }
     out = it->get<int64_t>();
+    if (out < min || out > max) {
+      return DataLoss(where + ": '" + name + "' = " + std::to_string(out) + " is outside [" +
+                      std::to_string(min) + ", " + std::to_string(max) + "]");
+    }
     return OkStatus();
   };
+  constexpr int64_t kAny = std::numeric_limits<int64_t>::max();
   int64_t format = 0;
-  FLEET_RETURN_IF_ERROR(integer(m, "format", format));
+  FLEET_RETURN_IF_ERROR(integer(m, "format", "format", 0, kAny, format));
   if (format != kManifestFormat) {
     return FailedPrecondition(where + ": manifest format " + std::to_string(format) +
                               ", but this fleet-host reads format " +
                               std::to_string(kManifestFormat));
   }
   CheckpointInfo info;
-  FLEET_RETURN_IF_ERROR(integer(m, "step", info.step));
-  FLEET_RETURN_IF_ERROR(integer(m, "world_size", info.world_size));
+  FLEET_RETURN_IF_ERROR(integer(m, "step", "step", 0, kAny, info.step));
+  // The job that wrote it had a world size fleet.toml and the launchers allow.
+  FLEET_RETURN_IF_ERROR(integer(m, "world_size", "world_size", 1, kMaxWorldSize, info.world_size));
   if (!m.contains("program_hash") || !m["program_hash"].is_string()) {
     return DataLoss(where + ": 'program_hash' is missing or not a string");
   }
@@ -76,15 +92,17 @@ StatusOr<CheckpointInfo> ParseManifest(const std::vector<uint8_t>& bytes, const 
   if (!m.contains("data") || !m["data"].is_object()) {
     return DataLoss(where + ": 'data' is missing or not an object");
   }
-  FLEET_RETURN_IF_ERROR(integer(m["data"], "batches", info.data_batches));
-  FLEET_RETURN_IF_ERROR(integer(m["data"], "batch_size", info.data_batch_size));
+  FLEET_RETURN_IF_ERROR(integer(m["data"], "batches", "data.batches", 0, kAny, info.data_batches));
+  FLEET_RETURN_IF_ERROR(
+      integer(m["data"], "batch_size", "data.batch_size", 0, kAny, info.data_batch_size));
   if (m.contains("shard")) {
     const json& s = m["shard"];
     if (!s.is_object() || !s.contains("name") || !s["name"].is_string()) {
       return DataLoss(where + ": 'shard' needs a string 'name'");
     }
     info.shard = s["name"].get<std::string>();
-    FLEET_RETURN_IF_ERROR(integer(s, "count", info.num_shards));
+    // One shard per parameter server; readers loop over the shards a manifest counts.
+    FLEET_RETURN_IF_ERROR(integer(s, "count", "shard.count", 1, kMaxWorldSize, info.num_shards));
   }
   if (m.contains("config")) info.config = m["config"].dump();
   if (!m.contains("files") || !m["files"].is_array() || m["files"].empty()) {

@@ -10,6 +10,7 @@
 #include <tuple>
 #include <utility>
 
+#include "support/limits.h"
 #include "support/text.h"
 
 namespace fleet::config_internal {
@@ -152,7 +153,7 @@ bool IsPluginName(std::string_view s) { return IsName(s, false); }
 // sizes a label range) is indexed with int by the kernels' libraries, so 2^31 - 1.
 constexpr int64_t kMaxBatch = 2147483647;
 constexpr int64_t kMaxThreads = 4096;
-constexpr int64_t kMaxWorld = 65536;
+constexpr int64_t kMaxWorld = kMaxWorldSize;
 // strategy.devices: the ranks of one process connect every two of them (Gloo's full mesh), so
 // N devices hold N(N - 1) sockets on loopback ports. 64 peaked at 4102 open files and took
 // about a second to connect; 128 took 16k files, 20k of the host's 28k ephemeral ports and 25 s;

@@ -62,6 +62,15 @@ StatusOr<int64_t> TrainCheckpoints::Resume(TrainingSetup& setup, Communicator* w
                     " cannot belong to a job at step " + std::to_string(step) +
                     " (it reads one batch per step)");
   }
+  last_saved_ = step;
+  if (step >= config_.train.steps) {
+    // Nothing is left to run (train.cc says so). Moving the data source and counting the
+    // launches below take time in proportion to the step, which a manifest may put anywhere up
+    // to 2^63; below train.steps they are bounded by the job itself.
+    Log().info("checkpoint: resumed from {} (step {}, train.steps = {})", found->dir.string(),
+               step, config_.train.steps);
+    return step + 1;
+  }
   if (Status s = setup.source->Skip(batches, batch_size); !s.ok()) {
     return s.WithContext("checkpoint resume: moving the data source past " +
                          std::to_string(batches) + " batches");
@@ -71,7 +80,6 @@ StatusOr<int64_t> TrainCheckpoints::Resume(TrainingSetup& setup, Communicator* w
   setup.main->set_next_launch_index(main_runs);
   if (setup.main_local != nullptr) setup.main_local->set_next_launch_index(local_runs);
   Log().info("checkpoint: resumed from {} (step {})", found->dir.string(), step);
-  last_saved_ = step;
   return step + 1;
 }
 

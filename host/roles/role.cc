@@ -8,6 +8,7 @@
 #include <set>
 #include <utility>
 
+#include "support/limits.h"
 #include "support/text.h"
 
 extern char** environ;
@@ -105,10 +106,9 @@ class Resolver {
     }
     // Ranks and world sizes are int everywhere downstream; a launcher's variable past any job
     // is refused here rather than truncated.
-    constexpr int64_t kMax = 65536;
-    if (*value < min || *value > kMax) {
+    if (*value < min || *value > kMaxWorldSize) {
       return InvalidArgument(name + "=" + ForTerminal(*text, 64) + ": expected an integer in [" +
-                             std::to_string(min) + ", " + std::to_string(kMax) + "]");
+                             std::to_string(min) + ", " + std::to_string(kMaxWorldSize) + "]");
     }
     out.push_back({name, "env " + name, std::to_string(*value)});
     return OkStatus();

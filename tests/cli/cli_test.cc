@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -1519,6 +1520,35 @@ TEST(CliHostileInputTest, AnImpossibleBatchCountInACheckpointIsRefused) {
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_TRUE(Contains(r.err, "data.batches = 4611686018427387904")) << r.err;
   EXPECT_TRUE(Contains(r.err, manifest.string())) << r.err;
+}
+
+// A checkpoint whose step is huge (here 2^60, in a directory named for it) is resumed as a job
+// with nothing left to run, at once: moving the data source past its batches and counting the
+// programs' launches went step by step, so the resume spun for ever. Below train.steps those
+// loops are bounded by the job itself.
+TEST(CliHostileInputTest, AHugeCheckpointStepDoesNotSpin) {
+  TempDir dir;
+  const std::string mlp = (kExamples / "mlp/mlp.fleet").string();
+  const std::string config = "--config " + (kExamples / "mlp/fleet.toml").string();
+  const fs::path ckpt = dir.path() / "ckpt";
+  Result run = RunHost(config + " run " + mlp + " --set train.steps=2 --set checkpoint.dir=" +
+                       ckpt.string());
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const int64_t huge = int64_t{1} << 60;
+  const fs::path step = ckpt / ("step_" + std::to_string(huge));
+  fs::rename(ckpt / "step_0000002", step);
+  auto doc = nlohmann::json::parse(ReadFile(step / "manifest.json"));
+  doc["step"] = huge;
+  doc["data"]["batches"] = huge;
+  std::ofstream(step / "manifest.json") << doc.dump();
+  const auto start = std::chrono::steady_clock::now();
+  Result r = RunHost(config + " run " + mlp + " --resume --set train.steps=4 --set checkpoint.dir=" +
+                     ckpt.string());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "the checkpoint is at step " + std::to_string(huge) +
+                                  ": all 4 steps of train.steps are done"))
+      << r.out << r.err;
 }
 
 // Var names in an export's model.json follow the program's name rule: a fetch named with a

@@ -223,6 +223,60 @@ TEST_F(CheckpointTest, ANewerFormatIsRefusedByName) {
             std::string::npos) << read.status().message();
 }
 
+// A manifest's sizes are held to what a job can have: a world size in [1, 65536] as fleet.toml
+// and the launchers allow (0 or 2^40 were resumed with only a warning), a shard count likewise,
+// and no negative step or batch count. The error names the manifest file and the field, and
+// resume skips such a checkpoint with that error as its warning.
+TEST_F(CheckpointTest, ManifestSizesOutsideAJobsLimitsAreRefusedNamingTheField) {
+  Save(10);
+  const fs::path dir = root_ / "step_0000010";
+  const fs::path m = dir / kManifestFile;
+  const std::string original = Text(m);
+  struct Case {
+    std::string from, to, says;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"\"world_size\": 2", "\"world_size\": 0", "'world_size' = 0 is outside [1, 65536]"},
+           {"\"world_size\": 2", "\"world_size\": 1099511627776",
+            "'world_size' = 1099511627776 is outside [1, 65536]"},
+           {"\"world_size\": 2", "\"world_size\": 18446744073709551615",
+            "'world_size' = 18446744073709551615 is outside [1, 65536]"},
+           {"\"step\": 10", "\"step\": -1", "'step' = -1 is outside [0, "},
+           {"\"batches\": 10", "\"batches\": -5", "'data.batches' = -5 is outside [0, "},
+       }) {
+    SCOPED_TRACE(c.to);
+    std::string text = original;
+    ASSERT_NE(text.find(c.from), std::string::npos) << text;
+    text.replace(text.find(c.from), c.from.size(), c.to);
+    std::ofstream(m, std::ios::trunc) << text;
+    auto read = ReadCheckpointDir(dir);
+    ASSERT_FALSE(read.ok());
+    EXPECT_NE(read.status().message().find(m.string() + ": " + c.says), std::string::npos)
+        << read.status().message();
+    std::vector<std::string> warnings;
+    EXPECT_FALSE(Latest(warnings).has_value());
+    ASSERT_EQ(warnings.size(), 1u);
+    EXPECT_NE(warnings[0].find("step_0000010: " + m.string() + ": " + c.says), std::string::npos)
+        << warnings[0];
+  }
+  // A shard's count, which readers loop over.
+  CheckpointInfo shard = Info(20);
+  shard.shard = "pserver.0";
+  shard.num_shards = 1;
+  ASSERT_TRUE(SaveCheckpoint(root_, shard, State(20), 0).ok());
+  const fs::path sm = root_ / "step_0000020" / "pserver.0" / kManifestFile;
+  std::string text = Text(sm);
+  ASSERT_NE(text.find("\"count\": 1"), std::string::npos) << text;
+  text.replace(text.find("\"count\": 1"), 10, "\"count\": 4611686018427387904");
+  std::ofstream(sm, std::ios::trunc) << text;
+  auto read = ReadCheckpointDir(sm.parent_path());
+  ASSERT_FALSE(read.ok());
+  EXPECT_NE(read.status().message().find("'shard.count' = 4611686018427387904 is outside [1, "
+                                         "65536]"),
+            std::string::npos)
+      << read.status().message();
+}
+
 TEST_F(CheckpointTest, SavingAStepAgainReplacesACorruptOne) {
   Save(10);
   Save(20);
