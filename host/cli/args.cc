@@ -2,36 +2,74 @@
 
 #include <algorithm>
 
+#include "support/logging.h"
+#include "support/text.h"
+
 namespace fleet {
+namespace {
+
+bool Contains(const std::vector<std::string>& list, const std::string& word) {
+  return std::find(list.begin(), list.end(), word) != list.end();
+}
+
+}  // namespace
+
+Status SetGlobalOption(const std::string& flag, const std::string& value, GlobalOptions& global) {
+  if (flag == "--set") {
+    // The config reader checks each override and names it; an empty one included.
+    global.overrides.push_back(value);
+    return OkStatus();
+  }
+  if (flag == "--config") {
+    if (!global.config_path.empty()) {
+      return InvalidArgument("--config is given twice (" + QuoteForMessage(global.config_path) +
+                             " and " + QuoteForMessage(value) + "); give one config file");
+    }
+    global.config_path = value;
+    return OkStatus();
+  }
+  if (flag == "--log-level") {
+    if (!global.log_level.empty()) {
+      return InvalidArgument("--log-level is given twice (" + QuoteForMessage(global.log_level) +
+                             " and " + QuoteForMessage(value) + ")");
+    }
+    if (Status s = SetLogLevel(value); !s.ok()) return s.WithContext("--log-level");
+    global.log_level = value;
+    return OkStatus();
+  }
+  return InvalidArgument(QuoteForMessage(flag) + " is not a global option");
+}
 
 std::optional<Words> ParseWords(const std::string& command, const std::vector<std::string>& args,
-                                const std::vector<std::string>& with_value,
-                                const std::vector<std::string>& boolean, GlobalOptions& global,
-                                const char* usage, std::ostream& err) {
+                                const FlagSet& flags, GlobalOptions& global, const char* usage,
+                                std::ostream& err) {
+  auto usage_error = [&](const std::string& message) -> std::optional<Words> {
+    err << "fleet-host " << command << ": " << ForTerminal(message, 1024) << "; usage: " << usage
+        << "\n";
+    return std::nullopt;
+  };
   Words w;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    const bool takes = std::find(with_value.begin(), with_value.end(), a) != with_value.end() ||
-                       a == "--config" || a == "--set";
-    if (takes) {
-      if (i + 1 >= args.size()) {
-        err << "fleet-host " << command << ": " << a << " needs a value; usage: " << usage << "\n";
-        return std::nullopt;
-      }
+    const bool global_flag = a == "--config" || a == "--set";
+    const bool single = Contains(flags.single, a);
+    if (global_flag || single || Contains(flags.repeatable, a)) {
+      if (i + 1 >= args.size()) return usage_error(a + " needs a value");
       const std::string& v = args[++i];
-      if (a == "--config") {
-        global.config_path = v;
-      } else if (a == "--set") {
-        global.overrides.push_back(v);
-      } else {
-        w.values[a].push_back(v);
+      if (global_flag) {
+        if (Status s = SetGlobalOption(a, v, global); !s.ok()) return usage_error(s.message());
+        continue;
       }
-    } else if (std::find(boolean.begin(), boolean.end(), a) != boolean.end()) {
+      std::vector<std::string>& values = w.values[a];
+      if (single && !values.empty()) {
+        return usage_error(a + " is given twice (" + QuoteForMessage(values[0]) + " and " +
+                           QuoteForMessage(v) + "); it takes one value");
+      }
+      values.push_back(v);
+    } else if (Contains(flags.boolean, a)) {
       w.flags.push_back(a);
     } else if (!a.empty() && a[0] == '-') {
-      err << "fleet-host " << command << ": unknown option '" << a << "'; usage: " << usage
-          << "\n";
-      return std::nullopt;
+      return usage_error("unknown option " + QuoteForMessage(a));
     } else {
       w.positional.push_back(a);
     }
@@ -45,7 +83,7 @@ bool Has(const Words& w, const std::string& flag) {
 
 std::string One(const Words& w, const std::string& flag) {
   auto it = w.values.find(flag);
-  return it == w.values.end() || it->second.empty() ? "" : it->second.back();
+  return it == w.values.end() || it->second.empty() ? "" : it->second.front();
 }
 
 }  // namespace fleet

@@ -1,5 +1,6 @@
 #include "cli/cli.h"
 
+#include "cli/args.h"
 #include "fleet/fleet_abi.h"
 #include "support/logging.h"
 #include "support/text.h"
@@ -90,33 +91,19 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
   // Global options come before the command name.
   for (; i < args.size(); ++i) {
     const std::string& a = args[i];
-    auto value = [&](const char* flag) -> const std::string* {
-      if (i + 1 >= args.size()) {
-        err << "fleet-host: " << flag << " needs a value\n";
-        return nullptr;
-      }
-      return &args[++i];
-    };
     if (a == "-h" || a == "--help") {
       out << kUsage;
       return kExitOk;
     } else if (a == "--version") {
       PrintVersion(out);
       return kExitOk;
-    } else if (a == "--config") {
-      const std::string* v = value("--config");
-      if (v == nullptr) return kExitUsage;
-      global.config_path = *v;
-    } else if (a == "--set") {
-      const std::string* v = value("--set");
-      if (v == nullptr) return kExitUsage;
-      global.overrides.push_back(*v);
-    } else if (a == "--log-level") {
-      const std::string* v = value("--log-level");
-      if (v == nullptr) return kExitUsage;
-      global.log_level = *v;
-      if (Status s = SetLogLevel(*v); !s.ok()) {
-        err << "fleet-host: --log-level: " << s.message() << "\n";
+    } else if (a == "--config" || a == "--set" || a == "--log-level") {
+      if (i + 1 >= args.size()) {
+        err << "fleet-host: " << a << " needs a value\n";
+        return kExitUsage;
+      }
+      if (Status s = SetGlobalOption(a, args[++i], global); !s.ok()) {
+        err << "fleet-host: " << ForTerminal(s.message(), 1024) << "\n";
         return kExitUsage;
       }
     } else if (!a.empty() && a[0] == '-') {

@@ -15,7 +15,9 @@ int ConvertCommand(const GlobalOptions& global_in, const std::vector<std::string
                    std::ostream& out, std::ostream& err) {
   constexpr const char* kUsage = "fleet-host convert SRC --out DST [--force]";
   GlobalOptions global = global_in;
-  auto w = ParseWords("convert", args, {"--out"}, {"--force"}, global, kUsage, err);
+  auto w = ParseWords("convert", args,
+                      {.single = {"--out"}, .repeatable = {}, .boolean = {"--force"}}, global,
+                      kUsage, err);
   if (!w) return kExitUsage;
   if (w->positional.size() != 1 || One(*w, "--out").empty()) {
     err << "fleet-host convert: a source and --out are needed; usage: " << kUsage << "\n"

@@ -13,8 +13,11 @@ int ExportCommand(const GlobalOptions& global_in, const std::vector<std::string>
       "fleet-host export PROGRAM --fetch VAR [--fetch VAR ...] [--feed VAR ...] --out DIR "
       "[--params DIR | --checkpoint ROOT] [--force]";
   GlobalOptions global = global_in;
-  auto w = ParseWords("export", args, {"--feed", "--fetch", "--out", "--params", "--checkpoint"},
-                      {"--force"}, global, kUsage, err);
+  auto w = ParseWords("export", args,
+                      {.single = {"--out", "--params", "--checkpoint"},
+                       .repeatable = {"--feed", "--fetch"},
+                       .boolean = {"--force"}},
+                      global, kUsage, err);
   if (!w) return kExitUsage;
   if (w->positional.size() != 1 || One(*w, "--out").empty() || !w->values.count("--fetch")) {
     err << "fleet-host export: a program, --fetch and --out are needed; usage: " << kUsage

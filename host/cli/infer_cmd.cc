@@ -13,7 +13,9 @@ int InferCommand(const GlobalOptions& global_in, const std::vector<std::string>&
                  std::ostream& out, std::ostream& err) {
   constexpr const char* kUsage = "fleet-host infer DIR --input [FEED=]FILE.npy [...] [--out DIR]";
   GlobalOptions global = global_in;
-  auto w = ParseWords("infer", args, {"--input", "--out"}, {}, global, kUsage, err);
+  auto w = ParseWords("infer", args,
+                      {.single = {"--out"}, .repeatable = {"--input"}, .boolean = {}}, global,
+                      kUsage, err);
   if (!w) return kExitUsage;
   if (w->positional.size() != 1 || !w->values.count("--input")) {
     err << "fleet-host infer: an export directory and --input are needed; usage: " << kUsage

@@ -5,47 +5,34 @@
 #include <utility>
 #include <vector>
 
+#include "cli/args.h"
 #include "cli/cli.h"
 #include "job/run.h"
 #include "roles/role.h"
+#include "support/text.h"
 
 namespace fleet {
 
 int RunCommand(const GlobalOptions& global, const std::vector<std::string>& args,
                std::ostream& out, std::ostream& err) {
+  constexpr const char* kUsage =
+      "fleet-host run PROGRAM [--resume] [--config FILE] [--set KEY=VALUE ...]";
   // --config and --set may also follow the program, as in `run mlp.fleet --set train.steps=5`.
   GlobalOptions options = global;
-  std::string file;
-  bool resume = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--resume") {
-      resume = true;
-    } else if (a == "--config" || a == "--set") {
-      if (i + 1 >= args.size()) {
-        err << "fleet-host run: " << a << " needs a value\n";
-        return kExitUsage;
-      }
-      if (a == "--config") {
-        options.config_path = args[++i];
-      } else {
-        options.overrides.push_back(args[++i]);
-      }
-    } else if (!a.empty() && a[0] == '-') {
-      err << "fleet-host run: unknown option '" << a << "'\n";
-      return kExitUsage;
-    } else if (file.empty()) {
-      file = a;
-    } else {
-      err << "fleet-host run: unexpected argument '" << a << "'\n";
-      return kExitUsage;
-    }
-  }
-  if (file.empty()) {
-    err << "fleet-host run: which program? usage: fleet-host run PROGRAM [--resume] "
-           "[--config FILE] [--set KEY=VALUE ...]\n";
+  auto w = ParseWords("run", args, {.single = {}, .repeatable = {}, .boolean = {"--resume"}},
+                      options, kUsage, err);
+  if (!w) return kExitUsage;
+  if (w->positional.empty()) {
+    err << "fleet-host run: which program? usage: " << kUsage << "\n";
     return kExitUsage;
   }
+  if (w->positional.size() > 1) {
+    err << "fleet-host run: unexpected argument " << QuoteForMessage(w->positional[1])
+        << "; usage: " << kUsage << "\n";
+    return kExitUsage;
+  }
+  const std::string& file = w->positional[0];
+  const bool resume = Has(*w, "--resume");
   auto config = LoadConfigFor(options);
   if (!config.ok()) return Fail(err, config.status());
   JobRequest request;

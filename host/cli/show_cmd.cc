@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/args.h"
 #include "cli/cli.h"
 #include "job/pipeline.h"
 #include "roles/role.h"
@@ -20,6 +21,7 @@
 #include "passes/builtin_passes.h"
 #include "plugin/registry.h"
 #include "plugin/selection.h"
+#include "support/text.h"
 
 namespace fleet {
 namespace {
@@ -47,72 +49,51 @@ std::vector<std::string> SplitList(const std::string& text) {
 
 int ShowCommand(const GlobalOptions& global, const std::vector<std::string>& args,
                 std::ostream& out, std::ostream& err) {
-  std::string file, stage_name = "optimized", which = "all", role_name, pservers;
-  int64_t rank = -1, world_size = -1, index = -1;
+  constexpr const char* kUsage =
+      "fleet-host show PROGRAM [--stage parsed|backward|optimized|transpiled] "
+      "[--program main|startup|NAME|all] [--rank R --world-size N] "
+      "[--role trainer|pserver --index I --pservers EP,...] [--config FILE] "
+      "[--set KEY=VALUE ...]";
   // --config and --set may also follow the program, as for `run`.
   GlobalOptions options = global;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--config" || a == "--set") {
-      if (i + 1 >= args.size()) {
-        err << "fleet-host show: " << a << " needs a value\n";
-        return kExitUsage;
-      }
-      if (a == "--config") {
-        options.config_path = args[++i];
-      } else {
-        options.overrides.push_back(args[++i]);
-      }
-    } else if (a == "--stage" || a == "--program" || a == "--rank" || a == "--world-size" ||
-        a == "--role" || a == "--index" || a == "--pservers") {
-      if (i + 1 >= args.size()) {
-        err << "fleet-host show: " << a << " needs a value\n";
-        return kExitUsage;
-      }
-      const std::string& v = args[++i];
-      if (a == "--stage") {
-        stage_name = v;
-      } else if (a == "--program") {
-        which = v;
-      } else if (a == "--role") {
-        if (v != "trainer" && v != "pserver") {
-          err << "fleet-host show: --role: expected trainer or pserver, got '" << v << "'\n";
-          return kExitUsage;
-        }
-        role_name = v;
-      } else if (a == "--pservers") {
-        pservers = v;
-      } else if (a == "--index") {
-        index = FlagInt(v);
-        if (index < 0) {
-          err << "fleet-host show: --index: expected a number >= 0, got '" << v << "'\n";
-          return kExitUsage;
-        }
-      } else {
-        int64_t n = FlagInt(v);
-        if (n < 0 || (a == "--world-size" && n < 1)) {
-          err << "fleet-host show: " << a << ": expected a number"
-              << (a == "--world-size" ? " >= 1" : " >= 0") << ", got '" << v << "'\n";
-          return kExitUsage;
-        }
-        (a == "--rank" ? rank : world_size) = n;
-      }
-    } else if (!a.empty() && a[0] == '-') {
-      err << "fleet-host show: unknown option '" << a << "'\n";
-      return kExitUsage;
-    } else if (file.empty()) {
-      file = a;
-    } else {
-      err << "fleet-host show: unexpected argument '" << a << "'\n";
-      return kExitUsage;
+  auto w = ParseWords("show", args,
+                      {.single = {"--stage", "--program", "--rank", "--world-size", "--role",
+                                  "--index", "--pservers"},
+                       .repeatable = {},
+                       .boolean = {}},
+                      options, kUsage, err);
+  if (!w) return kExitUsage;
+  auto usage_error = [&](const std::string& message) {
+    err << "fleet-host show: " << message << "\n";
+    return kExitUsage;
+  };
+  if (w->positional.empty()) return usage_error(std::string("which program? usage: ") + kUsage);
+  if (w->positional.size() > 1) {
+    return usage_error("unexpected argument " + QuoteForMessage(w->positional[1]));
+  }
+  const std::string& file = w->positional[0];
+  const std::string stage_name = w->values.count("--stage") ? One(*w, "--stage") : "optimized";
+  const std::string which = w->values.count("--program") ? One(*w, "--program") : "all";
+  const std::string role_name = One(*w, "--role");
+  if (!role_name.empty() && role_name != "trainer" && role_name != "pserver") {
+    return usage_error("--role: expected trainer or pserver, got " + QuoteForMessage(role_name));
+  }
+  const std::string pservers = One(*w, "--pservers");
+  int64_t rank = -1, world_size = -1, index = -1;
+  if (w->values.count("--index")) {
+    index = FlagInt(One(*w, "--index"));
+    if (index < 0) {
+      return usage_error("--index: expected a number >= 0, got '" + One(*w, "--index") + "'");
     }
   }
-  if (file.empty()) {
-    err << "fleet-host show: which program? usage: fleet-host show PROGRAM "
-           "[--stage parsed|backward|optimized|transpiled] [--program main|startup|NAME|all] "
-           "[--rank R --world-size N] [--role trainer|pserver --index I --pservers EP,...] "
-           "[--config FILE] [--set KEY=VALUE ...]\n";
-    return kExitUsage;
+  for (const std::string a : {"--rank", "--world-size"}) {
+    if (!w->values.count(a)) continue;
+    int64_t n = FlagInt(One(*w, a));
+    if (n < 0 || (a == "--world-size" && n < 1)) {
+      return usage_error(a + ": expected a number" + (a == "--world-size" ? " >= 1" : " >= 0") +
+                         ", got '" + One(*w, a) + "'");
+    }
+    (a == "--rank" ? rank : world_size) = n;
   }
   auto stage = ParseStage(stage_name);
   if (!stage.ok()) {

@@ -6,6 +6,7 @@
 #include "checkpoint/export.h"
 #include "data/npy.h"
 #include "job/local_runtime.h"
+#include "support/text.h"
 
 namespace fleet {
 
@@ -18,15 +19,18 @@ StatusOr<InferenceResult> RunInference(const Config& config, const fs::path& dir
   // Inputs by feed; a lone input may leave the feed's name out when there is one feed.
   std::map<std::string, fs::path> inputs;
   for (const auto& [name, file] : given) {
-    if (name.empty()) {
-      if (model.feeds.size() != 1 || given.size() != 1) {
-        return InvalidArgument("--input " + file.string() + ": the model has " +
-                               std::to_string(model.feeds.size()) +
-                               " feeds; name each (--input FEED=FILE.npy)");
-      }
-      inputs[model.feeds[0].name] = file;
-    } else {
-      inputs[name] = file;
+    if (name.empty() && (model.feeds.size() != 1 || given.size() != 1)) {
+      return InvalidArgument("--input " + file.string() + ": the model has " +
+                             std::to_string(model.feeds.size()) +
+                             " feeds; name each (--input FEED=FILE.npy)");
+    }
+    const std::string feed = name.empty() ? model.feeds[0].name : name;
+    // --input is repeatable for the model's several feeds, not to give one feed twice: the
+    // later file would silently win.
+    if (auto [it, added] = inputs.emplace(feed, file); !added) {
+      return InvalidArgument("--input gives feed " + QuoteForMessage(feed) + " twice (" +
+                             QuoteForMessage(it->second.string()) + " and " +
+                             QuoteForMessage(file.string()) + ")");
     }
   }
   exec::FeedMap feeds;

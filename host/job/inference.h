@@ -20,9 +20,9 @@ struct InferenceResult {
 
 // Runs the export in `dir` on the config's device. `inputs` pairs feed names with .npy files; the
 // name "" stands for the only feed of a model that has one (and must then be the only input). Every
-// feed needs an input with its dtype and shape (any batch where the feed declares -1), all inputs
-// the same batch, and no input may name something that is not a feed. With `out_dir`, each fetch is
-// also written there as NAME.npy.
+// feed needs exactly one input with its dtype and shape (any batch where the feed declares -1),
+// all inputs the same batch, and no input may name something that is not a feed. With `out_dir`,
+// each fetch is also written there as NAME.npy.
 StatusOr<InferenceResult> RunInference(
     const Config& config, const std::filesystem::path& dir,
     const std::vector<std::pair<std::string, std::filesystem::path>>& inputs,

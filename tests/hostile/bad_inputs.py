@@ -1811,6 +1811,8 @@ def gen_checkpoint(ctx: Context) -> List[Case]:
             ("--out under a regular file", ["--input", "x=" + x_in, "--out", x_in + "/sub"],
              True, False, ("x.npy",)),
             ("--out ''", ["--input", "x=" + x_in, "--out", ""], True, False, ("--out",)),
+            ("--out given twice", ["--input", "x=" + x_in, "--out", root + "/o1", "--out",
+                                   root + "/o2"], True, False, ("--out",)),
     ):
         cases.append(Case("infer flags: " + desc, ["infer", good_model] + extra, refuse,
                           names=names, cwd=root, quick=q))
@@ -1907,9 +1909,12 @@ def gen_cli(ctx: Context) -> List[Case]:
     ):
         add(desc, args, names=names, quick=q)
     add("--log-level off", ["--log-level", "off", "check"], must_refuse=False)
-    add("--config given twice (the last one wins?)",
-        ["--config", BASE_CONFIG, "--config", "/dev/null", "check"], must_refuse=None,
+    add("--config given twice", ["--config", BASE_CONFIG, "--config", "/dev/null", "check"],
         names=("--config",))
+    add("--config before and after the command", ["--config", BASE_CONFIG, "run", prog,
+                                                  "--config", "/dev/null"], names=("--config",))
+    add("--log-level given twice", ["--log-level", "info", "--log-level", "off", "check"],
+        names=("--log-level",))
     add("--log-level TRACE (upper case)", ["--log-level", "TRACE", "check"], must_refuse=None,
         names=("--log-level",))
 
@@ -1986,6 +1991,8 @@ def gen_cli(ctx: Context) -> List[Case]:
             ("--stage bogus", ["--stage", "bogus"], True, ("--stage", "bogus"), True),
             ("--stage with an ESC sequence", ["--stage", "\x1b[2J"], True, ("--stage",), True),
             ("--stage without a value", ["--stage"], True, ("--stage",), False),
+            ("--stage given twice", ["--stage", "parsed", "--stage", "backward"], True,
+             ("--stage",), False),
             ("--program nope", ["--program", "nope"], True, ("--program", "nope"), False),
             ("--rank -1 --world-size 2", ["--stage", "transpiled", "--rank", "-1",
                                           "--world-size", "2"], True, ("--rank",), True),
