@@ -20,6 +20,7 @@ Status SetGlobalOption(const std::string& flag, const std::string& value, Global
     global.overrides.push_back(value);
     return OkStatus();
   }
+  if (value.empty()) return InvalidArgument(flag + ": expected a value, got ''");
   if (flag == "--config") {
     if (!global.config_path.empty()) {
       return InvalidArgument("--config is given twice (" + QuoteForMessage(global.config_path) +
@@ -60,6 +61,7 @@ std::optional<Words> ParseWords(const std::string& command, const std::vector<st
         if (Status s = SetGlobalOption(a, v, global); !s.ok()) return usage_error(s.message());
         continue;
       }
+      if (v.empty()) return usage_error(a + ": expected a value, got ''");
       std::vector<std::string>& values = w.values[a];
       if (single && !values.empty()) {
         return usage_error(a + " is given twice (" + QuoteForMessage(values[0]) + " and " +

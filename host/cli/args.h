@@ -4,7 +4,9 @@
 // One set of rules for every flag, so no command can forget one:
 //   - a flag that takes a value is given at most once, unless the command documents it as
 //     repeatable (--set, infer's --input, export's --feed and --fetch): a second value would
-//     otherwise silently replace the first.
+//     otherwise silently replace the first;
+//   - a value is never empty: no flag means anything by '' (an empty --config would read as
+//     "no config given", an empty --out as "no output").
 // Errors name the flag; values are echoed escaped (support/text.h).
 #pragma once
 

@@ -6,6 +6,7 @@
 #include "cli/args.h"
 #include "cli/cli.h"
 #include "job/inference.h"
+#include "support/text.h"
 
 namespace fleet {
 
@@ -22,17 +23,22 @@ int InferCommand(const GlobalOptions& global_in, const std::vector<std::string>&
         << "\n";
     return kExitUsage;
   }
-  auto config = LoadConfigFor(global);
-  if (!config.ok()) return Fail(err, config.status());
   std::vector<std::pair<std::string, std::filesystem::path>> inputs;
   for (const std::string& in : w->values.at("--input")) {
     const size_t eq = in.find('=');
     if (eq == std::string::npos) {
       inputs.emplace_back("", in);
+    } else if (eq + 1 == in.size()) {
+      // "FEED=" names no file; read as one it would be the empty path.
+      err << "fleet-host infer: --input " << QuoteForMessage(in) << ": no file after '='; usage: "
+          << kUsage << "\n";
+      return kExitUsage;
     } else {
       inputs.emplace_back(in.substr(0, eq), in.substr(eq + 1));
     }
   }
+  auto config = LoadConfigFor(global);
+  if (!config.ok()) return Fail(err, config.status());
   auto result = RunInference(*config, w->positional[0], inputs, One(*w, "--out"));
   if (!result.ok()) return Fail(err, result.status());
   for (size_t i = 0; i < result->fetched.size(); ++i) {

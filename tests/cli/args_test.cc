@@ -1,5 +1,6 @@
 // The rules every command's flags follow (host/cli/args.h), through the real binary: a flag that
-// takes one value is given once. Each error names the flag and exits 2 (a usage error).
+// takes one value is given once, and a value is never empty. Each error names the flag and exits
+// 2 (a usage error).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -111,6 +112,20 @@ TEST_F(ArgsTest, InferRefusesOneFeedGivenTwice) {
   EXPECT_NE(both.err.find("--input gives feed 'x' twice ('a.npy' and 'b.npy')"),
             std::string::npos)
       << both.err;
+}
+
+// No flag means anything by an empty value: `--config ''` read as "no config given" (the
+// defaults, or ./fleet.toml), `--out ''` as "no output".
+TEST_F(ArgsTest, AnEmptyValueIsRefusedNamingTheFlag) {
+  // A fleet.toml here that `--config ''` would have fallen back to.
+  std::ofstream(dir_ / "fleet.toml") << "[train]\nsteps = 1\n";
+  ExpectUsageError("--config '' check", "fleet-host: --config: expected a value, got ''");
+  ExpectUsageError("run " + mlp_ + " --config ''", "--config: expected a value, got ''");
+  ExpectUsageError("--log-level '' check", "--log-level: expected a value, got ''");
+  ExpectUsageError("infer model --input x=a.npy --out ''", "--out: expected a value, got ''");
+  ExpectUsageError("show " + mlp_ + " --stage ''", "--stage: expected a value, got ''");
+  ExpectUsageError("show " + mlp_ + " --pservers ''", "--pservers: expected a value, got ''");
+  ExpectUsageError("infer model --input x=", "--input 'x=': no file after '='");
 }
 
 }  // namespace
