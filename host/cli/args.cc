@@ -1,6 +1,7 @@
 #include "cli/args.h"
 
 #include <algorithm>
+#include <charconv>
 
 #include "support/logging.h"
 #include "support/text.h"
@@ -86,6 +87,21 @@ bool Has(const Words& w, const std::string& flag) {
 std::string One(const Words& w, const std::string& flag) {
   auto it = w.values.find(flag);
   return it == w.values.end() || it->second.empty() ? "" : it->second.front();
+}
+
+StatusOr<int64_t> IntFlag(std::string_view flag, std::string_view text, int64_t min,
+                          int64_t max) {
+  int64_t value = 0;
+  const char* end = text.data() + text.size();
+  // from_chars takes digits with an optional '-' only (no '+', no spaces, no base prefix) and
+  // reports a value past int64 as out of range instead of wrapping.
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || ec != std::errc() || ptr != end || value < min || value > max) {
+    return InvalidArgument(std::string(flag) + ": expected an integer from " +
+                           std::to_string(min) + " to " + std::to_string(max) + ", got " +
+                           QuoteForMessage(text));
+  }
+  return value;
 }
 
 }  // namespace fleet

@@ -6,14 +6,17 @@
 //     repeatable (--set, infer's --input, export's --feed and --fetch): a second value would
 //     otherwise silently replace the first;
 //   - a value is never empty: no flag means anything by '' (an empty --config would read as
-//     "no config given", an empty --out as "no output").
+//     "no config given", an empty --out as "no output");
+//   - a number is parsed whole, in a range (IntFlag), before anything uses it.
 // Errors name the flag; values are echoed escaped (support/text.h).
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli/cli.h"
@@ -51,5 +54,10 @@ bool Has(const Words& w, const std::string& flag);
 
 // The value of single-valued `flag`, or "" when it was not given.
 std::string One(const Words& w, const std::string& flag);
+
+// `text` as a decimal integer in [min, max] (digits only, with a '-' for a negative number);
+// INVALID_ARGUMENT "FLAG: expected an integer from MIN to MAX, got 'TEXT'" otherwise, so a value
+// past int64 or past what the flag can mean never wraps.
+StatusOr<int64_t> IntFlag(std::string_view flag, std::string_view text, int64_t min, int64_t max);
 
 }  // namespace fleet

@@ -8,9 +8,10 @@
 // trainer keeps the trainer's, --role pserver --index I server I's (I defaults to the role's
 // rank for a pserver, else 0). The servers come from --pservers, [role] pserver_endpoints or
 // PADDLE_PSERVERS_IP_PORT_LIST; a pserver job without any is an error.
-#include <cstdlib>
 #include <map>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "cli/args.h"
@@ -21,31 +22,10 @@
 #include "passes/builtin_passes.h"
 #include "plugin/registry.h"
 #include "plugin/selection.h"
+#include "support/limits.h"
 #include "support/text.h"
 
 namespace fleet {
-namespace {
-
-// A non-negative integer flag value, or -1 when malformed.
-int64_t FlagInt(const std::string& text) {
-  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) return -1;
-  return std::atoll(text.c_str());
-}
-
-// "a,b,,c" -> {"a", "b", "c"}.
-std::vector<std::string> SplitList(const std::string& text) {
-  std::vector<std::string> items;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    if (comma == std::string::npos) comma = text.size();
-    if (comma > start) items.push_back(text.substr(start, comma - start));
-    start = comma + 1;
-  }
-  return items;
-}
-
-}  // namespace
 
 int ShowCommand(const GlobalOptions& global, const std::vector<std::string>& args,
                 std::ostream& out, std::ostream& err) {
@@ -78,22 +58,25 @@ int ShowCommand(const GlobalOptions& global, const std::vector<std::string>& arg
   if (!role_name.empty() && role_name != "trainer" && role_name != "pserver") {
     return usage_error("--role: expected trainer or pserver, got " + QuoteForMessage(role_name));
   }
-  const std::string pservers = One(*w, "--pservers");
+  // -1: not given. Ranks, server indices and world sizes stay within a job's limits, which
+  // fleet.toml and the launchers' variables share.
   int64_t rank = -1, world_size = -1, index = -1;
-  if (w->values.count("--index")) {
-    index = FlagInt(One(*w, "--index"));
-    if (index < 0) {
-      return usage_error("--index: expected a number >= 0, got '" + One(*w, "--index") + "'");
-    }
+  for (auto [flag, target, min, max] :
+       {std::tuple{"--rank", &rank, int64_t{0}, kMaxWorldSize - 1},
+        std::tuple{"--world-size", &world_size, int64_t{1}, kMaxWorldSize},
+        std::tuple{"--index", &index, int64_t{0}, kMaxWorldSize - 1}}) {
+    if (!w->values.count(flag)) continue;
+    StatusOr<int64_t> n = IntFlag(flag, One(*w, flag), min, max);
+    if (!n.ok()) return usage_error(n.status().message());
+    *target = *n;
   }
-  for (const std::string a : {"--rank", "--world-size"}) {
-    if (!w->values.count(a)) continue;
-    int64_t n = FlagInt(One(*w, a));
-    if (n < 0 || (a == "--world-size" && n < 1)) {
-      return usage_error(a + ": expected a number" + (a == "--world-size" ? " >= 1" : " >= 0") +
-                         ", got '" + One(*w, a) + "'");
-    }
-    (a == "--rank" ? rank : world_size) = n;
+  // The servers are checked as [role] pserver_endpoints and PADDLE_PSERVERS_IP_PORT_LIST are.
+  std::vector<std::string> pservers;
+  if (w->values.count("--pservers")) {
+    StatusOr<std::vector<std::string>> list =
+        CheckEndpointList(Split(One(*w, "--pservers"), ','), "--pservers");
+    if (!list.ok()) return usage_error(list.status().message());
+    pservers = std::move(*list);
   }
   auto stage = ParseStage(stage_name);
   if (!stage.ok()) {
@@ -121,15 +104,7 @@ int ShowCommand(const GlobalOptions& global, const std::vector<std::string>& arg
     auto role = ResolveRole(*config, ProcessEnvironment());
     if (!role.ok()) return Fail(err, role.status());
     if (world_size >= 1) role->world_size = world_size;
-    if (!pservers.empty()) {
-      role->pserver_endpoints = SplitList(pservers);
-      for (const std::string& ep : role->pserver_endpoints) {
-        if (Status s = CheckEndpoint(ep); !s.ok()) {
-          err << "fleet-host show: --pservers: " << s.message() << "\n";
-          return kExitUsage;
-        }
-      }
-    }
+    if (!pservers.empty()) role->pserver_endpoints = pservers;
     if (!role_name.empty() && role_name != role->role) {
       role->role = role_name;
       role->rank = 0;

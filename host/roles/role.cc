@@ -52,7 +52,7 @@ std::optional<int64_t> ParseInt(const std::string& text) {
 Status CheckPort(const std::string& text) {
   std::optional<int64_t> port = ParseInt(text);
   if (!port || *port < 1 || *port > 65535) {
-    return InvalidArgument("the port '" + text + "' is not an integer in 1..65535");
+    return InvalidArgument("the port " + QuoteForMessage(text) + " is not an integer in 1..65535");
   }
   return OkStatus();
 }
@@ -120,19 +120,9 @@ class Resolver {
     }
   }
 
-  // A list of endpoints, each checked; duplicates are refused since every process needs its own.
   static StatusOr<std::string> CheckList(const std::vector<std::string>& items,
                                          const std::string& label) {
-    std::set<std::string> seen;
-    std::vector<std::string> clean;
-    for (const std::string& raw : items) {
-      std::string item = Trim(raw);
-      if (Status s = CheckEndpoint(item); !s.ok()) return s.WithContext(label);
-      if (!seen.insert(item).second) {
-        return InvalidArgument(label + ": the endpoint '" + item + "' appears more than once");
-      }
-      clean.push_back(item);
-    }
+    FLEET_ASSIGN_OR_RETURN(std::vector<std::string> clean, CheckEndpointList(items, label));
     return JoinList(clean);
   }
 
@@ -511,19 +501,42 @@ std::string RoleFieldText(const Role& role, const std::string& name) {
 Status CheckEndpoint(const std::string& text) {
   size_t colon = text.rfind(':');
   if (colon == std::string::npos) {
-    return InvalidArgument("'" + text + "' is not host:port");
+    return InvalidArgument(QuoteForMessage(text) + " is not host:port");
   }
   std::string host = text.substr(0, colon);
   bool bracketed = host.size() >= 2 && host.front() == '[' && host.back() == ']';
   // An IPv6 address has colons of its own; only the bracketed form leaves the port unambiguous.
   if (host.empty() || (!bracketed && host.find(':') != std::string::npos) || host == "[]" ||
       host.find_first_of(" \t,") != std::string::npos) {
-    return InvalidArgument("'" + text + "' is not host:port (IPv6 hosts go in brackets)");
+    return InvalidArgument(QuoteForMessage(text) + " is not host:port (IPv6 hosts go in brackets)");
+  }
+  // Host names and address literals are printable ASCII; anything else (a control character,
+  // an escape sequence) is no host, and would reach logs and other processes' environments.
+  if (std::any_of(host.begin(), host.end(), [](char c) { return c <= ' ' || c > '~'; })) {
+    return InvalidArgument(QuoteForMessage(text) + " is not host:port (the host holds a "
+                                                   "character outside printable ASCII)");
   }
   if (Status s = CheckPort(text.substr(colon + 1)); !s.ok()) {
-    return InvalidArgument("'" + text + "': " + s.message());
+    return InvalidArgument(QuoteForMessage(text) + ": " + s.message());
   }
   return OkStatus();
+}
+
+StatusOr<std::vector<std::string>> CheckEndpointList(const std::vector<std::string>& items,
+                                                     const std::string& label) {
+  // Duplicates are refused since every process needs its own.
+  std::set<std::string> seen;
+  std::vector<std::string> clean;
+  for (const std::string& raw : items) {
+    std::string item = Trim(raw);
+    if (Status s = CheckEndpoint(item); !s.ok()) return s.WithContext(label);
+    if (!seen.insert(item).second) {
+      return InvalidArgument(label + ": the endpoint " + QuoteForMessage(item) +
+                             " appears more than once");
+    }
+    clean.push_back(std::move(item));
+  }
+  return clean;
 }
 
 StatusOr<Role> ResolveRole(const Config& config, const std::map<std::string, std::string>& env) {

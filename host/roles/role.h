@@ -91,8 +91,14 @@ StatusOr<Role> ResolveRole(const Config& config, const std::map<std::string, std
 // The environment of this process as a map, for ResolveRole.
 std::map<std::string, std::string> ProcessEnvironment();
 
-// Checks "host:port" (host non-empty, IPv6 hosts in brackets, port 1..65535); the error says what
-// is wrong with `text` but not where it came from.
+// Checks "host:port" (host non-empty printable ASCII, IPv6 hosts in brackets, port 1..65535); the
+// error says what is wrong with `text` (quoted escaped) but not where it came from.
 Status CheckEndpoint(const std::string& text);
+
+// A list of endpoints as [role] *_endpoints, the PADDLE_*_ENDPOINTS variables and the command
+// line give them: each item trimmed of spaces and checked by CheckEndpoint, no item twice.
+// Errors start with `label` (where the list came from: "--pservers", "fleet.toml:3:1 ...").
+StatusOr<std::vector<std::string>> CheckEndpointList(const std::vector<std::string>& items,
+                                                     const std::string& label);
 
 }  // namespace fleet

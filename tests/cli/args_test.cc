@@ -1,6 +1,7 @@
 // The rules every command's flags follow (host/cli/args.h), through the real binary: a flag that
-// takes one value is given once, and a value is never empty. Each error names the flag and exits
-// 2 (a usage error).
+// takes one value is given once, a value is never empty, numbers are parsed whole within their
+// range, and lists of endpoints are checked as fleet.toml's are. Each error names the flag and
+// exits 2 (a usage error).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -126,6 +127,41 @@ TEST_F(ArgsTest, AnEmptyValueIsRefusedNamingTheFlag) {
   ExpectUsageError("show " + mlp_ + " --stage ''", "--stage: expected a value, got ''");
   ExpectUsageError("show " + mlp_ + " --pservers ''", "--pservers: expected a value, got ''");
   ExpectUsageError("infer model --input x=", "--input 'x=': no file after '='");
+}
+
+// Numbers are parsed whole and within what they can mean: 2^31 wrapped to a negative world
+// size on its way to the passes, 2^63 to anything.
+TEST_F(ArgsTest, NumericFlagsAreCheckedAgainstTheirRange) {
+  const std::string show = "show " + mlp_ + " --stage transpiled ";
+  ExpectUsageError(show + "--world-size 2147483648",
+                   "--world-size: expected an integer from 1 to 65536, got '2147483648'");
+  ExpectUsageError(show + "--world-size 9223372036854775808",
+                   "--world-size: expected an integer from 1 to 65536");
+  ExpectUsageError(show + "--world-size 0", "--world-size: expected an integer from 1 to 65536");
+  ExpectUsageError(show + "--world-size 2x", "--world-size: expected an integer");
+  ExpectUsageError(show + "--world-size ' 2'", "--world-size: expected an integer");
+  ExpectUsageError(show + "--world-size 2 --rank -1",
+                   "--rank: expected an integer from 0 to 65535, got '-1'");
+  ExpectUsageError(show + "--world-size 2 --rank 65536", "--rank: expected an integer");
+  // The largest world is accepted, its last rank too.
+  Result big = Run(show + "--world-size 65536 --rank 65535 --program main");
+  EXPECT_EQ(big.exit_code, 0) << big.err;
+}
+
+// --pservers is checked as [role] pserver_endpoints and PADDLE_PSERVERS_IP_PORT_LIST are (one
+// code path): every endpoint host:port, none twice, at every stage.
+TEST_F(ArgsTest, PserversAreCheckedAsTheConfigsEndpointLists) {
+  const std::string show = "show " + mlp_ + " --pservers ";
+  ExpectUsageError(show + "127.0.0.1:1,127.0.0.1:1",
+                   "--pservers: the endpoint '127.0.0.1:1' appears more than once");
+  ExpectUsageError(show + "'127.0.0.1:1, 127.0.0.1:1'", "appears more than once");
+  ExpectUsageError(show + "127.0.0.1:1,,127.0.0.1:2", "--pservers: '' is not host:port");
+  ExpectUsageError(show + "127.0.0.1:99999", "--pservers: '127.0.0.1:99999': the port '99999'");
+  ExpectUsageError(show + "$'h\\x1b[2J:1'", "--pservers: 'h\\x1b[2J:1'");
+  Result ok = Run(show + "'127.0.0.1:6170, 127.0.0.1:6171' --stage transpiled --world-size 2 "
+                         "--program pserver.1");
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_NE(ok.out.find("127.0.0.1:6171"), std::string::npos) << ok.out;
 }
 
 }  // namespace

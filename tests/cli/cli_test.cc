@@ -890,7 +890,7 @@ TEST(CliShowPserverTest, Errors) {
 
   Result bad_index = ShowPserverMlp(std::string(kTwoServers) + " --role pserver --index -1");
   EXPECT_EQ(bad_index.exit_code, 2);
-  EXPECT_TRUE(Contains(bad_index.err, "--index: expected a number >= 0, got '-1'"))
+  EXPECT_TRUE(Contains(bad_index.err, "--index: expected an integer from 0 to 65535, got '-1'"))
       << bad_index.err;
 
   // A server has an index, not a rank; a trainer has a rank, not an index.
