@@ -277,8 +277,7 @@ CollectiveRuntime::CollectiveRuntime(const ComponentRecord& component, Store* st
                                      CommunicatorOptions options)
     : component_(component),
       store_(store),
-      options_(std::move(options)),
-      desync_check_(ParseDesyncCheck(EnvOr(kDesyncCheckEnv))) {
+      options_(std::move(options)) {
   const std::string path = EnvOr(kFlightRecorderEnv);
   if (!path.empty() && !g_recorder_claimed.exchange(true)) {
     auto recorder = FlightRecorder::Create(path, options_.rank, options_.world_size);
@@ -322,11 +321,9 @@ Status CollectiveRuntime::InitRing(int32_t ring_id, int32_t nranks, int32_t rank
     if (aborted_) return aborted();
     if (rings_.count(ring_id) != 0) return OkStatus();
   }
-  if (!desync_check_.ok()) return desync_check_.status();
   CommunicatorOptions o = options_;
   o.label = "ring " + std::to_string(ring_id);
   o.ring = ring_id;
-  o.desync_check = *desync_check_;
   o.recorder = recorder_.get();
   FLEET_ASSIGN_OR_RETURN(auto comm, Communicator::Create(component_, &store_,
                                                          "ring" + std::to_string(ring_id), o));

@@ -23,8 +23,8 @@
 // result, so c_sync_calc_stream / c_sync_comm_stream have nothing left to wait for.
 //
 // Desync check and flight recorder (collective/desync.h, launch/flight_recorder.h): the rings'
-// communicators compare the ranks' calls at the points FLEET_COLLECTIVE_CHECK says (default
-// "step"; an invalid value fails InitRing). Kernel calls carry their op's var names, taken from
+// communicators compare the ranks' calls at the points options.desync_check says (the caller
+// resolves it from [comm] check and FLEET_COLLECTIVE_CHECK: ResolveDesyncCheck). Kernel calls carry their op's var names, taken from
 // the schedule (SetSchedule) since kernels do not see them. The first runtime a process makes
 // records its rings' calls in the file FLEET_FLIGHT_RECORDER names, when set (`fleet-host
 // launch` sets it); a recorder that cannot be created is logged and training goes on.
@@ -93,7 +93,6 @@ class CollectiveRuntime final : public HostKernels {
   const ComponentRecord& component_;
   AbortableStore store_;  // over the job's store: AbortAll also releases a ring still joining
   CommunicatorOptions options_;
-  StatusOr<DesyncCheck> desync_check_;  // FLEET_COLLECTIVE_CHECK
   // This process's recorder, when this runtime claimed it; declared before the rings that
   // write to it.
   std::unique_ptr<FlightRecorder> recorder_;

@@ -320,7 +320,8 @@ Status Communicator::CompareCalls() {
   const int world = options_.world_size;
   const std::array<int64_t, CallLedger::kFingerprintWords> row = ledger_.FingerprintRow();
   fingerprints_.resize(static_cast<size_t>(world) * row.size());
-  const char* what = "comparing the ranks' collectives (FLEET_COLLECTIVE_CHECK)";
+  const std::string what = std::string("comparing the ranks' collectives (") + kDesyncCheckKey +
+                           " / " + kDesyncCheckEnv + ")";
   FLEET_RETURN_IF_ERROR(
       HostAllGather(row.data(), fingerprints_.data(), static_cast<int64_t>(row.size()))
           .WithContext(what));

@@ -4,6 +4,8 @@
 #include <cstring>
 
 #include "collective/schedule.h"
+#include "support/logging.h"
+#include "support/text.h"
 
 namespace fleet {
 namespace {
@@ -31,6 +33,25 @@ StatusOr<DesyncCheck> ParseDesyncCheck(std::string_view text) {
   }
   return InvalidArgument(std::string(kDesyncCheckEnv) + "='" + shown +
                          "': expected step (the default), every or off");
+}
+
+StatusOr<DesyncCheck> ResolveDesyncCheck(std::string_view config_value,
+                                         const std::map<std::string, std::string>& env) {
+  auto it = env.find(kDesyncCheckEnv);
+  if (it != env.end() && !it->second.empty()) {
+    FLEET_ASSIGN_OR_RETURN(DesyncCheck mode, ParseDesyncCheck(it->second));
+    Log().info("collective check: {} (from {}, which overrides {} = \"{}\")",
+               DesyncCheckName(mode), kDesyncCheckEnv, kDesyncCheckKey, config_value);
+    return mode;
+  }
+  // The aliases "1" and "0" are the variable's; the key takes the names only.
+  if (config_value != "step" && config_value != "every" && config_value != "off") {
+    return InvalidArgument(std::string(kDesyncCheckKey) + " = " + QuoteForMessage(config_value) +
+                           ": expected step, every or off");
+  }
+  const DesyncCheck mode = *ParseDesyncCheck(config_value);
+  Log().info("collective check: {} (from {})", DesyncCheckName(mode), kDesyncCheckKey);
+  return mode;
 }
 
 std::string_view DesyncCheckName(DesyncCheck mode) {
@@ -186,7 +207,8 @@ std::string DescribeModes(const std::vector<int64_t>& rows, int world) {
     }
     g->second.push_back(r);
   }
-  std::string text = std::string("the ranks run with different ") + kDesyncCheckEnv + " settings (";
+  std::string text = std::string("the ranks run with different ") + kDesyncCheckKey + " / " +
+                     kDesyncCheckEnv + " settings (";
   for (size_t g = 0; g < groups.size(); ++g) {
     const int64_t m = groups[g].first;
     text += (g == 0 ? "" : "; ") + RankList(groups[g].second) + " " +

@@ -12,8 +12,8 @@
 // agreed where they differ and hand every rank every rank's version of it, so each reports the
 // same FAILED_PRECONDITION.
 //
-// Check points (FLEET_COLLECTIVE_CHECK, the same on every rank; compared when a communicator
-// forms):
+// Check points ([comm] check of fleet.toml, or FLEET_COLLECTIVE_CHECK where set, which
+// overrides it; the same on every rank, compared when a communicator forms):
 //   - "step" (default): before every call the host makes itself (job figures, replica checks,
 //     the final barrier) and before a program op that already ran since the last check, i.e. the
 //     first collective of each new step. Ranks that part at a step boundary (a rank runs more
@@ -30,6 +30,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,10 +43,18 @@ namespace fleet {
 enum class DesyncCheck : int32_t { kOff = 0, kStep = 1, kEvery = 2 };
 
 inline constexpr const char* kDesyncCheckEnv = "FLEET_COLLECTIVE_CHECK";
+inline constexpr const char* kDesyncCheckKey = "comm.check";
 
-// "" and "step" -> kStep, "every"/"1" -> kEvery, "off"/"0" -> kOff; INVALID_ARGUMENT otherwise.
+// "" and "step" -> kStep, "every"/"1" -> kEvery, "off"/"0" -> kOff; INVALID_ARGUMENT otherwise,
+// naming FLEET_COLLECTIVE_CHECK (the config reader checks comm.check itself).
 StatusOr<DesyncCheck> ParseDesyncCheck(std::string_view text);
 std::string_view DesyncCheckName(DesyncCheck mode);
+
+// This process's check mode: FLEET_COLLECTIVE_CHECK when `env` sets it to something other than
+// "", else `config_value` (Config::comm_check, as the config reader checked it). Logs which of
+// the two applies. Errors name the variable or the key.
+StatusOr<DesyncCheck> ResolveDesyncCheck(std::string_view config_value,
+                                         const std::map<std::string, std::string>& env);
 
 // One communicator's calls: numbers, the running fingerprint, the calls since the ranks last
 // agreed (the window, the first kWindow kept) and the flight recorder's records of them. Not
@@ -108,7 +117,7 @@ std::string DescribeDesync(const std::vector<int64_t>& windows,
                            const std::vector<int64_t>& entries, int world, int rank, int ring,
                            size_t first);
 
-// The error when ranks run with different FLEET_COLLECTIVE_CHECK values, from the gathered
+// The error when ranks run with different check modes, from the gathered
 // fingerprint rows: which ranks run with which.
 std::string DescribeModes(const std::vector<int64_t>& rows, int world);
 

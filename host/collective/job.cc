@@ -150,6 +150,7 @@ StatusOr<std::unique_ptr<Job>> Job::Open(const Config& config, const Role& role,
         config.device.backend == "cpu" ? 0 : static_cast<int32_t>(role.local_rank);
     options.device_component = device;
     options.staging = config.comm_staging;
+    FLEET_ASSIGN_OR_RETURN(options.desync_check, ResolveDesyncCheck(config.comm_check, env));
     std::string hostname = config.comm_hostname;
     if (hostname.empty() && !role.current_endpoint.empty()) {
       hostname = SplitEndpoint(role.current_endpoint).first;

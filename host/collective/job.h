@@ -10,6 +10,9 @@
 //   - "file": a FileStore in [comm] store_dir, a directory every rank can reach.
 // Keys are scoped under "job/<FLEET_JOB_ID or fleet>/", then per ring by the runtime.
 //
+// The communicators compare the ranks' collectives as [comm] check says, or
+// FLEET_COLLECTIVE_CHECK where set (collective/desync.h); a bad variable fails Open.
+//
 // The address the communicator advertises is [comm] hostname, else the host of
 // current_endpoint, else this machine's address on the route to the master (127.0.0.1 when the
 // master is loopback).

@@ -139,6 +139,7 @@ StatusOr<std::unique_ptr<ParallelRunner>> ParallelRunner::Create(
     comm.device_ordinal = ordinals[static_cast<size_t>(d)];
     comm.device_component = registry.Find(FLEET_COMPONENT_DEVICE, device);
     comm.options = options.comm_options;
+    comm.desync_check = options.desync_check;
     comm.label = DeviceLabel(d);
     state->runtime = std::make_unique<CollectiveRuntime>(communicator, &runner->store_, comm);
     ExecutorOptions eo = options.executor;

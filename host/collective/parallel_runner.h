@@ -88,6 +88,8 @@ struct ParallelOptions {
   // Backend options for every communicator (FleetCommConfig.options); "hostname" defaults to
   // 127.0.0.1, since every rank lives in this process.
   std::vector<std::pair<std::string, std::string>> comm_options;
+  // When the devices compare their collectives (ResolveDesyncCheck).
+  DesyncCheck desync_check = DesyncCheck::kStep;
 };
 
 enum class FetchMode {

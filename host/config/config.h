@@ -69,6 +69,10 @@ struct Config {
   // host memory: copied out, reduced there, copied back. Off by default, so that a pairing that
   // silently costs two copies per collective is a choice, not an accident.
   bool comm_staging = false;
+  // When the ranks compare the collectives they made (collective/desync.h): "step" (at the first
+  // collective of each step and before the host's own), "every" (before each) or "off" (only
+  // when a communicator forms). FLEET_COLLECTIVE_CHECK overrides it where set.
+  std::string comm_check = "step";
   BackendChoice transport{"rpc", "transport_rpc"};     // plugin default: "transport_" + backend
   // [transport] besides backend/plugin: how trainers and parameter servers talk.
   struct Rpc {

@@ -118,6 +118,7 @@ const std::vector<std::string> kStrategyModes = {"auto", "none", "collective", "
 const std::vector<std::string> kCollectiveModes = {"grad_allreduce", "local_sgd",
                                                    "single_process_multi_thread"};
 const std::vector<std::string> kStores = {"tcp", "file"};
+const std::vector<std::string> kCollectiveChecks = {"step", "every", "off"};
 const std::vector<std::string> kSplitMethods = {"round_robin", "hash_name"};
 const std::vector<std::string> kPserverInits = {"full", "shard"};
 const std::vector<std::string> kDataSources = {"synthetic", "csv", "multislot", "npy"};
@@ -207,9 +208,10 @@ class Checker {
     if (const toml::table* t = Table(root, "", "comm")) {
       CheckKeys(*t, "comm",
                 {"backend", "plugin", "timeout_s", "hostname", "store", "store_dir", "staging",
-                 "secret_file"});
+                 "check", "secret_file"});
       ReadBackend(*t, "comm", "comm_", config.comm);
       ReadBool(*t, "comm", "staging", config.comm_staging);
+      ReadEnum(*t, "comm", "check", kCollectiveChecks, config.comm_check);
       if (const toml::node* n = t->get("timeout_s")) {
         ReadTimeout(*n, "comm.timeout_s", config.comm_timeout_s);
       }

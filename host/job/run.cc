@@ -170,7 +170,8 @@ Status RunJob(const JobRequest& request, std::ostream& out,
                            std::to_string(role.world_size) + " trainers");
     }
     auto summary = TrainOnDevices(config, programs, registry, selection.device->name,
-                                  static_cast<int32_t>(config.collective.devices), out);
+                                  static_cast<int32_t>(config.collective.devices), request.env,
+                                  out);
     return summary.ok() ? OkStatus() : summary.status().WithContext(file);
   }
   // Every process of a job hashes the same programs: the optimized ones, before each role's

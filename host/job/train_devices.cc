@@ -19,7 +19,9 @@ namespace fleet {
 StatusOr<TrainSummary> TrainOnDevices(const Config& config,
                                       const frontend::ParsedProgram& programs,
                                       const PluginRegistry& registry, const std::string& device,
-                                      int32_t num_devices, std::ostream& out) {
+                                      int32_t num_devices,
+                                      const std::map<std::string, std::string>& env,
+                                      std::ostream& out) {
   const Config::Train& train = config.train;
   if (programs.loss.empty() || !programs.optimizer) {
     return InvalidArgument(
@@ -46,6 +48,7 @@ StatusOr<TrainSummary> TrainOnDevices(const Config& config,
   options.executor.num_threads = static_cast<int32_t>(train.threads);
   options.executor.seed = static_cast<uint64_t>(train.seed);
   options.timeout = std::chrono::milliseconds(static_cast<int64_t>(config.comm_timeout_s * 1e3));
+  FLEET_ASSIGN_OR_RETURN(options.desync_check, ResolveDesyncCheck(config.comm_check, env));
   // Every device is rank d of num_devices of a grad_allreduce job (Paddle's
   // SingleProcessMultiThread is GradAllReduce with the process's places as the ranks).
   auto transpile = [&](int32_t rank, int32_t world) -> StatusOr<exec::ProgramSet> {

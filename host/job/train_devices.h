@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <ostream>
 #include <string>
 
@@ -18,10 +19,12 @@ namespace fleet {
 // `num_devices` ranks in this process, a thread and a replica each, all-reducing gradients
 // through the configured communicator. [train] batch_size is per device, as it is per trainer:
 // each step draws batch_size * num_devices rows, split evenly. Logged losses are the mean over
-// devices.
+// devices. `env` is the process's environment (for FLEET_COLLECTIVE_CHECK).
 StatusOr<TrainSummary> TrainOnDevices(const Config& config,
                                       const frontend::ParsedProgram& programs,
                                       const PluginRegistry& registry, const std::string& device,
-                                      int32_t num_devices, std::ostream& out);
+                                      int32_t num_devices,
+                                      const std::map<std::string, std::string>& env,
+                                      std::ostream& out);
 
 }  // namespace fleet

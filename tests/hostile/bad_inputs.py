@@ -604,7 +604,8 @@ CONFIG_KEYS = {
                 "optional": "strlist"},
     "device": {"backend": "str", "plugin": "str"},
     "comm": {"backend": "str", "plugin": "str", "timeout_s": "float", "hostname": "str",
-             "store": "str", "store_dir": "str", "staging": "bool", "secret_file": "str"},
+             "store": "str", "store_dir": "str", "staging": "bool", "check": "str",
+             "secret_file": "str"},
     "transport": {"backend": "str", "plugin": "str", "timeout_s": "float", "retries": "int",
                   "max_message_mb": "float", "token": "str", "secret_file": "str", "tls": "bool",
                   "tls_cert": "str", "tls_key": "str", "tls_ca": "str", "tls_client_cert": "str",
@@ -722,6 +723,8 @@ def gen_config(ctx: Context) -> List[Case]:
         "[strategy]\npasses = [\"no_such\"]\n", program=True, quick=True)
     add("strategy.passes naming an unknown pass (check, no program)",
         "[strategy]\npasses = [\"no_such\"]\n", names=("strategy.passes",))
+    for value in ("\"sometimes\"", "\"1\"", "\"\""):
+        add("comm.check = %s" % value, "[comm]\ncheck = %s\n" % value, names=("comm.check",))
 
     # Unknown keys and tables.
     for desc, text, q in (("an unknown table [trian]", base + "\n[trian]\nsteps = 1\n", True),

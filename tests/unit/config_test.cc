@@ -47,6 +47,7 @@ void ExpectDefaults(const Config& config) {
   EXPECT_EQ(config.comm_hostname, "");
   EXPECT_EQ(config.comm_store, "tcp");
   EXPECT_TRUE(config.comm_store_dir.empty());
+  EXPECT_EQ(config.comm_check, "step");
   EXPECT_EQ(config.transport.backend, "rpc");
   EXPECT_EQ(config.transport.plugin, "transport_rpc");
   EXPECT_EQ(config.rpc.timeout_s, 300.0);
@@ -145,7 +146,7 @@ TEST(ConfigTest, ExampleFileShowsEveryKey) {
   for (const char* line : {"[plugins]", "dirs = ", "allow_insecure = ", "load = ", "optional = ",
                            "[plugins.config.", "[device]", "backend = ", "plugin = ", "[comm]",
                            "backend = ", "plugin = ", "timeout_s = ", "hostname = ", "store = ",
-                           "store_dir = ", "secret_file = ", "[transport]", "backend = ",
+                           "store_dir = ", "check = ", "secret_file = ", "[transport]", "backend = ",
                            "plugin = ", "timeout_s = ", "retries = ", "max_message_mb = ",
                            "token = ", "secret_file = ", "tls = ",
                            "tls_cert = ", "tls_key = ", "tls_ca = ", "tls_client_cert = ",
@@ -235,6 +236,15 @@ passes = ["my_pass"]
   auto set = Parse("", {"strategy.passes=[\"my_pass\"]"});
   ASSERT_TRUE(set.ok()) << set.status().ToString();
   EXPECT_EQ(set->collective.passes_where, "--set strategy.passes");
+}
+
+// [comm] check: when the ranks compare their collectives (collective/desync.h).
+TEST(ConfigTest, ReadsTheCollectiveCheck) {
+  for (const char* mode : {"step", "every", "off"}) {
+    StatusOr<Config> config = Parse(std::string("[comm]\ncheck = \"") + mode + "\"\n");
+    ASSERT_TRUE(config.ok()) << config.status().ToString();
+    EXPECT_EQ(config->comm_check, mode);
+  }
 }
 
 TEST(ConfigTest, ReadsTheTransportAndPserverKeys) {
@@ -387,6 +397,8 @@ TEST(ConfigTest, BadEnumValues) {
   EXPECT_EQ(ErrorOf("[log]\nlevel = \"loud\"\n"),
             "fleet.toml:2:9: log.level: expected one of trace, debug, info, warn or error, got "
             "'loud'");
+  EXPECT_EQ(ErrorOf("[comm]\ncheck = \"1\"\n"),
+            "fleet.toml:2:9: comm.check: expected one of step, every or off, got '1'");
   EXPECT_EQ(ErrorOf("[strategy]\nmode = \"Collective\"\n"),
             "fleet.toml:2:8: strategy.mode: expected one of auto, none, collective or pserver, got "
             "'Collective'");

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -16,6 +17,7 @@
 
 #include "collective/communicator.h"
 #include "collective/desync.h"
+#include "collective/job.h"
 #include "fleet/fleet_comm.h"
 #include "plugin/registry.h"
 #include "rendezvous/memory_store.h"
@@ -120,9 +122,9 @@ TEST(DesyncCheckTest, EqualLedgersAgreeAndDifferentModesAreTold) {
   const auto rows = fingerprints({&every, &off, &every});
   EXPECT_EQ(CallLedger::Judge(rows, 3), CallLedger::Verdict::kModesDiffer);
   EXPECT_EQ(DescribeModes(rows, 3),
-            "the ranks run with different FLEET_COLLECTIVE_CHECK settings (ranks 0 and 2 every; "
-            "rank 1 off), so they would compare their collectives at different points: set it "
-            "alike on every rank");
+            "the ranks run with different comm.check / FLEET_COLLECTIVE_CHECK settings (ranks 0 "
+            "and 2 every; rank 1 off), so they would compare their collectives at different "
+            "points: set it alike on every rank");
 }
 
 // ---- over Gloo ----
@@ -271,11 +273,57 @@ TEST_F(DesyncGlooTest, DifferentModesFailWhenTheCommunicatorForms) {
                                  [](int, Communicator&) { return OkStatus(); });
   for (const Status& s : statuses) {
     ASSERT_EQ(s.code(), Code::kFailedPrecondition) << s.ToString();
-    EXPECT_NE(s.message().find("different FLEET_COLLECTIVE_CHECK settings (rank 0 step; rank 1 "
-                               "off)"),
+    EXPECT_NE(s.message().find("different comm.check / FLEET_COLLECTIVE_CHECK settings (rank 0 "
+                               "step; rank 1 off)"),
               std::string::npos)
         << s.message();
   }
+}
+
+// The mode comes from [comm] check of fleet.toml unless FLEET_COLLECTIVE_CHECK is set (not
+// empty), which then overrides it; a bad variable is an error naming it.
+TEST(DesyncCheckTest, TheConfigGivesTheModeUnlessTheVariableIsSet) {
+  const std::map<std::string, std::string> none;
+  EXPECT_EQ(*ResolveDesyncCheck("every", none), DesyncCheck::kEvery);
+  EXPECT_EQ(*ResolveDesyncCheck("off", none), DesyncCheck::kOff);
+  EXPECT_EQ(*ResolveDesyncCheck("step", {{"FLEET_COLLECTIVE_CHECK", ""}}), DesyncCheck::kStep);
+  EXPECT_EQ(*ResolveDesyncCheck("every", {{"FLEET_COLLECTIVE_CHECK", "off"}}), DesyncCheck::kOff);
+  EXPECT_EQ(*ResolveDesyncCheck("off", {{"FLEET_COLLECTIVE_CHECK", "1"}}), DesyncCheck::kEvery);
+  auto bad_env = ResolveDesyncCheck("step", {{"FLEET_COLLECTIVE_CHECK", "sometimes"}});
+  ASSERT_FALSE(bad_env.ok());
+  EXPECT_NE(bad_env.status().message().find("FLEET_COLLECTIVE_CHECK='sometimes'"),
+            std::string::npos)
+      << bad_env.status().message();
+  auto bad_key = ResolveDesyncCheck("1", none);
+  ASSERT_FALSE(bad_key.ok());
+  EXPECT_NE(bad_key.status().message().find("comm.check = '1'"), std::string::npos)
+      << bad_key.status().message();
+}
+
+// fleet.toml's [comm] check reaches the communicators of a job's collective runtime (and the
+// variable still overrides it there).
+TEST_F(DesyncGlooTest, CommCheckOfTheConfigReachesTheJobsCommunicators) {
+  Config config;
+  config.comm_check = "every";
+  Role role;
+  role.rank = 0;
+  role.world_size = 1;
+  struct Case {
+    std::map<std::string, std::string> env;
+    DesyncCheck want;
+  };
+  for (const Case& c : {Case{{}, DesyncCheck::kEvery},
+                        Case{{{"FLEET_COLLECTIVE_CHECK", "off"}}, DesyncCheck::kOff}}) {
+    auto job = Job::Open(config, role, gloo_, nullptr, c.env);
+    ASSERT_TRUE(job.ok()) << job.status().ToString();
+    ASSERT_NE((*job)->collectives(), nullptr);
+    EXPECT_EQ((*job)->collectives()->options().desync_check, c.want);
+  }
+  config.comm_check = "off";
+  auto bad = Job::Open(config, role, gloo_, nullptr, {{"FLEET_COLLECTIVE_CHECK", "x"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("FLEET_COLLECTIVE_CHECK='x'"), std::string::npos)
+      << bad.status().message();
 }
 
 }  // namespace
