@@ -130,6 +130,11 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
   if (command == "export") return ExportCommand(global, rest, out, err);
   if (command == "infer") return InferCommand(global, rest, out, err);
   if (command == "convert") return ConvertCommand(global, rest, out, err);
+  if ((command == "version" || command == "help") && !rest.empty()) {
+    err << "fleet-host " << command << ": unexpected argument " << QuoteForMessage(rest[0])
+        << "; usage: fleet-host " << command << "\n";
+    return kExitUsage;
+  }
   if (command == "version") {
     PrintVersion(out);
     return kExitOk;

@@ -129,6 +129,14 @@ TEST_F(ArgsTest, AnEmptyValueIsRefusedNamingTheFlag) {
   ExpectUsageError("infer model --input x=", "--input 'x=': no file after '='");
 }
 
+// Commands without arguments take none: `version --bogus` printed the version.
+TEST_F(ArgsTest, VersionAndHelpRefuseArguments) {
+  ExpectUsageError("version --bogus", "fleet-host version: unexpected argument '--bogus'");
+  ExpectUsageError("help run", "fleet-host help: unexpected argument 'run'");
+  Result v = Run("version");
+  EXPECT_EQ(v.exit_code, 0) << v.err;
+}
+
 // Numbers are parsed whole and within what they can mean: 2^31 wrapped to a negative world
 // size on its way to the passes, 2^63 to anything.
 TEST_F(ArgsTest, NumericFlagsAreCheckedAgainstTheirRange) {
