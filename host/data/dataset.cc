@@ -7,7 +7,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <random>
+#include <string>
 
 #include "data/line_format.h"
 #include "support/input_file.h"
@@ -96,6 +98,12 @@ class LineReader {
   Status status_;
 };
 
+// Where a sample was read: the index of its file in the dataset's list and its 1-based line.
+struct RowOrigin {
+  uint32_t file = 0;
+  int64_t line = 0;
+};
+
 bool Blank(std::string_view line) {
   for (char c : line) {
     if (c != ' ' && c != '\t' && c != '\r') return false;
@@ -178,6 +186,8 @@ class SampleReader {
   }
 
   int64_t samples_in_pass() const { return samples_in_pass_; }
+  // Where the sample the last Next parsed was read.
+  RowOrigin origin() const { return {static_cast<uint32_t>(file_), reader_.line_no()}; }
 
  private:
   std::vector<fs::path> files_;
@@ -195,9 +205,10 @@ class SampleReader {
 class SampleStream {
  public:
   virtual ~SampleStream() = default;
-  // The next sample row of the current epoch, or nullptr when the epoch is over (the call after
-  // that starts the next one). The row stays valid until the next call.
-  virtual StatusOr<const uint8_t*> Next() = 0;
+  // The next sample row of the current epoch and where it was read (`at`), or nullptr when the
+  // epoch is over (the call after that starts the next one). The row stays valid until the next
+  // call.
+  virtual StatusOr<const uint8_t*> Next(RowOrigin& at) = 0;
   virtual int64_t epoch_size() const = 0;  // 0 = not known (yet)
 };
 
@@ -210,9 +221,12 @@ class QueueStream : public SampleStream {
         reader_(std::move(files), *parser_, skip_bad, skipped),
         row_(parser_->layout().row_bytes) {}
 
-  StatusOr<const uint8_t*> Next() override {
+  StatusOr<const uint8_t*> Next(RowOrigin& at) override {
     FLEET_ASSIGN_OR_RETURN(bool more, reader_.Next(row_.data()));
-    if (more) return static_cast<const uint8_t*>(row_.data());
+    if (more) {
+      at = reader_.origin();
+      return static_cast<const uint8_t*>(row_.data());
+    }
     epoch_size_.store(reader_.samples_in_pass(), std::memory_order_relaxed);
     FLEET_RETURN_IF_ERROR(reader_.Rewind());
     return static_cast<const uint8_t*>(nullptr);
@@ -227,22 +241,36 @@ class QueueStream : public SampleStream {
   std::atomic<int64_t> epoch_size_{0};
 };
 
+// The rows of a memory dataset and where each was read: its line, and per file the index of
+// its first row (files are read in order, so a row's file is found by bisection).
+struct HeldRows {
+  std::vector<uint8_t> bytes;
+  std::vector<int64_t> lines;
+  std::vector<int64_t> file_first_row;
+};
+
 // memory: every row held; epoch e visits them in order, or in the permutation of (seed, e).
 class MemoryStream : public SampleStream {
  public:
-  MemoryStream(std::vector<uint8_t> rows, size_t row_bytes, bool shuffle, uint64_t seed)
-      : rows_(std::move(rows)), row_bytes_(row_bytes), shuffle_(shuffle), seed_(seed) {
+  MemoryStream(HeldRows rows, size_t row_bytes, bool shuffle, uint64_t seed)
+      : rows_(std::move(rows.bytes)),
+        lines_(std::move(rows.lines)),
+        file_first_row_(std::move(rows.file_first_row)),
+        row_bytes_(row_bytes),
+        shuffle_(shuffle),
+        seed_(seed) {
     n_ = static_cast<int64_t>(rows_.size() / row_bytes_);
     order_.resize(static_cast<size_t>(n_));
     MakeOrder(0);
   }
 
-  StatusOr<const uint8_t*> Next() override {
+  StatusOr<const uint8_t*> Next(RowOrigin& at) override {
     if (pos_ == n_) {
       pos_ = 0;
       MakeOrder(epoch_ + 1);
       return static_cast<const uint8_t*>(nullptr);
     }
+    at = OriginAt(pos_);
     return RowAt(pos_++);
   }
 
@@ -257,6 +285,14 @@ class MemoryStream : public SampleStream {
   // The i-th sample of the current epoch.
   const uint8_t* RowAt(int64_t i) const {
     return rows_.data() + static_cast<size_t>(order_[static_cast<size_t>(i)]) * row_bytes_;
+  }
+
+  // Where the i-th sample of the current epoch was read.
+  RowOrigin OriginAt(int64_t i) const {
+    const int64_t row = order_[static_cast<size_t>(i)];
+    const auto after = std::upper_bound(file_first_row_.begin(), file_first_row_.end(), row);
+    return {static_cast<uint32_t>(after - file_first_row_.begin() - 1),
+            lines_[static_cast<size_t>(row)]};
   }
 
  private:
@@ -282,6 +318,8 @@ class MemoryStream : public SampleStream {
   }
 
   std::vector<uint8_t> rows_;
+  std::vector<int64_t> lines_;
+  std::vector<int64_t> file_first_row_;
   size_t row_bytes_;
   bool shuffle_;
   uint64_t seed_;
@@ -295,7 +333,8 @@ class MemoryStream : public SampleStream {
 class Dataset : public DataSource {
  public:
   Dataset(RowLayout layout, std::unique_ptr<SampleStream> stream, MemoryStream* memory,
-          LastBatch last, bool sharded, std::unique_ptr<std::atomic<int64_t>> skipped)
+          LastBatch last, bool sharded, std::unique_ptr<std::atomic<int64_t>> skipped,
+          const std::vector<fs::path>& files)
       : layout_(std::move(layout)),
         stream_(std::move(stream)),
         memory_(memory),
@@ -308,6 +347,9 @@ class Dataset : public DataSource {
       batch_dims_.push_back(std::move(dims));
     }
     tensors_.resize(layout_.feeds.size());
+    auto places = std::make_shared<std::vector<std::string>>();
+    for (const fs::path& f : files) places->push_back(f.string());
+    origin_.SetPlaces(std::move(places), OriginUnit::kLine);
   }
 
   Status Next(int64_t batch_size, exec::FeedMap& feeds) override {
@@ -319,9 +361,11 @@ class Dataset : public DataSource {
       tensors_[i] = t.bytes.data();
     }
     if (last_ == LastBatch::kPad) ReservePad(batch_size);
+    origin_.Begin();
     int64_t r = 0;
+    RowOrigin at;
     while (r < batch_size) {
-      FLEET_ASSIGN_OR_RETURN(const uint8_t* row, stream_->Next());
+      FLEET_ASSIGN_OR_RETURN(const uint8_t* row, stream_->Next(at));
       if (row == nullptr) {  // the epoch is over
         const int64_t seen = in_epoch_;
         in_epoch_ = 0;
@@ -332,9 +376,12 @@ class Dataset : public DataSource {
                                       std::to_string(batch_size) + ", so every batch is dropped");
           }
           r = 0;  // the partial batch goes; the next epoch fills the batch from its start
+          origin_.ClearRows();
         } else if (last_ == LastBatch::kPad && r > 0) {
           for (int64_t k = 0; r < batch_size; ++r, ++k) {
-            Scatter(pad_.data() + static_cast<size_t>(k % pad_rows_) * layout_.row_bytes, r);
+            const size_t pad = static_cast<size_t>(k % pad_rows_);
+            Scatter(pad_.data() + pad * layout_.row_bytes, r);
+            origin_.Add(pad_origin_[pad].file, pad_origin_[pad].line);
           }
         }
         continue;
@@ -343,10 +390,12 @@ class Dataset : public DataSource {
         // The epoch's first samples, kept to complete its last batch.
         std::memcpy(pad_.data() + static_cast<size_t>(in_epoch_) * layout_.row_bytes, row,
                     layout_.row_bytes);
+        pad_origin_[static_cast<size_t>(in_epoch_)] = at;
         pad_rows_ = in_epoch_ + 1;
       }
       ++in_epoch_;
       Scatter(row, r++);
+      origin_.Add(at.file, at.line);
     }
     return OkStatus();
   }
@@ -385,12 +434,14 @@ class Dataset : public DataSource {
     }
     memory_->Seek(epoch, offset);
     in_epoch_ = offset;
+    origin_.SkipBatches(batches);
     if (last_ == LastBatch::kPad) {
       ReservePad(batch_size);
       pad_rows_ = std::min(offset, batch_size);
       for (int64_t i = 0; i < pad_rows_; ++i) {
         std::memcpy(pad_.data() + static_cast<size_t>(i) * layout_.row_bytes, memory_->RowAt(i),
                     layout_.row_bytes);
+        pad_origin_[static_cast<size_t>(i)] = memory_->OriginAt(i);
       }
     }
     return OkStatus();
@@ -407,6 +458,9 @@ class Dataset : public DataSource {
   void ReservePad(int64_t batch_size) {
     const size_t need = static_cast<size_t>(batch_size) * layout_.row_bytes;
     if (pad_.size() < need) pad_.resize(need);
+    if (pad_origin_.size() < static_cast<size_t>(batch_size)) {
+      pad_origin_.resize(static_cast<size_t>(batch_size));
+    }
   }
 
   RowLayout layout_;
@@ -419,6 +473,7 @@ class Dataset : public DataSource {
   std::vector<uint8_t*> tensors_;
   int64_t in_epoch_ = 0;        // samples of the current epoch handed out
   std::vector<uint8_t> pad_;    // kPad: the first samples of the current epoch
+  std::vector<RowOrigin> pad_origin_;  // and where they were read
   int64_t pad_rows_ = 0;
 };
 
@@ -446,31 +501,38 @@ StatusOr<std::unique_ptr<DataSource>> MakeDataset(const std::vector<FeedSpec>& f
                                                 options.skip_bad_lines, *skipped);
     return std::unique_ptr<DataSource>(new Dataset(std::move(layout), std::move(stream), nullptr,
                                                    options.last_batch, options.sharded,
-                                                   std::move(skipped)));
+                                                   std::move(skipped), options.files));
   }
   // Load everything now, so malformed lines and missing files fail before the first step.
-  std::vector<uint8_t> rows;
+  HeldRows rows;
   {
     SampleReader reader(options.files, *parser, options.skip_bad_lines, *skipped);
     const size_t rb = layout.row_bytes;
     while (true) {
-      const size_t at = rows.size();
-      rows.resize(at + rb);
-      FLEET_ASSIGN_OR_RETURN(bool more, reader.Next(rows.data() + at));
+      const size_t at = rows.bytes.size();
+      rows.bytes.resize(at + rb);
+      FLEET_ASSIGN_OR_RETURN(bool more, reader.Next(rows.bytes.data() + at));
       if (!more) {
-        rows.resize(at);
+        rows.bytes.resize(at);
         break;
       }
+      const RowOrigin origin = reader.origin();
+      // A file without samples starts where the next one does; the bisection passes over it.
+      while (rows.file_first_row.size() <= origin.file) {
+        rows.file_first_row.push_back(static_cast<int64_t>(rows.lines.size()));
+      }
+      rows.lines.push_back(origin.line);
     }
     if (reader.samples_in_pass() == 0) return reader.NoSamples();
   }
-  rows.shrink_to_fit();
+  rows.bytes.shrink_to_fit();
+  rows.lines.shrink_to_fit();
   auto stream = std::make_unique<MemoryStream>(std::move(rows), layout.row_bytes, options.shuffle,
                                                options.seed);
   MemoryStream* memory = stream.get();
   return std::unique_ptr<DataSource>(new Dataset(std::move(layout), std::move(stream), memory,
                                                  options.last_batch, options.sharded,
-                                                 std::move(skipped)));
+                                                 std::move(skipped), options.files));
 }
 
 }  // namespace fleet::data

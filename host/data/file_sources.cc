@@ -41,6 +41,7 @@ StatusOr<std::unique_ptr<DataSource>> MakeNpySource(
     }
   }
   std::vector<exec::HostTensor> tables;
+  std::string place;  // "x.npy, y.npy": a batch's records are rows of every file
   int64_t samples = -1;
   std::string first_file;
   for (const FeedSpec& f : feeds) {
@@ -68,13 +69,14 @@ StatusOr<std::unique_ptr<DataSource>> MakeNpySource(
     }
     samples = array.dims[0];
     if (first_file.empty()) first_file = file;
+    place += (place.empty() ? "" : ", ") + file;
     exec::HostTensor t;
     t.dtype = array.dtype;
     t.dims = array.dims;
     t.bytes = std::move(array.bytes);
     tables.push_back(std::move(t));
   }
-  return MakeTableSource(feeds, std::move(tables));
+  return MakeTableSource(feeds, std::move(tables), std::move(place));
 }
 
 }  // namespace fleet::data

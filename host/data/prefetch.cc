@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace fleet::data {
@@ -51,7 +52,10 @@ class PrefetchSource : public DataSource {
     // depth.
     Status status = std::move(slot->status);
     slot->status = OkStatus();
-    if (status.ok()) feeds.swap(slot->feeds);
+    if (status.ok()) {
+      feeds.swap(slot->feeds);
+      std::swap(origin_, slot->origin);
+    }
     {
       std::lock_guard<std::mutex> lock(mu_);
       ++head_;
@@ -75,6 +79,7 @@ class PrefetchSource : public DataSource {
  private:
   struct Slot {
     exec::FeedMap feeds;
+    BatchOrigin origin;  // of the batch in `feeds`, copied from inner_'s
     Status status;
   };
 
@@ -90,6 +95,7 @@ class PrefetchSource : public DataSource {
       // Outside the lock: the consumer does not touch slots at or beyond tail_.
       slot->status = inner_->Next(batch_size_, slot->feeds);
       const bool failed = !slot->status.ok();
+      if (!failed) slot->origin = inner_->origin();  // into the slot's kept storage
       {
         std::lock_guard<std::mutex> lock(mu_);
         ++tail_;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
+#include <string>
 
 #include "data/table_source.h"
 
@@ -52,8 +54,12 @@ namespace {
 
 class TableSource : public DataSource {
  public:
-  TableSource(std::vector<FeedSpec> feeds, std::vector<exec::HostTensor> tables)
+  TableSource(std::vector<FeedSpec> feeds, std::vector<exec::HostTensor> tables,
+              std::string place)
       : feeds_(std::move(feeds)), tables_(std::move(tables)) {
+    origin_.SetPlaces(std::make_shared<const std::vector<std::string>>(
+                          std::vector<std::string>{std::move(place)}),
+                      OriginUnit::kRecord);
     samples_ = tables_.empty() ? 0 : tables_[0].dims[0];
     for (const FeedSpec& f : feeds_) {
       std::vector<int64_t> dims = SampleDims(f);
@@ -76,6 +82,13 @@ class TableSource : public DataSource {
         at = (at + 1) % samples_;
       }
     }
+    origin_.Begin();
+    for (int64_t left = batch_size, at = cursor_; left > 0;) {
+      const int64_t n = std::min(left, samples_ - at);
+      origin_.Add(0, at, n);
+      left -= n;
+      at = (at + n) % samples_;
+    }
     cursor_ = (cursor_ + batch_size) % samples_;
     return OkStatus();
   }
@@ -90,6 +103,7 @@ class TableSource : public DataSource {
     }
     // Reduced first, so the product stays far from overflow for any table that fits in memory.
     cursor_ = (cursor_ + (batches % samples_) * (batch_size % samples_)) % samples_;
+    origin_.SkipBatches(batches);
     return OkStatus();
   }
 
@@ -104,8 +118,9 @@ class TableSource : public DataSource {
 }  // namespace
 
 std::unique_ptr<DataSource> MakeTableSource(std::vector<FeedSpec> feeds,
-                                            std::vector<exec::HostTensor> tables) {
-  return std::make_unique<TableSource>(std::move(feeds), std::move(tables));
+                                            std::vector<exec::HostTensor> tables,
+                                            std::string place) {
+  return std::make_unique<TableSource>(std::move(feeds), std::move(tables), std::move(place));
 }
 
 }  // namespace fleet::data

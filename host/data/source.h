@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "data/batch_origin.h"
 #include "executor/tensor.h"
 #include "ir/program.h"
 #include "support/status.h"
@@ -62,6 +63,13 @@ class DataSource {
   // Malformed lines skipped so far (data.bad_lines = "skip"); each line counts once however
   // many epochs pass over it. Safe to call from any thread.
   virtual int64_t skipped_lines() const { return 0; }
+
+  // Where the rows of the batch the last successful Next filled came from, numbered among all
+  // batches of the source, skipped ones included (data/batch_origin.h). Every source records it.
+  const BatchOrigin& origin() const { return origin_; }
+
+ protected:
+  BatchOrigin origin_;
 };
 
 // The feed specs of a program's data vars, checked: a feed has a batch dimension (the first) and

@@ -2,7 +2,9 @@
 // teacher of the same input width, so a model trained on it has something real to learn and
 // its loss falls.
 #include <cmath>
+#include <memory>
 #include <random>
+#include <string>
 
 #include "data/source.h"
 
@@ -16,6 +18,10 @@ class SyntheticSource : public DataSource {
   SyntheticSource(std::vector<FeedSpec> feeds, int label, int64_t classes, double noise,
                   uint64_t seed)
       : feeds_(std::move(feeds)), label_(label), classes_(classes), noise_(noise), rng_(seed) {
+    origin_.SetPlaces(std::make_shared<const std::vector<std::string>>(
+                          std::vector<std::string>{"synthetic data (seed " +
+                                                   std::to_string(seed) + ")"}),
+                      OriginUnit::kSample);
     for (size_t i = 0; i < feeds_.size(); ++i) {
       if (static_cast<int>(i) != label_) in_width_ += SampleNumel(feeds_[i]);
       std::vector<int64_t> dims = SampleDims(feeds_[i]);
@@ -69,6 +75,9 @@ class SyntheticSource : public DataSource {
       }
       if (label_ >= 0) Label(*tensors[static_cast<size_t>(label_)], r, normal);
     }
+    origin_.Begin();
+    origin_.Add(0, drawn_, batch_size);
+    drawn_ += batch_size;
     return OkStatus();
   }
 
@@ -118,6 +127,7 @@ class SyntheticSource : public DataSource {
   int64_t classes_;
   double noise_;
   std::mt19937_64 rng_;
+  int64_t drawn_ = 0;  // samples generated so far
   int64_t in_width_ = 0;
   int64_t out_width_ = 0;
   std::vector<std::vector<int64_t>> batch_dims_;

@@ -3,14 +3,17 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "data/source.h"
 
 namespace fleet::data {
 
-// `tables[i]` belongs to `feeds[i]`; all have the same first dimension (> 0).
+// `tables[i]` belongs to `feeds[i]`; all have the same first dimension (> 0). `place` names
+// where the tables were read from, for BatchOrigin: their rows are its records.
 std::unique_ptr<DataSource> MakeTableSource(std::vector<FeedSpec> feeds,
-                                            std::vector<exec::HostTensor> tables);
+                                            std::vector<exec::HostTensor> tables,
+                                            std::string place);
 
 }  // namespace fleet::data

@@ -216,7 +216,11 @@ StatusOr<TrainSummary> Train(const Config& config, const frontend::ParsedProgram
     const bool averaged = averages(step);
     exec::PreparedProgram* prepared = averaged ? setup.main.get() : setup.main_local.get();
     if (Status s = executor->Run(*prepared, batch, fetched); !s.ok()) {
-      return s.WithContext("step " + std::to_string(step));
+      // Name the rows the step ran on: this trainer's share of a global batch.
+      const bool share = world_size > 1 && !source->sharded();
+      return source->origin()
+          .Annotate(s, share ? rank * train.batch_size : 0, share ? train.batch_size : -1)
+          .WithContext("step " + std::to_string(step));
     }
     FLEET_ASSIGN_OR_RETURN(loss, LossValue(fetched[0], programs.loss));
     FLEET_RETURN_IF_ERROR(CheckLoss(loss, step, programs.loss));

@@ -92,7 +92,7 @@ StatusOr<TrainSummary> TrainOnDevices(const Config& config,
       return s.WithContext("data at step " + std::to_string(step));
     }
     if (Status s = runner->Run(batch, {programs.loss}, fetched); !s.ok()) {
-      return s.WithContext("step " + std::to_string(step));
+      return source->origin().Annotate(s).WithContext("step " + std::to_string(step));
     }
     // The loss of the step: the mean of the devices' losses.
     loss = 0;
