@@ -6,6 +6,7 @@
 #include "data/file_list.h"
 #include "data/npy.h"
 #include "data/prefetch.h"
+#include "support/host_memory.h"
 #include "support/logging.h"
 
 namespace fleet {
@@ -79,6 +80,65 @@ StatusOr<std::unique_ptr<data::DataSource>> MakeDataSource(const Config& config,
   }
   if (!source.ok()) return source.status().WithContext(where);
   return source;
+}
+
+namespace {
+
+// "train.batch_size = 64 (x 2 trainers)"
+std::string BatchSizeKey(const Config& config, int64_t copies, const std::string& copies_text) {
+  return "train.batch_size = " + std::to_string(config.train.batch_size) +
+         (copies > 1 ? " (x " + std::to_string(copies) + " " + copies_text + ")" : "");
+}
+
+}  // namespace
+
+Status NameBatchSize(const Status& status, const Config& config, int64_t copies,
+                     const std::string& copies_text) {
+  if (status.code() != Code::kResourceExhausted) return status;
+  return status.WithContext(BatchSizeKey(config, copies, copies_text));
+}
+
+Status CheckBatchMemory(const Config& config, const std::vector<data::FeedSpec>& feeds,
+                        int64_t copies, const std::string& copies_text) {
+  const Config::Data& d = config.data;
+  const int64_t batch_size = config.train.batch_size;
+  const std::string key = BatchSizeKey(config, copies, copies_text);
+  uint64_t sample = 0;
+  for (const data::FeedSpec& f : feeds) {
+    auto bytes = ir::TensorBytes(f.dtype, data::SampleDims(f));
+    if (!bytes.ok()) return bytes.status().WithContext("feed '" + f.name + "'");
+    if (__builtin_add_overflow(sample, static_cast<uint64_t>(*bytes), &sample)) {
+      return InvalidArgument("the feeds' samples take more than 2^64 bytes");
+    }
+  }
+  const uint64_t limit = HostMemoryBytes();
+  const std::string more_than = ", more than the " + BytesText(limit) +
+                                " of memory this process can use";
+  uint64_t rows = 0, batch = 0;
+  const bool batch_overflows =
+      __builtin_mul_overflow(static_cast<uint64_t>(batch_size), static_cast<uint64_t>(copies),
+                             &rows) ||
+      __builtin_mul_overflow(rows, sample, &batch);
+  if (batch_overflows || batch > limit) {
+    return ResourceExhausted(key + ": a batch of " + std::to_string(rows) + " samples of " +
+                             std::to_string(sample) + " bytes needs " +
+                             (batch_overflows ? "more than 2^64 bytes" : BytesText(batch)) +
+                             more_than);
+  }
+  // Only the text datasets have a reader thread and a padding copy (data_sources.cc above).
+  if (d.source != "csv" && d.source != "multislot") return OkStatus();
+  const bool pad = d.last_batch == "pad";
+  uint64_t held = 0;
+  const bool held_overflows = __builtin_mul_overflow(
+      static_cast<uint64_t>(d.queue_batches) + (pad ? 2 : 1), batch, &held);
+  if (held_overflows || held > limit) {
+    return ResourceExhausted(
+        "data.queue_batches = " + std::to_string(d.queue_batches) + ": the reader thread holds " +
+        std::to_string(d.queue_batches) + " batches of " + BytesText(batch) +
+        " ahead; with the batch in use" + (pad ? " and data.last_batch = \"pad\"'s copy" : "") +
+        " that is " + (held_overflows ? "more than 2^64 bytes" : BytesText(held)) + more_than);
+  }
+  return OkStatus();
 }
 
 int64_t PredictionWidth(const ir::Program& main, const std::string& label) {

@@ -23,6 +23,20 @@ StatusOr<std::unique_ptr<data::DataSource>> MakeDataSource(const Config& config,
                                                            const std::vector<data::FeedSpec>& feeds,
                                                            int64_t rank, int64_t trainers);
 
+// The host memory that train.batch_size and data.queue_batches size, checked before a batch is
+// drawn: a draw is train.batch_size * `copies` samples (`copies_text` says what they are: the
+// trainers sharing a global batch, the devices of one process), the reader thread of a text
+// dataset holds data.queue_batches more and data.last_batch = "pad" one more. RESOURCE_EXHAUSTED
+// naming the key and the bytes it would need when that overflows or exceeds what the process can
+// use (support/host_memory.h).
+Status CheckBatchMemory(const Config& config, const std::vector<data::FeedSpec>& feeds,
+                        int64_t copies, const std::string& copies_text);
+
+// `status` from preparing a program for batches of train.batch_size * `copies` rows: when it is
+// RESOURCE_EXHAUSTED (the program's tensors do not fit), the key that sized them is named too.
+Status NameBatchSize(const Status& status, const Config& config, int64_t copies,
+                     const std::string& copies_text);
+
 // The width of the prediction a label is compared with: the last dim of the other input of the
 // first op in `main` that reads `label` (e.g. cross_entropy's X). 0 when it cannot be told.
 int64_t PredictionWidth(const ir::Program& main, const std::string& label);

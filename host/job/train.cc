@@ -104,6 +104,10 @@ StatusOr<TrainingSetup> PrepareTraining(const Config& config,
     trainers = dist.trainers;
   }
   FLEET_ASSIGN_OR_RETURN(setup.source, MakeDataSource(config, programs, feeds, rank, trainers));
+  // Each trainer draws the global batch when the data is not split across them.
+  const bool global_batch = trainers > 1 && !setup.source->sharded();
+  FLEET_RETURN_IF_ERROR(
+      CheckBatchMemory(config, feeds, global_batch ? trainers : 1, "trainers"));
 
   exec::ExecutorOptions options;
   options.num_threads = static_cast<int32_t>(train.threads);
@@ -135,11 +139,15 @@ StatusOr<TrainingSetup> PrepareTraining(const Config& config,
     FLEET_RETURN_IF_ERROR(InitFrom(train.init_from, *setup.executor, programs));
   }
   auto prepared = setup.executor->Prepare(programs.main, shapes, {programs.loss});
-  if (!prepared.ok()) return prepared.status().WithContext("main program");
+  if (!prepared.ok()) {
+    return NameBatchSize(prepared.status().WithContext("main program"), config, 1, "");
+  }
   setup.main = std::move(*prepared);
   if (dist.main_local != nullptr) {
     auto local = setup.executor->Prepare(*dist.main_local, shapes, {programs.loss});
-    if (!local.ok()) return local.status().WithContext("main.local program");
+    if (!local.ok()) {
+      return NameBatchSize(local.status().WithContext("main.local program"), config, 1, "");
+    }
     setup.main_local = std::move(*local);
   }
   return setup;

@@ -42,6 +42,7 @@ StatusOr<TrainSummary> TrainOnDevices(const Config& config,
                          data::FeedSpecs(programs.main, programs.feeds));
   FLEET_ASSIGN_OR_RETURN(std::unique_ptr<data::DataSource> source,
                          MakeDataSource(config, programs, feeds, 0, 1));
+  FLEET_RETURN_IF_ERROR(CheckBatchMemory(config, feeds, num_devices, "devices"));
 
   exec::ParallelOptions options;
   options.num_devices = num_devices;
@@ -80,7 +81,9 @@ StatusOr<TrainSummary> TrainOnDevices(const Config& config,
     dims[0] = rows;
     shapes[f.name] = dims;
   }
-  FLEET_RETURN_IF_ERROR(runner->Prepare(shapes, {programs.loss}).WithContext("main program"));
+  if (Status s = runner->Prepare(shapes, {programs.loss}); !s.ok()) {
+    return NameBatchSize(s.WithContext("main program"), config, num_devices, "devices");
+  }
 
   ProgressLog progress(train, rows, std::to_string(num_devices) + " devices", out);
   FLEET_RETURN_IF_ERROR(progress.Open(true));

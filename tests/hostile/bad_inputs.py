@@ -782,12 +782,14 @@ def gen_config(ctx: Context) -> List[Case]:
                 quick=value in ("2147483648", "nan", "9223372036854775807") and
                 section in ("train", "comm"))
 
-    # In range, but as large as allowed: may be accepted, must not crash or hang.
+    # In range, but as large as allowed: may be accepted, must not crash or hang. A size that
+    # cannot fit in memory is refused naming the key that asked for it.
     edge = (
         ("train.batch_size at its maximum (2^31 - 1), checked with the program",
-         "[train]\nbatch_size = 2147483647\n", dict(program=True, quick=True)),
+         "[train]\nbatch_size = 2147483647\n",
+         dict(program=True, quick=True, names=("train.batch_size",))),
         ("train.batch_size = 100000000, checked with the program",
-         "[train]\nbatch_size = 100000000\n", dict(program=True)),
+         "[train]\nbatch_size = 100000000\n", dict(program=True, names=("train.batch_size",))),
         ("train.threads at its maximum (4096), run", "[train]\nthreads = 4096\n",
          dict(run=True, mem_mb=0)),
         ("train.threads at its maximum (4096), run under a 4 GiB address-space limit",
@@ -1200,6 +1202,18 @@ def gen_data(ctx: Context) -> List[Case]:
             ("columns for a var the program lacks", "x = \"0:32\"\ny = 32\nz = 0\n", False),
     ):
         csv(desc, good_rows, columns=columns, quick=q, names=("columns", "d.csv", "fleet.toml"))
+
+    # Batches fleet.toml sizes past what memory holds: refused naming the key, before reading.
+    csv_toml = ("[data]\nsource = \"csv\"\nqueue_batches = %d\n[data.csv]\npath = \"d.csv\"\n"
+                "[data.csv.columns]\nx = \"0:32\"\ny = 32\n")
+    for desc, batch, queue, key in (
+            ("train.batch_size = 2^31 - 1", 2147483647, 4, "train.batch_size"),
+            ("data.queue_batches = 65536 batches of 2^22 samples ahead", 1 << 22, 65536,
+             "data.queue_batches")):
+        d = case_dir()
+        write(os.path.join(d, "d.csv"), "".join(r + "\n" for r in good_rows))
+        add("csv: " + desc, d, csv_toml % queue, names=(key,),
+            extra=("--set", "train.batch_size=%d" % batch))
 
     # -- MultiSlot: slot x (32 values) then slot y (1 value).
     def ms_line(i, label=None):

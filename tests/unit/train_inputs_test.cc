@@ -1,5 +1,6 @@
 // Training on careless or hostile inputs: an error raised while a step runs names the data file
-// and lines of its batch.
+// and lines of its batch; batch sizes that fleet.toml asks for and that cannot fit are refused
+// before anything is allocated, naming the key and the bytes.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -94,6 +95,40 @@ TEST_F(TrainInputsTest, AStepErrorNamesTheFileAndLinesOfItsBatch) {
       EXPECT_EQ(s.message().rfind("step 3: ", 0), 0u) << s.message();
     }
   }
+}
+
+// train.batch_size = 2^31 - 1 is allowed by the schema, but a batch of it cannot be held: refused
+// before any allocation, naming the key and the bytes, not "cannot allocate" from deep inside.
+// (Samples of 256 KiB, so that no machine holds such a batch.)
+TEST_F(TrainInputsTest, ABatchThatCannotFitNamesTrainBatchSize) {
+  Config config;
+  config.train.steps = 1;
+  config.train.batch_size = 2147483647;
+  config.train.threads = 1;
+  const Status s = Run(config, "8", "65536");
+  ASSERT_EQ(s.code(), Code::kResourceExhausted) << s.ToString();
+  // 65536 float32 inputs and an int64 label: 262152 bytes a sample.
+  EXPECT_NE(s.message().find("train.batch_size = 2147483647: a batch of 2147483647 samples of "
+                             "262152 bytes needs 562967133028344 bytes (512.0 TiB), more than "
+                             "the "),
+            std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("of memory this process can use"), std::string::npos)
+      << s.message();
+}
+
+// A reader thread holding data.queue_batches batches ahead: the product is checked too, naming
+// that key (a batch of 96 MiB fits; 65537 of them do not).
+TEST_F(TrainInputsTest, AReadAheadThatCannotFitNamesDataQueueBatches) {
+  Config config = CsvConfig(Csv(64, 0, 0));
+  config.train.batch_size = int64_t{1} << 22;
+  config.data.queue_batches = 65536;
+  const Status s = Run(config);
+  ASSERT_EQ(s.code(), Code::kResourceExhausted) << s.ToString();
+  EXPECT_NE(s.message().find("data.queue_batches = 65536: the reader thread holds 65536 batches "
+                             "of 100663296 bytes (96.0 MiB) ahead"),
+            std::string::npos)
+      << s.message();
 }
 
 }  // namespace
