@@ -2,11 +2,13 @@
 // teacher of the same input width, so a model trained on it has something real to learn and
 // its loss falls.
 #include <cmath>
+#include <cstdint>
 #include <memory>
 #include <random>
 #include <string>
 
 #include "data/source.h"
+#include "support/host_memory.h"
 
 namespace fleet::data {
 namespace {
@@ -135,6 +137,55 @@ class SyntheticSource : public DataSource {
   std::vector<double> w1_, b1_, w2_, b2_, hidden_, logits_, sample_;
 };
 
+// The teacher's weights and scratch are sized by the program (the inputs' width, the label's)
+// and by the classes, which come from data.classes or the width of the prediction the label is
+// compared with: counted without overflow and refused before allocating when they cannot fit.
+Status CheckTeacherSize(const std::vector<FeedSpec>& feeds, int label, int64_t classes) {
+  if (label < 0) return OkStatus();
+  uint64_t in_width = 0;
+  bool overflows = false;
+  for (size_t i = 0; i < feeds.size(); ++i) {
+    if (static_cast<int>(i) == label) continue;
+    const FeedSpec& f = feeds[i];
+    FLEET_ASSIGN_OR_RETURN(const size_t bytes, ir::TensorBytes(f.dtype, SampleDims(f)));
+    overflows = overflows ||
+                __builtin_add_overflow(in_width, bytes / ir::DataTypeSize(f.dtype), &in_width);
+  }
+  const FeedSpec& l = feeds[static_cast<size_t>(label)];
+  FLEET_ASSIGN_OR_RETURN(const size_t label_bytes, ir::TensorBytes(l.dtype, SampleDims(l)));
+  const uint64_t out = classes > 0 ? static_cast<uint64_t>(classes)
+                                   : label_bytes / ir::DataTypeSize(l.dtype);
+  const uint64_t first = classes > 0 ? kTeacherHidden : out;
+  // w1, b1, w2, b2, hidden, logits and one sample, as doubles (the constructor's vectors).
+  const uint64_t hidden = classes > 0 ? kTeacherHidden : 0;
+  uint64_t doubles = 0;
+  auto add = [&](uint64_t a, uint64_t b) {  // doubles += a * b
+    uint64_t n = 0;
+    overflows = overflows || __builtin_mul_overflow(a, b, &n) ||
+                __builtin_add_overflow(doubles, n, &doubles);
+  };
+  add(in_width, first);  // w1
+  add(first, 1);         // b1
+  add(hidden, out);      // w2
+  add(hidden > 0 ? out : 0, 1);  // b2
+  add(hidden, 1);        // hidden
+  add(out, 1);           // logits
+  add(in_width, 1);      // sample
+  uint64_t bytes = 0;
+  overflows = overflows || __builtin_mul_overflow(doubles, uint64_t{sizeof(double)}, &bytes);
+  const uint64_t limit = HostMemoryBytes();
+  if (!overflows && bytes <= limit) return OkStatus();
+  const std::string what = classes > 0
+      ? "the int64 label '" + l.name + "' with " + std::to_string(classes) +
+            " classes (data.classes, or the width of the prediction it is compared with)"
+      : "the label '" + l.name + "' of " + std::to_string(out) + " values from " +
+            std::to_string(in_width) + " inputs";
+  return ResourceExhausted("synthetic data: the teacher network for " + what + " needs " +
+                           (overflows ? std::string("more than 2^64 bytes") : BytesText(bytes)) +
+                           ", more than the " + BytesText(limit) +
+                           " of memory this process can use");
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<DataSource>> MakeSyntheticSource(const std::vector<FeedSpec>& feeds,
@@ -179,6 +230,7 @@ StatusOr<std::unique_ptr<DataSource>> MakeSyntheticSource(const std::vector<Feed
                              "; a label is int64 (classes) or float (regression)");
     }
   }
+  FLEET_RETURN_IF_ERROR(CheckTeacherSize(feeds, label, classes));
   return std::unique_ptr<DataSource>(
       new SyntheticSource(feeds, label, classes, options.noise, options.seed));
 }

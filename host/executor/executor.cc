@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <optional>
 
 #include "fleet/fleet_plugin.h"
 #include "ops/shape_inference.h"
+#include "support/host_memory.h"
 #include "support/logging.h"
 
 namespace fleet::exec {
@@ -15,6 +17,26 @@ namespace {
 
 std::string OpLabel(size_t index, const ir::Op& op) {
   return "op #" + std::to_string(index) + " (" + op.type + ")";
+}
+
+// "; the largest is 'fc_0.tmp_0' float32[64, 128] (32768 bytes (32.0 KiB)), written by op #3
+// (mul)": what to shrink when a program's tensors do not fit.
+std::string LargestVar(const std::vector<VarLifetime>& vars,
+                       const std::map<std::string, ops::TensorInfo, std::less<>>& infos,
+                       const ir::Block& block) {
+  const VarLifetime* largest = nullptr;
+  for (const VarLifetime& v : vars) {
+    if (largest == nullptr || v.bytes > largest->bytes) largest = &v;
+  }
+  if (largest == nullptr) return {};
+  auto info = infos.find(largest->name);
+  if (info == infos.end()) return {};
+  std::string text = "; the largest is '" + largest->name + "' " +
+                     ir::TypeShapeText(info->second.dtype, info->second.dims) + " (" +
+                     BytesText(largest->bytes) + ")";
+  if (largest->first < 0) return text + ", a feed";
+  const auto op = static_cast<size_t>(largest->first);
+  return op < block.ops.size() ? text + ", written by " + OpLabel(op, block.ops[op]) : text;
 }
 
 bool FullyKnown(const std::vector<int64_t>& dims) {
@@ -108,6 +130,16 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(const PluginRegistry& regis
   while (align < props.alignment) align *= 2;
   exec->alignment_ = align;
   exec->host_memory_ = (props.caps & FLEET_DEVICE_CAP_HOST_MEMORY) != 0;
+  // Sizes are checked against the device's memory before they are allocated; a device that
+  // computes in host memory gets no more than this process may use.
+  exec->limit_.device = "device '" + std::string(device) + "' " +
+                        std::to_string(options.device_ordinal);
+  if (props.total_memory > 0) exec->limit_.bytes = props.total_memory;
+  if (exec->host_memory_ && HostMemoryBytes() < exec->limit_.bytes) {
+    exec->limit_.bytes = HostMemoryBytes();
+    exec->limit_.device += " that this process can use";
+  }
+  exec->scope_.SetMemoryLimit(exec->limit_);
   if (!exec->host_memory_) {
     FLEET_ASSIGN_OR_RETURN(exec->stream_, exec->device_.StreamCreate(options.device_ordinal));
     exec->scope_.SetStream(exec->stream_);
@@ -394,8 +426,20 @@ StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
     p.scratch_bytes_ = std::max(p.scratch_bytes_, *scratch);
   }
   size_t scratch_offset = p.plan_.arena_bytes;
-  size_t total = scratch_offset + p.scratch_bytes_;
-  FLEET_ASSIGN_OR_RETURN(p.arena_, device_.Alloc(options_.device_ordinal, total));
+  size_t total = 0;
+  if (__builtin_add_overflow(scratch_offset, p.scratch_bytes_, &total)) total = SIZE_MAX;
+  // Checked before allocating: the batch or a layer's size may make the arena impossible.
+  if (std::string over = limit_.Exceeded(total); !over.empty()) {
+    return ResourceExhausted("the program's tensors need " + over +
+                             LargestVar(vars, infos, block));
+  }
+  auto arena = device_.Alloc(options_.device_ordinal, total);
+  if (!arena.ok()) {
+    return Status(arena.status().code(), "the program's tensors (" + BytesText(total) +
+                                             LargestVar(vars, infos, block) +
+                                             "): " + arena.status().message());
+  }
+  p.arena_ = *arena;
   auto* base = static_cast<uint8_t*>(p.arena_);
   for (const auto& [name, buffer] : p.plan_.buffer_of) {
     p.data_[name] = base + p.plan_.buffer_offsets[static_cast<size_t>(buffer)];

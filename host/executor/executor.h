@@ -178,6 +178,7 @@ class Executor {
   ExecutorOptions options_;
   Scope scope_;
   size_t alignment_ = 64;
+  MemoryLimit limit_;  // what one allocation may take (memory_plan.h)
   bool host_memory_ = false;  // device pointers are host pointers: feeds and fetches memcpy
   FleetStream* stream_ = nullptr;  // made at Create for devices without host memory
   std::vector<std::unique_ptr<PreparedProgram>> cache_;

@@ -1,13 +1,33 @@
 #include "executor/memory_plan.h"
 
 #include <algorithm>
+#include <cstdint>
+
+#include "support/host_memory.h"
 
 namespace fleet::exec {
+
+namespace {
+
+// a + b, or SIZE_MAX when that overflows: sums of sizes that came from input saturate, and the
+// executor refuses an arena of SIZE_MAX bytes instead of allocating a wrapped-around one.
+size_t SaturatingAdd(size_t a, size_t b) {
+  size_t sum = 0;
+  return __builtin_add_overflow(a, b, &sum) ? SIZE_MAX : sum;
+}
+
+}  // namespace
+
+std::string MemoryLimit::Exceeded(uint64_t need) const {
+  if (need <= bytes) return {};
+  return (need == SIZE_MAX ? std::string("over 2^64 bytes") : BytesText(need)) +
+         ", more than the " + BytesText(bytes) + " of memory of " + device;
+}
 
 MemoryPlan PlanMemory(const std::vector<VarLifetime>& vars, size_t alignment) {
   auto round_up = [&](size_t n) {
     n = std::max<size_t>(n, 1);
-    return (n + alignment - 1) & ~(alignment - 1);
+    return SaturatingAdd(n, alignment - 1) & ~(alignment - 1);
   };
   MemoryPlan plan;
   if (vars.empty()) return plan;
@@ -15,7 +35,7 @@ MemoryPlan PlanMemory(const std::vector<VarLifetime>& vars, size_t alignment) {
   for (const VarLifetime& v : vars) {
     begin = std::min(begin, v.first);
     end = std::max(end, v.last);
-    plan.unshared_bytes += round_up(v.bytes);
+    plan.unshared_bytes = SaturatingAdd(plan.unshared_bytes, round_up(v.bytes));
   }
   std::vector<int> free_buffers;
   for (int t = begin; t <= end; ++t) {
@@ -57,7 +77,7 @@ MemoryPlan PlanMemory(const std::vector<VarLifetime>& vars, size_t alignment) {
   size_t offset = 0;
   for (size_t bytes : plan.buffer_bytes) {
     plan.buffer_offsets.push_back(offset);
-    offset += bytes;
+    offset = SaturatingAdd(offset, bytes);
   }
   plan.arena_bytes = offset;
   return plan;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -24,8 +25,22 @@ struct MemoryPlan {
   std::map<std::string, int> buffer_of;  // var -> buffer index
   std::vector<size_t> buffer_bytes;      // per buffer, rounded up to the alignment
   std::vector<size_t> buffer_offsets;    // per buffer, within the arena
+  // Sums saturate at SIZE_MAX (sizes come from input): such an arena can never be allocated.
   size_t arena_bytes = 0;                // sum of buffer_bytes
   size_t unshared_bytes = 0;             // what one buffer per var would take (for reports)
+};
+
+// The most memory the executor hands out on its device: the device's memory, and for a device
+// that computes in host memory also what the process can use (support/host_memory.h). Sizes
+// that programs derive from input (a layer's size, the batch) are checked against it before
+// they are allocated, so an impossible one is refused naming its var instead of failing inside
+// the allocator.
+struct MemoryLimit {
+  uint64_t bytes = UINT64_MAX;
+  std::string device;  // "device 'cpu' 0", for messages
+
+  // "" when `need` fits, else "N bytes (X GiB), more than the Y GiB of memory of DEVICE".
+  std::string Exceeded(uint64_t need) const;
 };
 
 // Assigns buffers best-fit: the smallest free buffer that is large enough, else the largest free

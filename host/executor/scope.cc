@@ -1,5 +1,6 @@
 #include "executor/scope.h"
 
+#include "support/host_memory.h"
 #include "support/logging.h"
 
 namespace fleet::exec {
@@ -41,7 +42,16 @@ StatusOr<const ScopeVar*> Scope::GetOrCreate(const std::string& name, ir::DataTy
   var.dtype = dtype;
   var.dims = dims;
   FLEET_ASSIGN_OR_RETURN(var.bytes, ir::TensorBytes(dtype, dims));
-  FLEET_ASSIGN_OR_RETURN(var.data, device_.Alloc(ordinal_, var.bytes));
+  const std::string what = "persistable var '" + name + "' " + ir::TypeShapeText(dtype, dims);
+  if (std::string over = limit_.Exceeded(var.bytes); !over.empty()) {
+    return ResourceExhausted(what + " needs " + over);
+  }
+  auto data = device_.Alloc(ordinal_, var.bytes);
+  if (!data.ok()) {
+    return Status(data.status().code(), what + " (" + BytesText(var.bytes) + "): " +
+                                            data.status().message());
+  }
+  var.data = *data;
   // A var nobody initialised reads as zeros rather than as whatever the allocator left. On the
   // stream, so that it is ordered before the kernels that will write it.
   if (var.bytes > 0) {

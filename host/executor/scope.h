@@ -7,8 +7,10 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include "executor/memory_plan.h"
 #include "executor/tensor.h"
 #include "ir/program.h"
 #include "plugin/device.h"
@@ -36,10 +38,16 @@ class Scope {
   // default) for devices whose work is synchronous.
   void SetStream(FleetStream* stream) { stream_ = stream; }
 
+  // New vars larger than `limit` are refused (RESOURCE_EXHAUSTED naming the var) before any
+  // allocation; the default is no limit.
+  void SetMemoryLimit(MemoryLimit limit) { limit_ = std::move(limit); }
+
   const ScopeVar* Find(std::string_view name) const;
 
   // The var `name` with this dtype and shape (all dims known), allocated and zero-filled when it
-  // does not exist yet. An existing var of another dtype or shape is an error naming both.
+  // does not exist yet. An existing var of another dtype or shape is an error naming both; a new
+  // one beyond the memory limit, or one the device cannot allocate, RESOURCE_EXHAUSTED naming
+  // the var, its dtype and shape and the bytes.
   StatusOr<const ScopeVar*> GetOrCreate(const std::string& name, ir::DataType dtype,
                                         const std::vector<int64_t>& dims);
 
@@ -58,6 +66,7 @@ class Scope {
   const Device& device_;
   int32_t ordinal_;
   FleetStream* stream_ = nullptr;
+  MemoryLimit limit_;
   std::map<std::string, ScopeVar, std::less<>> vars_;
 };
 

@@ -825,7 +825,7 @@ def gen_config(ctx: Context) -> List[Case]:
         ("role.world_size = 65536 and rank 65535, checked",
          "[role]\nworld_size = 65536\nrank = 65535\n", dict(program=True)),
         ("data.classes at its maximum, run",
-         "[data]\nclasses = 2147483647\n", dict(run=True)),
+         "[data]\nclasses = 2147483647\n", dict(run=True, names=("data.classes",))),
     )
     for desc, text, kw in edge:
         add(desc, text, must_refuse=None, **kw)

@@ -108,6 +108,19 @@ TEST(SyntheticTest, Errors) {
             std::string::npos);
 }
 
+// The teacher is sized by the classes (data.classes, or the width of the prediction): counted
+// without overflow and refused before allocating when it cannot fit, not a bad_alloc.
+TEST(SyntheticTest, ATeacherThatCannotFitIsRefused) {
+  auto made = MakeSyntheticSource(kClassifier, {1, "", int64_t{1} << 40, 0.01});
+  ASSERT_FALSE(made.ok());
+  const Status& s = made.status();
+  EXPECT_EQ(s.code(), Code::kResourceExhausted) << s.ToString();
+  EXPECT_NE(s.message().find("synthetic data: the teacher network for the int64 label 'y' with "
+                             "1099511627776 classes"),
+            std::string::npos)
+      << s.message();
+}
+
 const std::vector<FeedSpec> kRegression = {{"x", ir::DataType::kFloat32, {-1, 2}},
                                            {"y", ir::DataType::kInt64, {-1, 1}}};
 

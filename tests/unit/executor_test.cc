@@ -9,6 +9,7 @@
 #include <execinfo.h>
 
 #include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <new>
 #include <string_view>
@@ -247,6 +248,24 @@ TEST(MemoryPlanTest, BestFitAndGrowth) {
   EXPECT_EQ(plan.buffer_bytes[static_cast<size_t>(plan.buffer_of.at("d"))], 448u);
   EXPECT_EQ(plan.arena_bytes, 128u + 448u);
   EXPECT_EQ(plan.buffer_offsets[1], plan.buffer_bytes[0]);
+}
+
+// Sizes come from input: sums that would wrap around saturate, so an arena that cannot exist is
+// refused by its size instead of being allocated small and overrun.
+TEST(MemoryPlanTest, SumsSaturateInsteadOfWrapping) {
+  const size_t huge = size_t{1} << 62;
+  MemoryPlan plan = PlanMemory({{"a", huge, 0, 4}, {"b", huge, 1, 4}, {"c", huge, 2, 4},
+                                {"d", huge, 3, 4}, {"e", 64, 4, 5}},
+                               64);
+  EXPECT_EQ(plan.arena_bytes, SIZE_MAX);
+  EXPECT_EQ(plan.unshared_bytes, SIZE_MAX);
+  MemoryLimit limit;
+  limit.bytes = uint64_t{1} << 40;
+  limit.device = "device 'cpu' 0";
+  EXPECT_EQ(limit.Exceeded(limit.bytes), "");
+  EXPECT_EQ(limit.Exceeded(SIZE_MAX),
+            "over 2^64 bytes, more than the 1099511627776 bytes (1.0 TiB) of memory of "
+            "device 'cpu' 0");
 }
 
 TEST_F(ExecutorTest, PersistablesSurviveRunsAndPrograms) {

@@ -1,6 +1,6 @@
 // Training on careless or hostile inputs: an error raised while a step runs names the data file
-// and lines of its batch; batch sizes that fleet.toml asks for and that cannot fit are refused
-// before anything is allocated, naming the key and the bytes.
+// and lines of its batch; sizes that fleet.toml or the program ask for and that cannot fit are
+// refused before anything is allocated, naming the key or the var and the bytes.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -127,6 +127,18 @@ TEST_F(TrainInputsTest, AReadAheadThatCannotFitNamesDataQueueBatches) {
   ASSERT_EQ(s.code(), Code::kResourceExhausted) << s.ToString();
   EXPECT_NE(s.message().find("data.queue_batches = 65536: the reader thread holds 65536 batches "
                              "of 100663296 bytes (96.0 MiB) ahead"),
+            std::string::npos)
+      << s.message();
+}
+
+// fc(x, size=2^40) passes the shape checks: its weight is refused before the startup program
+// allocates it, naming the var, its dtype and shape and the bytes.
+TEST_F(TrainInputsTest, AParameterThatCannotFitIsRefusedNamingTheVar) {
+  const Status s = Run(CsvConfig(Csv(64, 0, 0)), "1099511627776");
+  ASSERT_EQ(s.code(), Code::kResourceExhausted) << s.ToString();
+  EXPECT_NE(s.message().find("startup program: op #"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("persistable var 'fc_0.w_0' float32[4, 1099511627776] needs "
+                             "17592186044416 bytes (16.0 TiB), more than the "),
             std::string::npos)
       << s.message();
 }
