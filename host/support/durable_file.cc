@@ -160,32 +160,4 @@ Status CommitDirectory(const fs::path& tmp, const fs::path& out, bool replace) {
   return OkStatus();
 }
 
-StatusOr<std::vector<uint8_t>> ReadWholeFile(const fs::path& file) {
-  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return NotFound("cannot open '" + file.string() + "': " + std::strerror(errno));
-  std::error_code ec;
-  const auto size = fs::file_size(file, ec);
-  if (ec) {
-    ::close(fd);
-    return Unavailable("cannot stat '" + file.string() + "': " + ec.message());
-  }
-  // Read straight into the result: checkpoints are large, and a bounce buffer doubles the copy.
-  std::vector<uint8_t> bytes(static_cast<size_t>(size));
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t r = ::read(fd, bytes.data() + done, bytes.size() - done);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) {
-      const int err = errno;
-      ::close(fd);
-      return Unavailable("cannot read '" + file.string() + "': " + std::strerror(err));
-    }
-    if (r == 0) break;  // the file shrank meanwhile: the caller's checks see the short read
-    done += static_cast<size_t>(r);
-  }
-  ::close(fd);
-  bytes.resize(done);
-  return bytes;
-}
-
 }  // namespace fleet

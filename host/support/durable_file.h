@@ -42,7 +42,4 @@ Status CommitDirectory(const std::filesystem::path& tmp, const std::filesystem::
 // The refusal CommitDirectory would give for `out`, checked before any work is done.
 Status CheckDirectoryTarget(const std::filesystem::path& out, bool replace);
 
-// The whole file, or an error naming it.
-StatusOr<std::vector<uint8_t>> ReadWholeFile(const std::filesystem::path& file);
-
 }  // namespace fleet

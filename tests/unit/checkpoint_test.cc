@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "support/durable_file.h"
+#include "support/input_file.h"
 #include "executor/executor.h"
 #include "plugin/registry.h"
 
@@ -117,7 +118,7 @@ TEST_F(CheckpointTest, SaveCommitsFilesManifestAndLatest) {
   EXPECT_EQ(read->state.tensors[0].tensor.bytes, State(20).tensors[0].tensor.bytes);
   EXPECT_EQ(read->state.tensors[1].tensor.data<int64_t>()[0], 20);
   // The manifest's checksum is the file's CRC-32 as zlib computes it.
-  auto bytes = ReadWholeFile(dir / kStateFile);
+  auto bytes = ReadInputFileBytes(dir / kStateFile, "checkpoint state", kMaxInputShardBytes);
   ASSERT_TRUE(bytes.ok());
   char crc[9];
   std::snprintf(crc, sizeof(crc), "%08x", Crc32(*bytes));
