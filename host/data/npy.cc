@@ -1,17 +1,23 @@
 #include "data/npy.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
 #include <charconv>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <string>
-#include <system_error>
+#include <string_view>
+#include <utility>
 
 #include "support/durable_file.h"
+#include "support/input_file.h"
+#include "support/text.h"
 
 namespace fleet::data {
 
-namespace fs = std::filesystem;
 namespace {
 
 // NumPy's type strings for the dtypes Fleet moves through files.
@@ -27,25 +33,188 @@ constexpr NpyType kTypes[] = {
     {ir::DataType::kFloat16, "<f2"},
 };
 
-// The value of `key` in the header dict, e.g. 'descr': '<f4' -> <f4 (quotes stripped) or
-// 'shape': (2, 3) -> (2, 3).
-std::string HeaderValue(const std::string& header, const std::string& key) {
-  size_t k = header.find("'" + key + "'");
-  if (k == std::string::npos) return {};
-  size_t colon = header.find(':', k);
-  if (colon == std::string::npos) return {};
-  size_t start = header.find_first_not_of(' ', colon + 1);
-  if (start == std::string::npos) return {};
-  if (header[start] == '\'') {
-    size_t end = header.find('\'', start + 1);
-    return end == std::string::npos ? std::string() : header.substr(start + 1, end - start - 1);
+// The header dict as NumPy writes it: {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
+// then spaces and a newline. Python-literal syntax, strictly: exactly the keys descr,
+// fortran_order and shape, each once, in any order; quoted strings without escapes; True or
+// False; a tuple of non-negative integers ((), (5,), (2, 3)); an optional trailing comma. Every
+// byte is accounted for, so no key can hide inside another's value and none can come twice.
+struct NpyHeader {
+  std::string descr;
+  bool fortran_order = false;
+  std::vector<int64_t> shape;
+};
+
+// Dimensions at most; NumPy allows 64.
+constexpr size_t kMaxNpyDims = 64;
+
+class HeaderParser {
+ public:
+  explicit HeaderParser(std::string_view text) : text_(text) {}
+
+  // "" when the header is well-formed (`out` filled), else what is wrong.
+  std::string Parse(NpyHeader& out) {
+    if (!Eat('{')) return Expected("'{'");
+    bool seen[3] = {false, false, false};
+    static constexpr const char* kKeys[3] = {"descr", "fortran_order", "shape"};
+    while (!Eat('}')) {
+      std::string key;
+      if (!String(key)) return Expected("a quoted key or '}'");
+      int which = -1;
+      for (int k = 0; k < 3; ++k) {
+        if (key == kKeys[k]) which = k;
+      }
+      if (which < 0) {
+        return "unexpected key " + QuoteForMessage(key, 40) +
+               " (the header has exactly 'descr', 'fortran_order' and 'shape')";
+      }
+      if (seen[which]) return "key '" + key + "' appears twice";
+      seen[which] = true;
+      if (!Eat(':')) return Expected("':' after '" + key + "'");
+      std::string error;
+      if (which == 0 && !String(out.descr)) error = Expected("a quoted dtype for 'descr'");
+      if (which == 1 && !Bool(out.fortran_order)) {
+        error = Expected("True or False for 'fortran_order'");
+      }
+      if (which == 2) error = Tuple(out.shape);
+      if (!error.empty()) return error;
+      if (Eat(',')) continue;
+      if (Eat('}')) break;
+      return Expected("',' or '}'");
+    }
+    for (int k = 0; k < 3; ++k) {
+      if (!seen[k]) return std::string("the header has no '") + kKeys[k] + "'";
+    }
+    // NumPy pads the dict with spaces and ends it with a newline.
+    size_t end = pos_;
+    while (end < text_.size() && text_[end] == ' ') ++end;
+    if (end + 1 != text_.size() || text_[end] != '\n') {
+      return "after the dict expected spaces and a final newline, found " +
+             QuoteForMessage(text_.substr(pos_, 20), 20);
+    }
+    return {};
   }
-  if (header[start] == '(') {
-    size_t end = header.find(')', start);
-    return end == std::string::npos ? std::string() : header.substr(start, end - start + 1);
+
+ private:
+  void SkipSpace() {
+    while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t')) ++pos_;
   }
-  size_t end = header.find_first_of(",}", start);
-  return header.substr(start, end - start);
+
+  bool Eat(char c) {
+    SkipSpace();
+    if (pos_ < text_.size() && text_[pos_] == c) {
+      ++pos_;
+      return true;
+    }
+    return false;
+  }
+
+  std::string Expected(const std::string& what) {
+    SkipSpace();
+    const std::string found = pos_ == text_.size()
+                                  ? std::string("its end")
+                                  : QuoteForMessage(text_.substr(pos_, 20), 20);
+    return "expected " + what + " at byte " + std::to_string(pos_) + " of the header, found " +
+           found;
+  }
+
+  // A string in single or double quotes, printable ASCII without a backslash (no escapes: the
+  // keys and dtype strings NumPy writes need none).
+  bool String(std::string& out) {
+    SkipSpace();
+    if (pos_ >= text_.size() || (text_[pos_] != '\'' && text_[pos_] != '"')) return false;
+    const char quote = text_[pos_];
+    size_t end = pos_ + 1;
+    while (end < text_.size() && text_[end] != quote) {
+      const unsigned char c = static_cast<unsigned char>(text_[end]);
+      if (c < 0x20 || c >= 0x7f || c == '\\') return false;
+      ++end;
+    }
+    if (end == text_.size()) return false;
+    out.assign(text_.substr(pos_ + 1, end - pos_ - 1));
+    pos_ = end + 1;
+    return true;
+  }
+
+  // True or False, as a whole word.
+  bool Bool(bool& out) {
+    SkipSpace();
+    for (const auto& [word, value] : {std::pair{std::string_view("True"), true},
+                                      std::pair{std::string_view("False"), false}}) {
+      if (text_.substr(pos_, word.size()) != word) continue;
+      const size_t after = pos_ + word.size();
+      if (after < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[after])) ||
+                                   text_[after] == '_')) {
+        return false;
+      }
+      pos_ = after;
+      out = value;
+      return true;
+    }
+    return false;
+  }
+
+  // (), (5,), (2, 3) or (2, 3,): "" or what is wrong. (5) is a number in Python, not a tuple.
+  std::string Tuple(std::vector<int64_t>& dims) {
+    dims.clear();
+    if (!Eat('(')) return Expected("a tuple for 'shape'");
+    if (Eat(')')) return {};
+    while (true) {
+      SkipSpace();
+      const size_t start = pos_;
+      while (pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9') ++pos_;
+      const std::string_view digits = text_.substr(start, pos_ - start);
+      if (digits.empty()) {
+        pos_ = start;
+        return Expected("a non-negative integer in 'shape'");
+      }
+      int64_t d = 0;
+      const auto [end, err] = std::from_chars(digits.data(), digits.data() + digits.size(), d);
+      if ((digits.size() > 1 && digits[0] == '0') || err != std::errc() ||
+          end != digits.data() + digits.size()) {
+        return "dimension " + QuoteForMessage(digits, 24) + " in 'shape' is not a valid int64";
+      }
+      if (dims.size() == kMaxNpyDims) {
+        return "'shape' has more than " + std::to_string(kMaxNpyDims) + " dimensions";
+      }
+      dims.push_back(d);
+      if (Eat(',')) {
+        if (Eat(')')) return {};
+        continue;
+      }
+      if (Eat(')')) {
+        if (dims.size() > 1) return {};
+        const std::string d(digits);
+        return "'shape' (" + d + ") is a number, not a tuple; NumPy writes (" + d + ",)";
+      }
+      return Expected("',' or ')' in 'shape'");
+    }
+  }
+
+  std::string_view text_;
+  size_t pos_ = 0;
+};
+
+// "(2, 3)", for messages.
+std::string ShapeTuple(const std::vector<int64_t>& dims) {
+  std::string text = "(";
+  for (size_t i = 0; i < dims.size(); ++i) text += (i ? ", " : "") + std::to_string(dims[i]);
+  return text + (dims.size() == 1 ? ",)" : ")");
+}
+
+// Reads exactly `n` bytes; false at the end of the file or on an error (errno set, or 0).
+bool ReadExactly(int fd, void* into, size_t n) {
+  auto* at = static_cast<char*>(into);
+  while (n > 0) {
+    const ssize_t got = ::read(fd, at, n);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) {
+      if (got == 0) errno = 0;
+      return false;
+    }
+    at += got;
+    n -= static_cast<size_t>(got);
+  }
+  return true;
 }
 
 }  // namespace
@@ -58,84 +227,82 @@ int64_t NpyArray::numel() const {
 
 StatusOr<NpyArray> ReadNpy(const std::filesystem::path& file) {
   const std::string where = file.string();
-  std::error_code ec;
-  // A FIFO or a device (/dev/zero) would be read without end.
-  if (fs::exists(file, ec) && !fs::is_regular_file(file, ec)) {
-    return InvalidArgument(where + ": not a regular file");
-  }
-  const uintmax_t file_size = fs::file_size(file, ec);
-  std::ifstream in(file, std::ios::binary);
-  if (!in || ec) return NotFound(where + ": cannot open");
-  char magic[8];
-  if (!in.read(magic, 8) || std::memcmp(magic, "\x93NUMPY", 6) != 0) {
+  // Opened first, then checked: what is read is the regular file that was opened (a FIFO or a
+  // device such as /dev/zero is refused), and its size comes from that same descriptor.
+  FLEET_ASSIGN_OR_RETURN(const int fd, OpenInputFile(file, ".npy file"));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st{};
+  if (::fstat(fd, &st) != 0) return FailedPrecondition(where + ": " + std::strerror(errno));
+  const uintmax_t file_size = static_cast<uintmax_t>(st.st_size);
+  auto read_error = [&](const std::string& what) {
+    return errno != 0 ? DataLoss(where + ": cannot read " + what + ": " + std::strerror(errno))
+                      : InvalidArgument(where + ": truncated " + what);
+  };
+
+  unsigned char magic[8];
+  if (!ReadExactly(fd, magic, 8)) {
+    if (errno != 0) return read_error("the magic");
     return InvalidArgument(where + ": not a .npy file (bad magic)");
   }
-  const int major = static_cast<unsigned char>(magic[6]);
+  if (std::memcmp(magic, "\x93NUMPY", 6) != 0) {
+    return InvalidArgument(where + ": not a .npy file (bad magic)");
+  }
+  const int major = magic[6];
   uint32_t header_len = 0;
+  uintmax_t data_start = 8;
   if (major == 1) {
     unsigned char b[2];
-    if (!in.read(reinterpret_cast<char*>(b), 2)) return InvalidArgument(where + ": truncated");
+    if (!ReadExactly(fd, b, 2)) return read_error("header length");
     header_len = b[0] | (b[1] << 8);
+    data_start += 2;
   } else if (major == 2 || major == 3) {
     unsigned char b[4];
-    if (!in.read(reinterpret_cast<char*>(b), 4)) return InvalidArgument(where + ": truncated");
+    if (!ReadExactly(fd, b, 4)) return read_error("header length");
     header_len = b[0] | (b[1] << 8) | (b[2] << 16) | (static_cast<uint32_t>(b[3]) << 24);
+    data_start += 4;
   } else {
     return InvalidArgument(where + ": unsupported .npy version " + std::to_string(major));
   }
   if (header_len > (1u << 20)) return InvalidArgument(where + ": header too large");
+  if (file_size < data_start + header_len) return InvalidArgument(where + ": truncated header");
   std::string header(header_len, '\0');
-  if (!in.read(header.data(), header_len)) return InvalidArgument(where + ": truncated header");
+  if (!ReadExactly(fd, header.data(), header_len)) return read_error("header");
+  data_start += header_len;
 
+  NpyHeader parsed;
+  if (std::string error = HeaderParser(header).Parse(parsed); !error.empty()) {
+    return InvalidArgument(where + ": bad .npy header: " + error);
+  }
   NpyArray out;
-  const std::string descr = HeaderValue(header, "descr");
   for (const auto& t : kTypes) {
-    if (descr == t.descr) out.dtype = t.dtype;
+    if (parsed.descr == t.descr) out.dtype = t.dtype;
   }
   if (out.dtype == ir::DataType::kInvalid) {
-    return InvalidArgument(where + ": unsupported dtype '" + descr +
-                           "' (expected little-endian float32/float64/int64/int32/bool/...)");
+    return InvalidArgument(where + ": unsupported dtype " + QuoteForMessage(parsed.descr, 40) +
+                           " (expected little-endian float32/float64/int64/int32/bool/...)");
   }
-  if (HeaderValue(header, "fortran_order") != "False") {
+  if (parsed.fortran_order) {
     return InvalidArgument(where + ": Fortran-ordered arrays are not supported; save with "
                            "np.ascontiguousarray");
   }
-  const std::string shape = HeaderValue(header, "shape");
-  if (shape.size() < 2) return InvalidArgument(where + ": header has no shape");
-  std::string inner = shape.substr(1, shape.size() - 2);
-  size_t pos = 0;
-  while (pos < inner.size()) {
-    size_t comma = inner.find(',', pos);
-    std::string item = inner.substr(pos, comma == std::string::npos ? std::string::npos
-                                                                    : comma - pos);
-    item.erase(0, item.find_first_not_of(' '));
-    item.erase(item.find_last_not_of(' ') + 1);
-    if (!item.empty()) {
-      // The whole item must be a non-negative integer: "16abc" is not 16.
-      int64_t d = -1;
-      const auto [end, err] = std::from_chars(item.data(), item.data() + item.size(), d);
-      if (err != std::errc() || end != item.data() + item.size() || d < 0) {
-        return InvalidArgument(where + ": bad dimension '" + item + "' in shape " + shape);
-      }
-      out.dims.push_back(d);
-    }
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
-  }
+  out.dims = std::move(parsed.shape);
+  const std::string shape = ShapeTuple(out.dims);
   // The header's shape is checked against the file before anything is allocated from it.
   auto checked = ir::TensorBytes(out.dtype, out.dims);
   if (!checked.ok()) {
     return InvalidArgument(where + ": shape " + shape + ": " + checked.status().message());
   }
   const size_t bytes = *checked;
-  const uintmax_t data_start = static_cast<uintmax_t>(in.tellg());
   if (file_size < data_start || file_size - data_start < bytes) {
     return InvalidArgument(where + ": data shorter than shape " + shape + " needs (" +
                            std::to_string(bytes) + " bytes)");
   }
   out.bytes.resize(bytes);
-  if (bytes > 0 && !in.read(reinterpret_cast<char*>(out.bytes.data()),
-                            static_cast<std::streamsize>(bytes))) {
+  if (bytes > 0 && !ReadExactly(fd, out.bytes.data(), bytes)) {
+    if (errno != 0) return read_error("the data");
     return InvalidArgument(where + ": data shorter than shape " + shape + " needs (" +
                            std::to_string(bytes) + " bytes)");
   }

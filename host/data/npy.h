@@ -24,7 +24,11 @@ struct NpyArray {
 };
 
 // Errors name the file and what is wrong with it (bad magic, Fortran order, big-endian or an
-// unsupported dtype, a size that disagrees with the shape).
+// unsupported dtype, a size that disagrees with the shape). The header dict is read strictly as
+// the Python literal NumPy writes (exactly descr, fortran_order and shape, each once; nothing
+// after it but the padding). The file is opened first and what was opened is checked: anything
+// but a regular file (a FIFO, /dev/zero) is refused, and the data's size is checked against that
+// file's before anything is allocated from the header.
 StatusOr<NpyArray> ReadNpy(const std::filesystem::path& file);
 // Writes to a temporary file beside `file`, fsyncs it and renames it into place
 // (support/durable_file.h), so a reader never sees a half-written array.

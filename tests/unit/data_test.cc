@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <utility>
 
 #include "data/npy.h"
 
@@ -229,25 +230,35 @@ TEST(NpySourceTest, Errors) {
   EXPECT_NE(error("junk.npy", "y.npy").find("junk.npy"), std::string::npos);
 }
 
+// An .npy file whose header dict is `dict` (padded as NumPy pads it) and `data_bytes` zero bytes
+// of data, written to `dir`/`name`; what ReadNpy says of it ("ok" or the message).
+std::string ReadNpyWithHeader(const TempDir& dir, const std::string& name,
+                              const std::string& dict, size_t data_bytes) {
+  std::string header = dict;
+  header.append((64 - (10 + header.size() + 1) % 64) % 64, ' ');
+  header += '\n';
+  std::string file = std::string("\x93NUMPY\x01\x00", 8);
+  file += static_cast<char>(header.size() & 0xff);
+  file += static_cast<char>(header.size() >> 8);
+  dir.Write(name, file + header + std::string(data_bytes, '\0'));
+  auto r = ReadNpy(dir.path() / name);
+  return r.ok() ? std::string("ok") : r.status().message();
+}
+
 // An .npy header is input: its shape is parsed strictly, multiplied out without overflow and
 // checked against the file's size before anything is allocated from it.
 TEST(NpyTest, HostileHeadersAreRefusedBeforeAllocating) {
   TempDir dir;
   auto npy = [&](const std::string& name, const std::string& shape, size_t data_bytes) {
-    std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }";
-    header.append((64 - (10 + header.size() + 1) % 64) % 64, ' ');
-    header += '\n';
-    std::string file = std::string("\x93NUMPY\x01\x00", 8);
-    file += static_cast<char>(header.size() & 0xff);
-    file += static_cast<char>(header.size() >> 8);
-    dir.Write(name, file + header + std::string(data_bytes, '\0'));
-    auto r = ReadNpy(dir.path() / name);
-    return r.ok() ? std::string("ok") : r.status().message();
+    return ReadNpyWithHeader(
+        dir, name, "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }",
+        data_bytes);
   };
   EXPECT_EQ(npy("ok.npy", "(2, 3)", 24), "ok");
-  EXPECT_NE(npy("letters.npy", "(16abc, 32)", 2048).find("bad dimension '16abc'"),
+  EXPECT_NE(npy("letters.npy", "(16abc, 32)", 2048).find("expected ',' or ')' in 'shape'"),
             std::string::npos);
-  EXPECT_NE(npy("neg.npy", "(-4, 2)", 32).find("bad dimension '-4'"), std::string::npos);
+  EXPECT_NE(npy("neg.npy", "(-4, 2)", 32).find("expected a non-negative integer in 'shape'"),
+            std::string::npos);
   EXPECT_NE(npy("huge.npy", "(4611686018427387904, 4)", 16).find("more than 2^62 bytes"),
             std::string::npos);
   // Claims 8 GB, holds 16 bytes: refused by size, not by a failed 8 GB allocation.
@@ -256,7 +267,63 @@ TEST(NpyTest, HostileHeadersAreRefusedBeforeAllocating) {
   ::mkfifo((dir.path() / "fifo.npy").c_str(), 0600);
   auto fifo = ReadNpy(dir.path() / "fifo.npy");
   ASSERT_FALSE(fifo.ok());
-  EXPECT_NE(fifo.status().message().find("not a regular file"), std::string::npos);
+  EXPECT_NE(fifo.status().message().find("is a FIFO, not a regular file"), std::string::npos);
+  auto device = ReadNpy("/dev/zero");
+  ASSERT_FALSE(device.ok());
+  EXPECT_NE(device.status().message().find("is a character device, not a regular file"),
+            std::string::npos);
+}
+
+// The header dict is read as the Python literal NumPy writes, whole: exactly descr,
+// fortran_order and shape, each once; no key found inside another's value.
+TEST(NpyTest, HeaderDictIsParsedStrictly) {
+  TempDir dir;
+  auto npy = [&](const std::string& dict, size_t data_bytes = 24) {
+    return ReadNpyWithHeader(dir, "a.npy", dict, data_bytes);
+  };
+  // What NumPy writes, in any key order, with or without the trailing comma, either quotes.
+  EXPECT_EQ(npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }"), "ok");
+  EXPECT_EQ(npy("{'shape': (2, 3), 'fortran_order': False, 'descr': '<f4'}"), "ok");
+  EXPECT_EQ(npy("{\"descr\": \"<f4\", \"fortran_order\": False, \"shape\": (6,)}"), "ok");
+  EXPECT_EQ(npy("{'descr': '<f4', 'fortran_order': False, 'shape': (), }", 4), "ok");
+  EXPECT_EQ(npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3,), }"), "ok");
+
+  const std::pair<std::string, std::string> refused[] = {
+      {"{'descr': '<f4', 'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }",
+       "key 'descr' appears twice"},
+      {"{'note': \"'descr': '<f4'\", 'descr': '<i8', 'fortran_order': False, 'shape': (2, 3)}",
+       "unexpected key 'note'"},
+      {"{'descr': '<f4', 'fortran_order': False, }", "the header has no 'shape'"},
+      {"{'descr': '<f4', 'fortran_order': 'no', 'shape': (2, 3), }",
+       "expected True or False for 'fortran_order'"},
+      {"{'descr': '<f4', 'fortran_order': Falsey, 'shape': (2, 3), }",
+       "expected True or False for 'fortran_order'"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (6), }", "is a number, not a tuple"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': [2, 3], }",
+       "expected a tuple for 'shape'"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (02, 3), }", "is not a valid int64"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), } x", "after the dict"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3),, }", "expected a quoted key"},
+      {"{'descr': '<f4' 'fortran_order': False, 'shape': (2, 3), }", "expected ',' or '}'"},
+      {"{'descr': '<f\\x34', 'fortran_order': False, 'shape': (2, 3), }",
+       "expected a quoted dtype for 'descr'"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3)", "expected ',' or '}'"},
+      {"[1, 2, 3]", "expected '{'"},
+  };
+  for (const auto& [dict, why] : refused) {
+    const std::string message = npy(dict);
+    EXPECT_NE(message.find("bad .npy header: "), std::string::npos) << dict << " -> " << message;
+    EXPECT_NE(message.find(why), std::string::npos) << dict << " -> " << message;
+  }
+  // Echoed header bytes are escaped.
+  const std::string escape = npy("{'descr': '<f4', 'fortran_order': False, \x1b[2J}");
+  EXPECT_EQ(escape.find('\x1b'), std::string::npos) << escape;
+  // 65 dimensions of 1: more than NumPy allows.
+  std::string many = "(2, 3";
+  for (int i = 0; i < 63; ++i) many += ", 1";
+  EXPECT_NE(npy("{'descr': '<f4', 'fortran_order': False, 'shape': " + many + "), }")
+                .find("more than 64 dimensions"),
+            std::string::npos);
 }
 
 TEST(FeedSpecsTest, OnlyTheBatchDimMayBeUnknown) {
