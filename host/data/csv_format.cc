@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "data/line_format.h"
+#include "support/text.h"
 
 namespace fleet::data {
 namespace {
@@ -71,8 +72,8 @@ class CsvParser : public LineParser {
         if (!what.empty()) {
           if (what.rfind("expected an integer for", 0) == 0) {
             what = "feed '" + layout_.feeds[feed].name + "' is " +
-                   std::string(ir::DataTypeName(dtype)) + " but the cell is not an integer ('" +
-                   std::string(cell) + "')";
+                   std::string(ir::DataTypeName(dtype)) + " but the cell is not an integer (" +
+                   QuoteForMessage(cell) + ")";
           }
           error = {static_cast<int64_t>(cells_[c].column), what};
           return false;

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "data/line_format.h"
+#include "support/text.h"
 
 namespace fleet::data {
 
@@ -32,9 +33,9 @@ std::string StoreValue(std::string_view text, ir::DataType dtype, uint8_t* at) {
     double v = 0;
     auto [end, ec] = std::from_chars(first, last, v);
     if (ec != std::errc() || end != last || first == last) {
-      return ec == std::errc::result_out_of_range ? "'" + std::string(text) + "' is out of range"
-                                                  : "expected a number, got '" +
-                                                        std::string(text) + "'";
+      return ec == std::errc::result_out_of_range ? QuoteForMessage(text) + " is out of range"
+                                                  : "expected a number, got " +
+                                                        QuoteForMessage(text);
     }
     if (dtype == ir::DataType::kFloat32) {
       const float f = static_cast<float>(v);
@@ -51,15 +52,15 @@ std::string StoreValue(std::string_view text, ir::DataType dtype, uint8_t* at) {
     auto [dend, dec] = std::from_chars(first, last, d);
     if (dec == std::errc() && dend == last && first != last) {
       return "expected an integer for an " + std::string(ir::DataTypeName(dtype)) +
-             " feed, got '" + std::string(text) + "'";
+             " feed, got " + QuoteForMessage(text);
     }
     return ec == std::errc::result_out_of_range
-               ? "'" + std::string(text) + "' is out of range"
-               : "expected an integer, got '" + std::string(text) + "'";
+               ? QuoteForMessage(text) + " is out of range"
+               : "expected an integer, got " + QuoteForMessage(text);
   }
   if (dtype == ir::DataType::kInt32) {
     if (v < INT32_MIN || v > INT32_MAX) {
-      return "'" + std::string(text) + "' is out of range for an int32 feed";
+      return QuoteForMessage(text) + " is out of range for an int32 feed";
     }
     const int32_t i = static_cast<int32_t>(v);
     std::memcpy(at, &i, sizeof i);

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "data/line_format.h"
+#include "support/text.h"
 
 namespace fleet::data {
 namespace {
@@ -38,8 +39,8 @@ class MultiSlotParser : public LineParser {
       }
       int64_t count = 0;
       if (!ParseCount(token, count)) {
-        error = {column(), "slot '" + slots_[s] + "': expected a value count, got '" +
-                               std::string(token) + "'"};
+        error = {column(), "slot '" + slots_[s] + "': expected a value count, got " +
+                               QuoteForMessage(token)};
         return false;
       }
       const int feed = feed_of_[s];
@@ -71,7 +72,7 @@ class MultiSlotParser : public LineParser {
     }
     if (next()) {
       error = {column(), "expected " + std::to_string(slots_.size()) +
-                             " slots, but the line goes on with '" + std::string(token) + "'"};
+                             " slots, but the line goes on with " + QuoteForMessage(token)};
       return false;
     }
     return true;

@@ -165,6 +165,11 @@ TEST(CsvTest, MalformedInputNamesFileLineAndColumn) {
   EXPECT_EQ(error("1,2,0\n1,2\n"), f + ":2: expected 3 columns (as in the first row), got 2");
   EXPECT_EQ(error("1,2,0.5\n"),
             f + ":1:5: feed 'y' is int64 but the cell is not an integer ('0.5')");
+  // A hostile cell is echoed escaped and cut, however long it is.
+  EXPECT_EQ(error("1,\x1b[31mred,0\n"), f + ":1:3: expected a number, got '\\x1b[31mred'");
+  const std::string huge = error("1,2," + std::string(1 << 20, '7') + "\n");
+  EXPECT_LT(huge.size(), f.size() + 200) << huge.substr(0, 300);
+  EXPECT_NE(huge.find("' is out of range"), std::string::npos) << huge.substr(0, 300);
   EXPECT_EQ(error("1,2\n"),
             f + ":1: feed 'y' needs column 2 but the row has 2 columns (0 to 1)");
   EXPECT_EQ(error("\n"), "no samples in " + f + ": the file is empty");
