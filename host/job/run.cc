@@ -20,6 +20,7 @@
 #include "pserver/server.h"
 #include "pserver/trainer.h"
 #include "roles/role.h"
+#include "support/host_memory.h"
 
 namespace fleet {
 namespace {
@@ -59,6 +60,21 @@ int64_t DefaultThreads(const std::map<std::string, std::string>& env) {
   const int64_t cores = static_cast<int64_t>(std::thread::hardware_concurrency());
   if (local > 1 && cores > 0) return std::max<int64_t>(1, cores / local);
   return 0;
+}
+
+// train.threads against the address space: every thread of the kernels' pools reserves a stack,
+// and a pool that cannot start its threads ends the process from inside the OpenMP runtime,
+// naming nothing of ours. Half the limit is left for everything else.
+Status CheckThreads(const Config& config) {
+  const uint64_t limit = AddressSpaceLimitBytes();
+  const uint64_t threads = static_cast<uint64_t>(std::max<int64_t>(config.train.threads, 0));
+  const uint64_t stack = DefaultThreadStackBytes();
+  if (limit == UINT64_MAX || threads == 0 || threads <= limit / 2 / stack) return OkStatus();
+  return InvalidArgument("train.threads = " + std::to_string(threads) + ": " +
+                         std::to_string(threads) + " threads with stacks of " +
+                         BytesText(stack) + " need " + BytesText(threads * stack) +
+                         " of address space, more than half of this process's limit of " +
+                         BytesText(limit) + " (ulimit -v): lower train.threads (or ulimit -s)");
 }
 
 // A trainer of a collective or parameter-server job, or a job of one.
@@ -154,6 +170,7 @@ Status RunJob(const JobRequest& request, std::ostream& out,
   config.strategy_mode = EffectiveStrategy(config, role);
   FLEET_RETURN_IF_ERROR(CheckStrategy(config, role));
   if (config.train.threads == 0) config.train.threads = DefaultThreads(request.env);
+  FLEET_RETURN_IF_ERROR(CheckThreads(config).WithContext(config.source));
 
   FLEET_ASSIGN_OR_RETURN(frontend::ParsedProgram programs,
                          BuildPrograms(file, Stage::kOptimized));

@@ -1,5 +1,6 @@
 #include "support/host_memory.h"
 
+#include <pthread.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -27,6 +28,25 @@ uint64_t HostMemoryBytes() {
     return limit;
   }();
   return bytes;
+}
+
+uint64_t AddressSpaceLimitBytes() {
+  static const uint64_t bytes = [] {
+    struct rlimit rl{};
+    if (::getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return UINT64_MAX;
+    return static_cast<uint64_t>(rl.rlim_cur);
+  }();
+  return bytes;
+}
+
+uint64_t DefaultThreadStackBytes() {
+  pthread_attr_t attr;
+  size_t size = 0;
+  if (::pthread_getattr_default_np(&attr) == 0) {
+    ::pthread_attr_getstacksize(&attr, &size);
+    ::pthread_attr_destroy(&attr);
+  }
+  return size > 0 ? size : uint64_t{8} << 20;
 }
 
 std::string BytesText(uint64_t bytes) {

@@ -13,6 +13,13 @@ namespace fleet {
 // (ulimit -v, ulimit -d) where they are set. Read once.
 uint64_t HostMemoryBytes();
 
+// The address-space limit (ulimit -v), or UINT64_MAX when there is none. Read once.
+uint64_t AddressSpaceLimitBytes();
+
+// The stack a new thread gets by default (what thread pools such as OpenMP's reserve per
+// thread unless told otherwise): glibc's default attribute, which follows ulimit -s.
+uint64_t DefaultThreadStackBytes();
+
 // "274877906944 bytes (256.0 GiB)", for messages: the exact count and a readable one.
 std::string BytesText(uint64_t bytes);
 

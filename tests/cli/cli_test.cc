@@ -1028,6 +1028,19 @@ TEST(CliRunTest, AFileSizeLimitIsAnErrorNotADeath) {
   }
 }
 
+// More kernel threads than the address-space limit has room for: the OpenMP runtime would end
+// the process naming nothing of ours; the job is refused first, naming train.threads.
+TEST(CliRunTest, ThreadsTheAddressSpaceCannotHoldAreRefusedNamingTheKey) {
+  const std::string mlp = (kExamples / "mlp/mlp.fleet").string();
+  Result r = RunHost("--config " + (kExamples / "mlp/fleet.toml").string() + " run " + mlp +
+                         " --set train.steps=2 --set train.threads=4096",
+                     "", {}, "ulimit -v 4194304 && ");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(Contains(r.err, "train.threads = 4096")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "ulimit -v")) << r.err;
+  EXPECT_FALSE(Contains(r.err, "libgomp")) << r.err;
+}
+
 // ---- export, infer, convert ------------------------------------------------------------------
 
 // Train the quick-start MLP with checkpoints, export its prediction from the newest one, infer

@@ -793,7 +793,7 @@ def gen_config(ctx: Context) -> List[Case]:
         ("train.threads at its maximum (4096), run", "[train]\nthreads = 4096\n",
          dict(run=True, mem_mb=0)),
         ("train.threads at its maximum (4096), run under a 4 GiB address-space limit",
-         "[train]\nthreads = 4096\n", dict(run=True)),
+         "[train]\nthreads = 4096\n", dict(run=True, names=("train.threads",))),
         ("train.steps at int64's maximum, checked", "[train]\nsteps = 9223372036854775807\n",
          dict(program=True)),
         ("train.log_every at int64's maximum, run",
