@@ -12,6 +12,7 @@
 #include "support/input_file.h"
 #include "support/limits.h"
 #include "support/durable_file.h"
+#include "support/text.h"
 #include "ir/text.h"
 
 namespace fleet::checkpoint {
@@ -388,21 +389,19 @@ Status RestoreScope(const SafeTensors& state, exec::Scope& scope, const std::str
     }
     missing.erase(t.name);
     if (v->dtype != t.tensor.dtype || v->dims != t.tensor.dims) {
-      mismatched.push_back(t.name + " (" + ir::TypeShapeText(t.tensor.dtype, t.tensor.dims) +
+      mismatched.push_back(QuoteForMessage(t.name) + " (" + ir::TypeShapeText(t.tensor.dtype, t.tensor.dims) +
                            " in the checkpoint, " + ir::TypeShapeText(v->dtype, v->dims) +
                            " in the program)");
     }
   }
   if (!missing.empty() || !extra.empty() || !mismatched.empty()) {
-    auto list = [](const auto& names) {
-      std::string s;
-      for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
-      return s;
+    auto list = [](const auto& names, bool quote = true) {
+      return NamesForMessage(std::vector<std::string>(names.begin(), names.end()), 8, quote);
     };
     std::string msg = where + " does not fit this job's state:";
     if (!missing.empty()) msg += " missing " + list(missing) + ";";
     if (!extra.empty()) msg += " not in the program " + list(extra) + ";";
-    if (!mismatched.empty()) msg += " different " + list(mismatched) + ";";
+    if (!mismatched.empty()) msg += " different " + list(mismatched, false) + ";";
     msg.pop_back();
     return FailedPrecondition(msg);
   }

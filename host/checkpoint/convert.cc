@@ -5,6 +5,8 @@
 
 #include "support/durable_file.h"
 #include "data/npy.h"
+#include "ir/program.h"
+#include "support/text.h"
 
 namespace fleet::checkpoint {
 
@@ -41,11 +43,17 @@ StatusOr<SafeTensors> ReadTensors(const fs::path& src) {
 
 Status WriteNpyDirectory(const fs::path& dir, const SafeTensors& st, bool replace) {
   for (const NamedTensor& t : st.tensors) {
-    if (t.name.empty() || t.name.find('/') != std::string::npos || t.name[0] == '.' ||
-        t.name.find('\0') != std::string::npos) {
-      return InvalidArgument("convert: var '" + t.name +
-                             "' has no file name of its own (a '/' or a leading '.'); keep it "
-                             "in safetensors form");
+    // Each var becomes a file named after it: a name a program could not hold, or one that
+    // would be a hidden file, has no file of its own.
+    if (Status bad = ir::CheckVarName(t.name); !bad.ok()) {
+      return InvalidArgument("convert: var " + QuoteForMessage(t.name) +
+                             " has no file name of its own (" + bad.message() +
+                             "); keep it in safetensors form");
+    }
+    if (t.name[0] == '.') {
+      return InvalidArgument("convert: var " + QuoteForMessage(t.name) +
+                             " would be a hidden file (a leading '.'); keep it in safetensors "
+                             "form");
     }
   }
   FLEET_RETURN_IF_ERROR(CheckDirectoryTarget(dir, replace).WithContext("convert"));

@@ -2,6 +2,7 @@
 
 #include "support/input_file.h"
 #include "support/durable_file.h"
+#include "support/text.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -41,7 +42,8 @@ constexpr std::array<std::pair<ir::DataType, std::string_view>, 10> kDtypes = {{
     {ir::DataType::kFloat64, "F64"},
 }};
 
-std::string Quote(std::string_view s) { return "'" + std::string(s) + "'"; }
+// Names and values from the file go into messages escaped and cut (support/text.h).
+std::string Quote(std::string_view s) { return QuoteForMessage(s); }
 
 // A non-negative JSON integer, or nothing.
 bool AsCount(const json& j, uint64_t& out) {
@@ -78,6 +80,13 @@ struct Entry {
 StatusOr<Entry> ParseEntry(const std::string& name, const json& j, uint64_t data_len,
                            std::string_view source) {
   const std::string where = std::string(source) + ": tensor " + Quote(name);
+  // No var can have a longer name, so such a tensor could never be loaded; refusing it here
+  // keeps it out of every later message and file name.
+  if (name.size() > ir::kMaxVarNameBytes) {
+    return InvalidArgument(where + ": a name of " + std::to_string(name.size()) +
+                           " bytes, longer than any var's (" +
+                           std::to_string(ir::kMaxVarNameBytes) + ")");
+  }
   if (!j.is_object()) return InvalidArgument(where + ": the entry is not a JSON object");
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (it.key() != "dtype" && it.key() != "shape" && it.key() != "data_offsets") {

@@ -62,6 +62,17 @@ std::string FormatFixed(double v, int digits) {
   return buf;
 }
 
+std::string NamesForMessage(const std::vector<std::string>& names, size_t max_items,
+                            bool quote) {
+  std::string out;
+  const size_t shown = std::min(names.size(), max_items);
+  for (size_t i = 0; i < shown; ++i) {
+    out += (i > 0 ? ", " : "") + (quote ? QuoteForMessage(names[i]) : names[i]);
+  }
+  if (names.size() > shown) out += " and " + std::to_string(names.size() - shown) + " more";
+  return out;
+}
+
 std::string QuoteForMessage(std::string_view text, size_t max_bytes) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out = "'";

@@ -27,6 +27,13 @@ std::string FormatFixed(double v, int digits);
 // `max_bytes` with "..." so a huge input cannot flood a log.
 std::string QuoteForMessage(std::string_view text, size_t max_bytes = 80);
 
+// Names for an error message: the first `max_items`, each quoted by QuoteForMessage (or taken
+// as they are with `quote` false, for items already made safe), joined by ", ", then
+// "and N more" when there are more. A list from input (the tensors of a file) cannot flood a
+// message, however many it holds.
+std::string NamesForMessage(const std::vector<std::string>& names, size_t max_items = 8,
+                            bool quote = true);
+
 // The length of the UTF-8 sequence starting at text[i] (1 to 4), or 0 where it is not valid
 // UTF-8 (a truncated sequence, a bad continuation byte, an overlong form, a surrogate, a code
 // point beyond U+10FFFF).

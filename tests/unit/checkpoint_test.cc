@@ -399,10 +399,23 @@ TEST_F(RestoreTest, SnapshotAndRestoreRoundTripAndMismatchesAreListed) {
   Status s = RestoreScope(bad, scope, "checkpoint 'x'");
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.message(),
-            "checkpoint 'x' does not fit this job's state: missing @LR_DECAY_COUNTER@; not in the "
-            "program extra_var; different fc_0.w_0 (float32[2, 4] in the checkpoint, "
+            "checkpoint 'x' does not fit this job's state: missing '@LR_DECAY_COUNTER@'; not in "
+            "the program 'extra_var'; different 'fc_0.w_0' (float32[2, 4] in the checkpoint, "
             "float32[2, 3] in the program)");
   EXPECT_EQ(scope.Read("fc_0.w_0")->bytes, saved.tensors[0].tensor.bytes);  // untouched
+
+  // A file of thousands of strangers, one with a terminal escape in its name, gives a short
+  // message that echoes none of the escape.
+  SafeTensors crowd = State(7);
+  for (int i = 0; i < 5000; ++i) {
+    crowd.tensors.push_back({"stranger_" + std::to_string(i), crowd.tensors[0].tensor});
+  }
+  crowd.tensors.push_back({"\x1b[2Jx", crowd.tensors[0].tensor});
+  s = RestoreScope(crowd, scope, "checkpoint 'x'");
+  ASSERT_FALSE(s.ok());
+  EXPECT_LT(s.message().size(), 400u) << s.message().substr(0, 600);
+  EXPECT_NE(s.message().find("and 4993 more"), std::string::npos) << s.message();
+  EXPECT_EQ(s.message().find('\x1b'), std::string::npos) << s.message();
 }
 
 // A writer SIGKILLed at random moments of saving (between files, inside a write, before and

@@ -324,9 +324,14 @@ TEST_F(ExportRunTest, ConvertRoundTripsACheckpointThroughNpyFiles) {
   SafeTensors slash;
   slash.tensors.push_back({"a/b", st.tensors[0].tensor});
   Status s = WriteNpyDirectory(dir_ / "slash", slash, false);
-  EXPECT_NE(s.message().find("var 'a/b' has no file name of its own"), std::string::npos)
+  EXPECT_NE(s.message().find("var 'a/b' has no file name of its own (var name 'a/b' holds a path separator)"), std::string::npos)
       << s.message();
   EXPECT_FALSE(fs::exists(dir_ / "slash"));
+  SafeTensors hidden;
+  hidden.tensors.push_back({".profile", st.tensors[0].tensor});
+  s = WriteNpyDirectory(dir_ / "hidden", hidden, false);
+  EXPECT_NE(s.message().find("would be a hidden file"), std::string::npos) << s.message();
+  EXPECT_FALSE(fs::exists(dir_ / "hidden"));
   EXPECT_FALSE(ReadTensors(dir_ / "nothing").ok());
 }
 

@@ -260,6 +260,21 @@ TEST(SafeTensorsTest, RefusesADuplicateName) {
             "w.safetensors: the header names 'a' twice");
 }
 
+// Names are echoed escaped and cut; a name longer than any var's is refused outright.
+TEST(SafeTensorsTest, HostileNamesAreEscapedOrRefused) {
+  const std::string esc = Error(
+      File("{\"\\u001b[2Jw\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4],"
+           "\"x\":1}}",
+           Zeros(4)));
+  EXPECT_TRUE(Has(esc, "tensor '\\x1b[2Jw': unknown key 'x'")) << esc;
+  const std::string name(5000, 'n');
+  const std::string huge =
+      Error(File("{\"" + name + "\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}",
+                 Zeros(4)));
+  EXPECT_TRUE(Has(huge, "a name of 5000 bytes, longer than any var's (1024)")) << huge;
+  EXPECT_LT(huge.size(), 300u) << huge;
+}
+
 TEST(SafeTensorsTest, AMissingFileIsNotFound) {
   StatusOr<SafeTensors> st = ReadSafeTensors("/nonexistent/dir/w.safetensors");
   ASSERT_FALSE(st.ok());
