@@ -87,7 +87,8 @@ struct LaunchOptions {
 // Checks the options without touching anything; INVALID_ARGUMENT names the offending flag.
 Status ValidateLaunchOptions(const LaunchOptions& options);
 
-// Checks a --job-id value: non-empty, no '/', no "..", no control characters.
+// Checks a --job-id value: 1 to kMaxJobIdBytes bytes, no '/', no "..", no control characters.
+inline constexpr size_t kMaxJobIdBytes = 128;
 Status CheckJobId(const std::string& job_id);
 
 // Runs the job to its end, restarting it up to max_restarts times after a failure, and returns

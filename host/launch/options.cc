@@ -4,6 +4,7 @@
 
 #include "launch/launch_internal.h"
 #include "roles/role.h"
+#include "support/text.h"
 
 namespace fleet {
 
@@ -11,9 +12,15 @@ using launcher_internal::kMaxLocalRanks;
 
 Status CheckJobId(const std::string& job_id) {
   if (job_id.empty()) return InvalidArgument("--job-id: the job id is empty");
+  // It names a directory (a file name is at most 255 bytes) and appears in every rank's
+  // environment and in messages.
+  if (job_id.size() > kMaxJobIdBytes) {
+    return InvalidArgument("--job-id: a job id of " + std::to_string(job_id.size()) +
+                           " bytes, more than " + std::to_string(kMaxJobIdBytes));
+  }
   if (job_id.find('/') != std::string::npos || job_id.find("..") != std::string::npos) {
-    return InvalidArgument("--job-id '" + job_id +
-                           "': a job id names a directory under --log-dir and may not contain "
+    return InvalidArgument("--job-id " + QuoteForMessage(job_id) +
+                           ": a job id names a directory under --log-dir and may not contain "
                            "'/' or '..'");
   }
   for (unsigned char ch : job_id) {

@@ -620,6 +620,7 @@ TEST_F(LaunchTest, BadArgumentsExit2AndStartNothing) {
       {"launch", "--nproc", "2", "--nnodes", "2", "--", FLEET_FAKE_RANK_EXE},
       {"launch", "--nproc", "2", "--frobnicate", "--", FLEET_FAKE_RANK_EXE},
       {"launch", "--nproc", "2", "--job-id", "../x", "--", FLEET_FAKE_RANK_EXE},
+      {"launch", "--nproc", "2", "--job-id", std::string(129, 'j'), "--", FLEET_FAKE_RANK_EXE},
       {"launch", "--nproc", "2", "--grace-s", "-1", "--", FLEET_FAKE_RANK_EXE},
       {"launch", "--nproc", "2", "--"},
   };
