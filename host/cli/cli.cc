@@ -143,7 +143,7 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
     out << kUsage;
     return kExitOk;
   }
-  err << "fleet-host: unknown command '" << command << "'";
+  err << "fleet-host: unknown command " << QuoteForMessage(command);
   if (std::string close = ClosestMatch(command, kCommands); !close.empty()) {
     err << " (did you mean '" << close << "'?)";
   }

@@ -170,7 +170,7 @@ int OpsCommand(const GlobalOptions& global, const std::vector<std::string>& args
         }
       }
     }
-    return Fail(err, NotFound("no op '" + name + "'" +
+    return Fail(err, NotFound("no op " + QuoteForMessage(name) +
                               (hint.empty() ? "" : "; did you mean '" + hint + "'?") +
                               " (fleet-host ops lists them all)"));
   }

@@ -15,6 +15,9 @@
 
 namespace fleet::config_internal {
 
+// The most bytes of one key or value a message echoes.
+constexpr size_t kMaxEchoBytes = 160;
+
 // ---- Diagnostics ------------------------------------------------------------------------------
 
 void Diagnostics::AddOverrideSource(const toml::source_path_ptr& path, size_t index) {
@@ -35,7 +38,14 @@ std::string Diagnostics::Where(const toml::node& node, std::string_view key_path
 }
 
 void Diagnostics::AtPosition(const toml::node& origin, const toml::source_position& position,
-                             std::string_view key_path, std::string_view message) {
+                             std::string_view raw_key_path, std::string_view message) {
+  // Keys are the user's bytes (a quoted TOML key may hold anything): a plain one is shown as
+  // it is, anything else escaped and cut.
+  const bool plain = raw_key_path.size() <= kMaxEchoBytes &&
+                     std::all_of(raw_key_path.begin(), raw_key_path.end(),
+                                 [](char c) { return c > 0x20 && c < 0x7f; });
+  const std::string key_path =
+      plain ? std::string(raw_key_path) : QuoteForMessage(raw_key_path, kMaxEchoBytes);
   long index = OverrideIndex(origin);
   Entry entry;
   if (index >= 0) {
@@ -128,10 +138,12 @@ const std::vector<std::string> kBadLines = {"error", "skip"};
 
 // A value as the user wrote it, for "got ..." when the type was right but the value was not.
 std::string ValueText(const toml::node& node) {
-  if (const auto* s = node.as_string()) return "'" + s->get() + "'";
+  if (const auto* s = node.as_string()) return QuoteForMessage(s->get());
   std::ostringstream out;
   node.visit([&](const auto& value) { out << value; });
-  return out.str();
+  std::string text = out.str();
+  if (text.size() > kMaxEchoBytes) text = text.substr(0, kMaxEchoBytes) + "...";
+  return text;
 }
 
 bool IsNameChar(char c, bool allow_dot_dash) {

@@ -1,4 +1,5 @@
 #include "frontend/syntax.h"
+#include "support/text.h"
 
 #include <array>
 #include <cctype>
@@ -345,7 +346,7 @@ class Parser {
       e.kind = Expr::Kind::kInt;
       e.int_value = std::strtoll(text.c_str(), nullptr, 10);
       if (errno == ERANGE) {
-        return ErrorAt(file_, pos, "integer '" + text + "' does not fit in 64 bits");
+        return ErrorAt(file_, pos, "integer " + QuoteForMessage(text, 40) + " does not fit in 64 bits");
       }
     } else {
       e.kind = Expr::Kind::kFloat;

@@ -7,6 +7,7 @@
 #include "plugin/program_api.h"
 #include "plugin/registry.h"
 #include "support/logging.h"
+#include "support/text.h"
 
 namespace fleet {
 namespace {
@@ -250,13 +251,22 @@ FleetStatus* PluginContext::ConfigGet(const char* key, FleetAttr* out) {
 }
 
 std::vector<std::string> PluginContext::UnreadConfigNotes() const {
+  // A few notes say what is wrong; thousands of stray keys get one line for the rest.
+  constexpr size_t kMaxNotes = 10;
   std::vector<std::string> notes;
   if (config_ == nullptr) return notes;
+  size_t unread = 0;
   for (const ConfigValue& v : *config_) {
-    if (read_keys_.count(v.key) == 0) {
-      notes.push_back("config key 'plugins.config." + plugin_name_ + "." + v.key + "' (" +
+    if (read_keys_.count(v.key) != 0) continue;
+    if (++unread <= kMaxNotes) {
+      notes.push_back("config key " +
+                      QuoteForMessage("plugins.config." + plugin_name_ + "." + v.key) + " (" +
                       v.where + ") is not used by this plugin");
     }
+  }
+  if (unread > kMaxNotes) {
+    notes.push_back(std::to_string(unread - kMaxNotes) + " more keys of [plugins.config." +
+                    plugin_name_ + "] are not used by this plugin");
   }
   return notes;
 }

@@ -190,6 +190,15 @@ TEST(CliTest, UnusedPluginConfigKeysAreReported) {
   EXPECT_TRUE(Contains(r.out, "'plugins.config.cpu.threadz' (--set plugins.config.cpu.threadz) "
                               "is not used by this plugin"))
       << r.out;
+  // Thousands of stray keys: ten named, one line for the rest.
+  std::string many;
+  for (int i = 0; i < 3000; ++i) many += " --set plugins.config.cpu.k" + std::to_string(i) + "=1";
+  r = RunHost(many + " check");
+  ASSERT_EQ(r.exit_code, 0) << r.err.substr(0, 2000);
+  EXPECT_TRUE(Contains(r.out, "2990 more keys of [plugins.config.cpu] are not used by this "
+                              "plugin"))
+      << r.out.substr(0, 2000);
+  EXPECT_LT(r.out.size(), 4000u) << r.out.substr(0, 2000);
 }
 
 TEST(CliTest, FleetPluginPathComesBeforeTheInstallDirectory) {
