@@ -5,7 +5,9 @@
 
 #include <charconv>
 #include <filesystem>
+#include <map>
 #include <optional>
+#include <set>
 
 #include "cli/cli.h"
 #include "launch/launcher.h"
@@ -91,6 +93,7 @@ int LaunchCommand(const GlobalOptions& global, const std::vector<std::string>& a
                   std::ostream& out, std::ostream& err) {
   LaunchOptions o;
   bool nproc_set = false, saw_separator = false, servers_set = false, workers_set = false;
+  std::set<std::string> seen;  // the flags given so far, by their canonical names
   size_t i = 0;
   for (; i < args.size(); ++i) {
     std::string flag = args[i];
@@ -125,6 +128,19 @@ int LaunchCommand(const GlobalOptions& global, const std::vector<std::string>& a
       target = *n;
       return std::nullopt;
     };
+    // One value per flag: a flag given twice, under either of its names, is refused rather than
+    // letting the last one win.
+    static const std::map<std::string, std::string> kAliases = {
+        {"--nproc-per-node", "--nproc"}, {"--server-num", "--servers"},
+        {"--worker-num", "--workers"}, {"--rank", "--node-rank"}};
+    static const std::set<std::string> kFlags = {
+        "--nproc",     "--servers", "--workers", "--server-exit-s", "--nnodes",       "--node-rank",
+        "--master",    "--log-dir", "--job-id",  "--grace-s",       "--max-restarts"};
+    const auto alias = kAliases.find(flag);
+    const std::string& canonical = alias != kAliases.end() ? alias->second : flag;
+    if (kFlags.count(canonical) != 0 && !seen.insert(canonical).second) {
+      return Usage(err, canonical + " is given twice (a launch flag takes one value)");
+    }
     std::optional<std::string> problem;
     if (flag == "--nproc" || flag == "--nproc-per-node") {
       problem = int_flag(o.nproc);
@@ -192,7 +208,7 @@ int LaunchCommand(const GlobalOptions& global, const std::vector<std::string>& a
     } else if (flag == "--max-restarts") {
       problem = int_flag(o.max_restarts);
     } else if (flag.starts_with("-")) {
-      problem = "unknown option '" + args[i] + "'";
+      problem = "unknown option " + QuoteForMessage(args[i]);
     } else {
       problem = "missing '--' before the command to run ('" + args[i] +
                 "' is not an option; write: fleet-host launch --nproc N -- COMMAND...)";

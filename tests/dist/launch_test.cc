@@ -621,6 +621,8 @@ TEST_F(LaunchTest, BadArgumentsExit2AndStartNothing) {
       {"launch", "--nproc", "2", "--frobnicate", "--", FLEET_FAKE_RANK_EXE},
       {"launch", "--nproc", "2", "--job-id", "../x", "--", FLEET_FAKE_RANK_EXE},
       {"launch", "--nproc", "2", "--job-id", std::string(129, 'j'), "--", FLEET_FAKE_RANK_EXE},
+      {"launch", "--nproc", "2", "--nproc", "3", "--", FLEET_FAKE_RANK_EXE},
+      {"launch", "--nproc", "2", "--nproc_per_node=2", "--", FLEET_FAKE_RANK_EXE},
       {"launch", "--nproc", "2", "--grace-s", "-1", "--", FLEET_FAKE_RANK_EXE},
       {"launch", "--nproc", "2", "--"},
   };
@@ -634,6 +636,10 @@ TEST_F(LaunchTest, BadArgumentsExit2AndStartNothing) {
     EXPECT_FALSE(fs::exists(dir_ / "log"));
   }
   // The message says what is wrong.
+  EXPECT_TRUE(Contains(Run({"launch", "--nproc", "2", "--log_dir", "a", "--log-dir", "b", "--",
+                            "/bin/true"})
+                           .stderr_text,
+                       "--log-dir is given twice"));
   EXPECT_TRUE(Contains(Run({"launch", "--nproc", "2", "x"}).stderr_text, "missing '--'"));
   EXPECT_TRUE(Contains(Run({"launch", "--nproc", "2", "--bogus", "--", "/bin/true"}).stderr_text,
                        "unknown option '--bogus'"));
