@@ -143,13 +143,15 @@ RpcClient::Outcome RpcClient::Attempt(const char* method, int64_t timeout_ms,
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms));
   // Each attempt answers the server's challenge with a counter of its own (auth.h).
   std::optional<CallAuth> auth;
+  std::string challenge;  // the one this attempt answers, for checking the answer's proof too
   if (!hello_nonce.empty()) {
     ctx.AddMetadata(kHelloNonceKey, hello_nonce);
   } else if (!options_.token.empty()) {
     auth.emplace();
     auth->client_id = client_id_;
     auth->counter = next_counter_.fetch_add(1) + 1;
-    auth->proof = CallProof(options_.token, Challenge(), auth->client_id, auth->counter, method);
+    challenge = Challenge();
+    auth->proof = CallProof(options_.token, challenge, auth->client_id, auth->counter, method);
     ctx.AddMetadata(kCallAuthKey, FormatCallAuth(*auth));
   }
   const std::string known = Incarnation();
@@ -219,10 +221,11 @@ RpcClient::Outcome RpcClient::Attempt(const char* method, int64_t timeout_ms,
   // proof (whoever can cut the connection can make a call fail anyway).
   if (auth && out.code == FLEET_CODE_OK &&
       !ProofsEqual(trailer(kAnswerProofKey),
-                   AnswerProof(options_.token, Challenge(), auth->client_id, auth->counter,
+                   AnswerProof(options_.token, challenge, auth->client_id, auth->counter,
                                FLEET_CODE_OK))) {
-    return Outcome::Of(FLEET_CODE_UNAUTHENTICATED, "the answer does not prove that the server holds this job's token (is "
-                   "something else listening at the endpoint?)");
+    return Outcome::Of(FLEET_CODE_UNAUTHENTICATED,
+                       "the answer does not prove that the server holds this job's token (is "
+                       "something else listening at the endpoint?)");
   }
   if (const auto it = trailing.find(kIncarnationKey); it != trailing.end()) {
     // The first server to answer is the one this client keeps to; the server refuses a call
@@ -233,8 +236,9 @@ RpcClient::Outcome RpcClient::Attempt(const char* method, int64_t timeout_ms,
     if (incarnation_.empty()) {
       incarnation_ = seen;
     } else if (seen != incarnation_ && out.code != FLEET_CODE_DATA_LOSS) {
-      out = Outcome::Of(FLEET_CODE_DATA_LOSS, "the server restarted since this client's earlier calls (a new process "
-                    "at the same endpoint): what the old one held is lost");
+      out = Outcome::Of(FLEET_CODE_DATA_LOSS,
+                        "the server restarted since this client's earlier calls (a new process "
+                        "at the same endpoint): what the old one held is lost");
     }
   }
   return out;
