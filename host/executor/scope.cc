@@ -42,13 +42,13 @@ StatusOr<const ScopeVar*> Scope::GetOrCreate(const std::string& name, ir::DataTy
   var.dtype = dtype;
   var.dims = dims;
   FLEET_ASSIGN_OR_RETURN(var.bytes, ir::TensorBytes(dtype, dims));
-  const std::string what = "persistable var '" + name + "' " + ir::TypeShapeText(dtype, dims);
+  auto what = [&] { return "persistable var '" + name + "' " + ir::TypeShapeText(dtype, dims); };
   if (std::string over = limit_.Exceeded(var.bytes); !over.empty()) {
-    return ResourceExhausted(what + " needs " + over);
+    return ResourceExhausted(what() + " needs " + over);
   }
   auto data = device_.Alloc(ordinal_, var.bytes);
   if (!data.ok()) {
-    return Status(data.status().code(), what + " (" + BytesText(var.bytes) + "): " +
+    return Status(data.status().code(), what() + " (" + BytesText(var.bytes) + "): " +
                                             data.status().message());
   }
   var.data = *data;
