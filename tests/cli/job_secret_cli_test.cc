@@ -1,10 +1,7 @@
 // The job secret from a file, as users give it: `fleet-host launch` with FLEET_JOB_SECRET_FILE,
 // and ranks started by another launcher with [comm] secret_file, real processes on a real TCP
 // store. Every wait has a deadline.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,6 +15,7 @@
 #include <vector>
 
 #include "../dist/rank_process.h"
+#include "common/free_ports.h"
 
 namespace {
 
@@ -43,18 +41,8 @@ std::string ReadFile(const fs::path& p) {
 
 // A port nobody listens on at the moment (the rank that serves the store binds it again).
 std::string FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    if (fd >= 0) ::close(fd);
-    return "";
-  }
-  ::close(fd);
-  return std::to_string(ntohs(addr.sin_port));
+  const int port = fleet::testing::FreeLoopbackPort();
+  return port == 0 ? "" : std::to_string(port);
 }
 
 class JobSecretCliTest : public ::testing::Test {

@@ -4,11 +4,8 @@
 // ranks over Gloo, and a sync parameter-server job of two servers and two trainers over gRPC.
 // The model has dropout (a random stream per step), Adam (moment accumulators, beta powers)
 // and a decaying learning rate (a step counter), so every kind of state must survive.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <nlohmann/json.hpp>
-#include <sys/socket.h>
 
 #include <filesystem>
 #include <fstream>
@@ -18,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/free_ports.h"
 #include "rank_process.h"
 
 namespace fleet::dist_test {
@@ -41,18 +39,6 @@ minimize(avg_cost, optimizer=adam(learning_rate=lr))
 
 constexpr int kSteps = 600;
 constexpr int kEvery = 20;
-
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
 
 std::string ReadText(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -231,8 +217,11 @@ TEST_F(CheckpointResumeTest, TwoRanksKilledAndResumedEndBitForBitAsWithoutABreak
 
 TEST_F(CheckpointResumeTest, PserverJobKilledAndResumedEndsBitForBitAsWithoutABreak) {
   auto job = [&]() {
-    std::vector<std::string> endpoints = {"127.0.0.1:" + std::to_string(FreePort()),
-                                          "127.0.0.1:" + std::to_string(FreePort())};
+    const std::vector<int> ports = fleet::testing::FreeLoopbackPorts(2);
+    EXPECT_EQ(ports.size(), 2u) << "no free loopback ports";
+    if (ports.size() != 2) return std::vector<Proc>{};
+    std::vector<std::string> endpoints = {"127.0.0.1:" + std::to_string(ports[0]),
+                                          "127.0.0.1:" + std::to_string(ports[1])};
     const std::string list = endpoints[0] + "," + endpoints[1];
     std::vector<Proc> out;
     const std::vector<std::string> sets = {"transport.timeout_s=30", "strategy.min_block_size=1024"};

@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/free_ports.h"
 #include "data/npy.h"
 #include "fleet/fleet_plugin.h"
 #include "plugin/registry.h"
@@ -35,21 +36,6 @@ using std::chrono::milliseconds;
 const std::string kHost = FLEET_HOST_EXE;
 const fs::path kExamples = FLEET_EXAMPLES_DIR;
 const fs::path kMlp = kExamples / "mlp" / "mlp.fleet";
-
-// A port nobody listens on right now. Another process may take it before the server binds it;
-// the window is small and a lost race shows as "address in use", not as a wrong result.
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
 
 std::vector<std::string> With(std::vector<std::string> a, const std::vector<std::string>& b) {
   a.insert(a.end(), b.begin(), b.end());
@@ -97,9 +83,9 @@ class PserverTest : public ::testing::Test {
                 std::function<std::vector<std::string>(int)> trainer_sets = nullptr,
                 bool start_trainers = true) {
     endpoints_.clear();
-    for (int i = 0; i < servers; ++i) {
-      endpoints_.push_back("127.0.0.1:" + std::to_string(FreePort()));
-    }
+    const std::vector<int> ports = fleet::testing::FreeLoopbackPorts(servers);
+    ASSERT_EQ(ports.size(), static_cast<size_t>(servers)) << "no free loopback ports";
+    for (const int port : ports) endpoints_.push_back("127.0.0.1:" + std::to_string(port));
     const std::string list = Joined(endpoints_);
     const std::string local = std::to_string(servers + trainers);
     for (int i = 0; i < servers; ++i) {
