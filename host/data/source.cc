@@ -24,7 +24,7 @@ StatusOr<std::vector<FeedSpec>> FeedSpecs(const ir::Program& program,
                                ": only the first (batch) dimension may be -1");
       }
     }
-    out.push_back({name, v->dtype, v->shape});
+    out.push_back({name, v->dtype, v->shape, v->lod_level});
   }
   return out;
 }

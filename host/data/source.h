@@ -37,6 +37,9 @@ struct FeedSpec {
   std::string name;
   ir::DataType dtype = ir::DataType::kFloat32;
   std::vector<int64_t> dims;  // dims[0] is the batch (usually -1); no other dim may be -1
+  // 1: a sequence feed (ir::Var::lod_level): each sample is a sequence of rows of dims[1:],
+  // of its own length, and the batch's tensor carries offsets (exec::HostTensor::lod).
+  int32_t lod_level = 0;
 };
 
 class DataSource {

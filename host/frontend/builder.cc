@@ -105,7 +105,7 @@ std::string ProgramBuilder::NewTmp(std::string_view layer) {
 }
 
 Status ProgramBuilder::AddData(const std::string& name, std::vector<int64_t> shape,
-                               ir::DataType dtype) {
+                               ir::DataType dtype, int32_t lod_level) {
   if (main_.global().FindVar(name) != nullptr) {
     return InvalidArgument("a variable named '" + name + "' already exists");
   }
@@ -114,6 +114,7 @@ Status ProgramBuilder::AddData(const std::string& name, std::vector<int64_t> sha
   v.shape = std::move(shape);
   v.dtype = dtype;
   v.stop_gradient = true;
+  v.lod_level = lod_level;
   return main_.global().AddVar(std::move(v)).status();
 }
 

@@ -61,7 +61,8 @@ class ProgramBuilder {
 
   // Declares a data var in main: stop_gradient, not persistable. ALREADY_EXISTS-like error
   // message when the name is taken.
-  Status AddData(const std::string& name, std::vector<int64_t> shape, ir::DataType dtype);
+  Status AddData(const std::string& name, std::vector<int64_t> shape, ir::DataType dtype,
+                 int32_t lod_level = 0);
 
   // Creates (or, for a named parameter that already exists with the same shape and dtype,
   // shares) a parameter "<layer>.w_<k>" (or ".b_<k>" when is_bias) in both programs and appends

@@ -91,6 +91,10 @@ struct Var {
   bool persistable = false;
   bool stop_gradient = false;
   std::optional<ParamInfo> param;    // set for parameters (always persistable)
+  // 1: a sequence tensor (Paddle's LoD level 1): shape[0] counts rows of all sequences together
+  // and the tensor carries offsets saying where each sequence starts (exec::HostTensor::lod).
+  // 0: dense. Deeper levels are not supported.
+  int32_t lod_level = 0;
   bool operator==(const Var&) const = default;
 };
 

@@ -330,6 +330,17 @@ class Parser {
         var.stop_gradient = true;
       } else if (flag == "not_persistable" && is_param) {
         var.persistable = false;
+      } else if (flag == "lod_level") {
+        pos_ += flag.size();
+        SkipSpace();
+        const size_t level_pos = pos_;
+        FLEET_ASSIGN_OR_RETURN(int64_t level, ReadInt("a LoD level"));
+        if (level < 0 || level > 1) {
+          return ErrorMessage(level_pos, "lod_level " + std::to_string(level) +
+                                             ": only levels 0 and 1 are supported");
+        }
+        var.lod_level = static_cast<int32_t>(level);
+        continue;
       } else {
         break;
       }

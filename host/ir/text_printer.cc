@@ -182,6 +182,7 @@ void AppendVar(std::string& out, const Var& v, std::string_view indent) {
     out += " persistable";
   }
   if (v.stop_gradient) out += " stop_gradient";
+  if (v.lod_level != 0) out += " lod_level " + std::to_string(v.lod_level);
   if (v.param) {
     const ParamInfo& p = *v.param;
     out += " {";

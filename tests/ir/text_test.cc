@@ -165,7 +165,8 @@ TEST(IrText, VarsParamsAndBlocksRoundTrip) {
   Var odd_param{"odd", DataType::kFloat16, {2}, false, false, ParamInfo{}};
   Var quoted{"has space, comma", DataType::kBool, {0}, false, false, std::nullopt};
   Var grad{"fc_0.w_0@GRAD", DataType::kFloat32, {32, 128}, false, false, std::nullopt};
-  for (const Var* v : {&x, &label, &scalar, &w, &frozen, &odd_param, &quoted, &grad}) {
+  Var ids{"ids", DataType::kInt64, {-1, 1}, false, true, std::nullopt, 1};
+  for (const Var* v : {&x, &label, &scalar, &w, &frozen, &odd_param, &quoted, &grad, &ids}) {
     ASSERT_TRUE(g.AddVar(*v).ok());
   }
   Op mul;
@@ -205,6 +206,7 @@ TEST(IrText, PrintsTheDocumentedLayout) {
 program {   # trailing comment
   block 0 {
     var x : float32[-1, 32] stop_gradient
+    var ids : int64[-1, 1] stop_gradient lod_level 1
     param fc_0.w_0 : float32[32, 128] {lr=1.0, regularizer="l2", coeff=0.0001}
     var fc_0.tmp_0 : float32[-1, 128]
     op mul(X=[x], Y=[fc_0.w_0]) -> (Out=[fc_0.tmp_0]) {x_num_col_dims=1, y_num_col_dims=1}
@@ -219,6 +221,7 @@ program {   # trailing comment
             "  block 0 {\n"
             "    var fc_0.tmp_0 : float32[-1, 128]\n"
             "    param fc_0.w_0 : float32[32, 128] {lr=1.0, regularizer=\"l2\", coeff=0.0001}\n"
+            "    var ids : int64[-1, 1] stop_gradient lod_level 1\n"
             "    var x : float32[-1, 32] stop_gradient\n"
             "    op mul(X=[x], Y=[fc_0.w_0]) -> (Out=[fc_0.tmp_0]) "
             "{x_num_col_dims=1, y_num_col_dims=1}\n"
@@ -235,6 +238,8 @@ program {   # trailing comment
   EXPECT_DOUBLE_EQ(w->param->regularization_coeff, 0.0001);
   EXPECT_EQ(p.block(1).parent, 0);
   EXPECT_TRUE(p.block(1).FindVar("t")->shape.empty());
+  EXPECT_EQ(p.global().FindVar("ids")->lod_level, 1);
+  EXPECT_EQ(p.global().FindVar("x")->lod_level, 0);
 }
 
 TEST(IrText, TypedListsConvertTheirElements) {
@@ -332,6 +337,8 @@ TEST(IrText, ParseErrorsNameLineAndColumn) {
             "'wat'");
   EXPECT_EQ(ParseError("program {\n block 0 {\n  var x : int64[2]\n  var x : int64[2]\n }\n}"),
             "t.ir:4:7: var 'x' is declared twice in block 0");
+  EXPECT_EQ(ParseError("program { block 0 { var x : int64[-1] lod_level 2 } }"),
+            "t.ir:1:46: lod_level 2: only levels 0 and 1 are supported");
   EXPECT_EQ(ParseError("program { block 0 { var x : int64[-2] } }"),
             "t.ir:1:35: expected a dimension (-1 for unknown, or 0 and more), got '-2'");
   EXPECT_EQ(ParseError("program { block 0 { } block 1 parent 1 { } }"),
