@@ -219,7 +219,7 @@ Status ParallelRunner::DoJob(int32_t d, Job job) {
         return NotFound("there is no program '" + c.program + "'");
       }
       auto prepared = state.executor->Prepare(it->second, c.shapes[static_cast<size_t>(d)],
-                                              c.fetch);
+                                              c.fetch, c.sequences[static_cast<size_t>(d)]);
       if (!prepared.ok()) return prepared.status().WithContext(c.program + " program");
       c.prepared[static_cast<size_t>(d)] = std::move(*prepared);
       return OkStatus();
@@ -279,13 +279,17 @@ Status ParallelRunner::RunStartup() {
 
 StatusOr<ParallelRunner::Cached*> ParallelRunner::FindOrPrepare(
     std::string_view program, const std::vector<FeedShapes>& shapes,
-    const std::vector<std::string>& fetch) {
+    const std::vector<std::string>& fetch, const std::vector<FeedSequences>& sequences) {
   for (auto& c : cache_) {
-    if (c->program == program && c->shapes == shapes && c->fetch == fetch) return c.get();
+    if (c->program == program && c->shapes == shapes && c->fetch == fetch &&
+        c->sequences == sequences) {
+      return c.get();
+    }
   }
   auto c = std::make_unique<Cached>();
   c->program = std::string(program);
   c->shapes = shapes;
+  c->sequences = sequences;
   c->fetch = fetch;
   c->prepared.resize(devices_.size());
   target_ = c.get();
@@ -295,20 +299,41 @@ StatusOr<ParallelRunner::Cached*> ParallelRunner::FindOrPrepare(
 }
 
 Status ParallelRunner::Prepare(const FeedShapes& batch_shapes,
-                               const std::vector<std::string>& fetch, std::string_view program) {
-  FLEET_ASSIGN_OR_RETURN(std::vector<FeedShapes> shapes,
-                         SplitShapes(batch_shapes, num_devices()));
-  return Prepare(shapes, fetch, program);
+                               const std::vector<std::string>& fetch, std::string_view program,
+                               const FeedSequences& sequences) {
+  // Sequence feeds split by sequences, with a first capacity of rows that Run grows.
+  FeedShapes dense = batch_shapes;
+  for (const auto& [name, count] : sequences) dense.erase(name);
+  FLEET_ASSIGN_OR_RETURN(std::vector<FeedShapes> shapes, SplitShapes(dense, num_devices()));
+  std::vector<FeedSequences> device_sequences(shapes.size());
+  for (const auto& [name, count] : sequences) {
+    auto dims = batch_shapes.find(name);
+    if (dims == batch_shapes.end() || dims->second.empty()) {
+      return InvalidArgument("sequence feed '" + name + "' has no shape");
+    }
+    // Sequences split as rows do.
+    FLEET_ASSIGN_OR_RETURN(std::vector<FeedShapes> shares,
+                           SplitShapes(FeedShapes{{name, {count}}}, num_devices()));
+    for (size_t d = 0; d < shapes.size(); ++d) {
+      shapes[d][name] = dims->second;
+      shapes[d][name][0] = SequenceCapacity(0);
+      device_sequences[d][name] = shares[d].at(name)[0];
+    }
+  }
+  return Prepare(shapes, fetch, program, device_sequences);
 }
 
 Status ParallelRunner::Prepare(const std::vector<FeedShapes>& device_shapes,
-                               const std::vector<std::string>& fetch, std::string_view program) {
+                               const std::vector<std::string>& fetch, std::string_view program,
+                               const std::vector<FeedSequences>& device_sequences) {
   FLEET_RETURN_IF_ERROR(Usable());
   if (device_shapes.size() != devices_.size()) {
     return InvalidArgument(std::to_string(device_shapes.size()) + " feed shape maps for " +
                            std::to_string(devices_.size()) + " devices: give one per device");
   }
-  return FindOrPrepare(program, device_shapes, fetch).status();
+  std::vector<FeedSequences> sequences = device_sequences;
+  sequences.resize(device_shapes.size());
+  return FindOrPrepare(program, device_shapes, fetch, sequences).status();
 }
 
 Status ParallelRunner::Run(const FeedMap& batch, const std::vector<std::string>& fetch,
@@ -334,10 +359,18 @@ Status ParallelRunner::RunSplit(const std::vector<FeedMap>& device_feeds,
                                 const std::vector<std::string>& fetch, ParallelFetch& fetched,
                                 FetchMode mode, std::string_view program) {
   std::vector<FeedShapes> shapes(device_feeds.size());
+  std::vector<FeedSequences> sequences(device_feeds.size());
   for (size_t d = 0; d < device_feeds.size(); ++d) {
-    for (const auto& [name, t] : device_feeds[d]) shapes[d][name] = t.dims;
+    for (const auto& [name, t] : device_feeds[d]) {
+      shapes[d][name] = t.dims;
+      // A sequence feed's rows vary: its preparation grows them (Executor::Run).
+      if (!t.lod.empty() && !t.dims.empty()) {
+        shapes[d][name][0] = SequenceCapacity(0);
+        sequences[d][name] = static_cast<int64_t>(t.lod.size()) - 1;
+      }
+    }
   }
-  FLEET_ASSIGN_OR_RETURN(Cached * cached, FindOrPrepare(program, shapes, fetch));
+  FLEET_ASSIGN_OR_RETURN(Cached * cached, FindOrPrepare(program, shapes, fetch, sequences));
   fetched.per_device.resize(devices_.size());
   target_ = cached;
   feeds_ = &device_feeds;

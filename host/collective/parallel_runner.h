@@ -136,11 +136,14 @@ class ParallelRunner {
 
   // Prepares `program` on every device for these feed shapes (the whole batch's, split as Run
   // splits the batch; or one FeedShapes per device) and fetch list. Run prepares on first use
-  // by itself; this only moves the cost (and the shape errors) earlier.
+  // by itself; this only moves the cost (and the shape errors) earlier. A sequence feed takes
+  // the batch's number of sequences in `sequences` (split like rows); its rows grow as Run
+  // needs (Executor::Run), so its dims[0] here is ignored.
   Status Prepare(const FeedShapes& batch_shapes, const std::vector<std::string>& fetch,
-                 std::string_view program = "main");
+                 std::string_view program = "main", const FeedSequences& sequences = {});
   Status Prepare(const std::vector<FeedShapes>& device_shapes,
-                 const std::vector<std::string>& fetch, std::string_view program = "main");
+                 const std::vector<std::string>& fetch, std::string_view program = "main",
+                 const std::vector<FeedSequences>& device_sequences = {});
 
   // One step of `program` on every device: the batch split among the devices, or one FeedMap
   // per device. Preparations are cached per (program, per-device feed shapes, fetch list).
@@ -166,7 +169,8 @@ class ParallelRunner {
 
   struct Cached {
     std::string program;
-    std::vector<FeedShapes> shapes;  // per device
+    std::vector<FeedShapes> shapes;  // per device; a sequence feed's rows are a first capacity
+    std::vector<FeedSequences> sequences;  // per device
     std::vector<std::string> fetch;
     std::vector<std::unique_ptr<PreparedProgram>> prepared;  // per device
   };
@@ -191,7 +195,8 @@ class ParallelRunner {
   Status Usable() const;
   StatusOr<Cached*> FindOrPrepare(std::string_view program,
                                   const std::vector<FeedShapes>& shapes,
-                                  const std::vector<std::string>& fetch);
+                                  const std::vector<std::string>& fetch,
+                                  const std::vector<FeedSequences>& sequences);
   Status RunSplit(const std::vector<FeedMap>& device_feeds, const std::vector<std::string>& fetch,
                   ParallelFetch& fetched, FetchMode mode, std::string_view program);
 

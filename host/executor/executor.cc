@@ -70,7 +70,55 @@ uint64_t OpSeed(uint64_t base, size_t index, const ir::Op& op) {
   return SplitMix(SplitMix(base) ^ SplitMix(h + index));
 }
 
+// Where a sequence feed's offsets live in the arena (not a var of the program).
+std::string LodBufferName(const std::string& feed) { return "@lod@" + feed; }
+
+// Offsets a sequence feed brought: the count its preparation holds, a start at 0, no step back,
+// and an end at its rows. Errors name the feed and the first offset that is wrong.
+Status CheckOffsets(const std::string& name, const HostTensor& t, int64_t sequences) {
+  const std::vector<int64_t>& lod = t.lod;
+  if (lod.empty()) {
+    return InvalidArgument("feed '" + name + "' is a sequence var (lod_level 1) but the tensor "
+                           "has no offsets (HostTensor::lod)");
+  }
+  if (static_cast<int64_t>(lod.size()) != sequences + 1) {
+    return InvalidArgument("feed '" + name + "' holds " + std::to_string(lod.size() - 1) +
+                           " sequences but the program was prepared for " +
+                           std::to_string(sequences));
+  }
+  if (t.dims.empty()) return InvalidArgument("feed '" + name + "' has no rows dimension");
+  if (lod[0] != 0) {
+    return InvalidArgument("feed '" + name + "': its offsets start at " +
+                           std::to_string(lod[0]) + ", not 0");
+  }
+  for (size_t i = 1; i < lod.size(); ++i) {
+    if (lod[i] < lod[i - 1]) {
+      return InvalidArgument("feed '" + name + "': offset " + std::to_string(i) + " (" +
+                             std::to_string(lod[i]) + ") is before offset " +
+                             std::to_string(i - 1) + " (" + std::to_string(lod[i - 1]) + ")");
+    }
+  }
+  if (lod.back() != t.dims[0]) {
+    return InvalidArgument("feed '" + name + "': its offsets end at " +
+                           std::to_string(lod.back()) + " but the tensor has " +
+                           std::to_string(t.dims[0]) + " rows");
+  }
+  return OkStatus();
+}
+
 }  // namespace
+
+int64_t SequenceCapacity(int64_t rows) {
+  constexpr int64_t kMin = 16;
+  if (rows <= kMin) return kMin;
+  if (rows > (int64_t{1} << 60)) return rows;
+  int64_t pow2 = kMin;
+  while (pow2 < rows) pow2 *= 2;
+  // Eighths of the power of two above half of it: at most 25% over, four values per octave.
+  int64_t cap = pow2 / 2;
+  while (cap < rows) cap += pow2 / 8;
+  return cap;
+}
 
 // ---- PreparedProgram --------------------------------------------------------------------------
 
@@ -89,6 +137,12 @@ PreparedProgram::~PreparedProgram() {
       }
     }
   }
+  for (LodSource& l : lod_sources_) {
+    if (l.staging == nullptr) continue;
+    if (Status s = device_->HostFree(l.staging); !s.ok()) {
+      Log().warn("executor: freeing the offsets buffer of '{}': {}", l.feed, s.message());
+    }
+  }
   if (feeds_copied_ != nullptr) (void)device_->EventDestroy(feeds_copied_);
   calls_.clear();  // kernel state may point into the arena
   if (arena_ != nullptr) {
@@ -96,6 +150,31 @@ PreparedProgram::~PreparedProgram() {
       Log().warn("executor: freeing the arena: {}", s.message());
     }
   }
+}
+
+void PreparedProgram::Swap(PreparedProgram& o) {
+  std::swap(device_, o.device_);
+  std::swap(ordinal_, o.ordinal_);
+  std::swap(stream_, o.stream_);
+  std::swap(feeds_copied_, o.feeds_copied_);
+  std::swap(feeds_pending_, o.feeds_pending_);
+  std::swap(program_, o.program_);
+  std::swap(feed_shapes_, o.feed_shapes_);
+  std::swap(feed_sequences_, o.feed_sequences_);
+  std::swap(lod_sources_, o.lod_sources_);
+  std::swap(paddings_, o.paddings_);
+  std::swap(fetch_names_, o.fetch_names_);
+  std::swap(infos_, o.infos_);
+  std::swap(data_, o.data_);
+  std::swap(feeds_, o.feeds_);
+  std::swap(fetches_, o.fetches_);
+  std::swap(calls_, o.calls_);
+  std::swap(plan_, o.plan_);
+  std::swap(arena_, o.arena_);
+  std::swap(scratch_bytes_, o.scratch_bytes_);
+  std::swap(op_seconds_, o.op_seconds_);
+  std::swap(runs_, o.runs_);
+  std::swap(next_launch_index_, o.next_launch_index_);
 }
 
 const ops::TensorInfo* PreparedProgram::VarInfo(std::string_view name) const {
@@ -162,7 +241,7 @@ Status Executor::Synchronize() const {
 
 StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
     const ir::Program& program, const FeedShapes& feed_shapes,
-    const std::vector<std::string>& fetch) {
+    const std::vector<std::string>& fetch, const FeedSequences& sequences) {
   const ops::OpRegistry& schemas = ops::BuiltinOps();
   const ir::Block& block = program.global();
   std::unique_ptr<PreparedProgram> prepared(new PreparedProgram());
@@ -172,8 +251,11 @@ StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
   p.stream_ = stream_;
   p.program_ = &program;
   p.feed_shapes_ = feed_shapes;
+  p.feed_sequences_ = sequences;
   p.fetch_names_ = fetch;
   auto& infos = p.infos_;
+  // Var -> the sequence feed whose offsets it carries (index in p.lod_sources_).
+  std::map<std::string, int, std::less<>> lod_of;
 
   auto declared = [&](const std::string& name) { return program.FindVarRecursive(0, name); };
   auto persistable = [&](const std::string& name) {
@@ -196,6 +278,27 @@ StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
       return InvalidArgument("feed '" + name + "': " + bytes.status().message());
     }
     infos[name] = {v->dtype, dims};
+    auto seq = sequences.find(name);
+    if (v->lod_level == 0) {
+      if (seq != sequences.end()) {
+        return InvalidArgument("feed '" + name + "' is given a number of sequences but the var "
+                               "is dense (declare it with lod_level=1)");
+      }
+      continue;
+    }
+    if (seq == sequences.end() || seq->second < 0) {
+      return InvalidArgument("feed '" + name + "' is a sequence var (lod_level 1): prepare it "
+                             "with its number of sequences");
+    }
+    if (dims.empty()) return InvalidArgument("feed '" + name + "' has no rows dimension");
+    infos[name].lod_level = 1;
+    infos[name].sequences = seq->second;
+    lod_of[name] = static_cast<int>(p.lod_sources_.size());
+    PreparedProgram::LodSource source;
+    source.feed = name;
+    source.sequences = seq->second;
+    source.capacity = dims[0];
+    p.lod_sources_.push_back(std::move(source));
   }
 
   // Values known before the run (fill_constant outputs), for value-dependent shapes.
@@ -263,6 +366,37 @@ StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
     if (Status s = schema->infer_shape(ctx); !s.ok()) {
       return Status(s.code(), label + ": " + s.message());
     }
+    if (Status s = ops::ApplyLodRules(*schema, ctx); !s.ok()) {
+      return Status(s.code(), label + ": " + s.message());
+    }
+    // The sequence feed each sequence output follows: its lod_share input, or for a sequence
+    // kernel the op's first sequence input.
+    auto source_of = [&](const std::string& slot, size_t k) -> int {
+      std::string in_slot;
+      size_t in_index = 0;
+      if (schema->sequence_kernel) {
+        for (const auto& [s, names] : op.inputs) {
+          for (size_t j = 0; j < names.size() && in_slot.empty(); ++j) {
+            if (lod_of.count(names[j]) > 0) {
+              in_slot = s;
+              in_index = j;
+            }
+          }
+          if (!in_slot.empty()) break;
+        }
+      } else {
+        for (const auto& [out_slot, from] : schema->lod_share) {
+          if (out_slot != slot) continue;
+          in_slot = from;
+          const size_t count = op.Input(from).size();
+          in_index = k < count ? k : 0;
+        }
+      }
+      const auto& names = op.Input(in_slot);
+      if (in_index >= names.size()) return -1;
+      auto it = lod_of.find(names[in_index]);
+      return it == lod_of.end() ? -1 : it->second;
+    };
     for (const auto& [slot, names] : op.outputs) {
       const auto& out = ctx.outputs[slot];
       for (size_t k = 0; k < names.size(); ++k) {
@@ -283,6 +417,24 @@ StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
         if (auto bytes = ir::TensorBytes(info.dtype, info.dims); !bytes.ok()) {
           return InvalidArgument(label + ": output " + slot + " '" + names[k] +
                                  "': " + bytes.status().message());
+        }
+        if (info.lod_level != 0) {
+          const int source = source_of(slot, k);
+          if (source < 0) {
+            return Internal(label + ": output " + slot + " '" + names[k] +
+                            "' holds sequences, but no sequence input of the op gives them");
+          }
+          if (v != nullptr && v->persistable) {
+            return InvalidArgument(label + ": output " + slot + " '" + names[k] +
+                                   "' would hold sequences, but it is persistable");
+          }
+          if (info.dims.empty() || info.dims[0] != p.lod_sources_[static_cast<size_t>(source)].capacity) {
+            return Internal(label + ": sequence output " + slot + " '" + names[k] + "' has " +
+                            ir::ShapeText(info.dims) + ", not the rows of its sequences");
+          }
+          lod_of[names[k]] = source;
+        } else {
+          lod_of.erase(names[k]);
         }
         if (v != nullptr && v->persistable) {
           auto sv = scope_.GetOrCreate(names[k], info.dtype, info.dims);
@@ -307,6 +459,10 @@ StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
     }
 
     // The kernel call, slots in schema order.
+    auto LodCount = [&](const std::string& var) -> int64_t {
+      auto it = lod_of.find(var);
+      return it == lod_of.end() ? 0 : p.lod_sources_[static_cast<size_t>(it->second)].sequences + 1;
+    };
     KernelCallArgs args;
     args.op_type = op.type;
     OpSlots slots;
@@ -316,7 +472,9 @@ StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
         return InvalidArgument(label + ": required input " + spec.name + " is missing");
       }
       SlotShapes shapes{spec.name, {}};
-      for (const std::string& n : names) shapes.tensors.push_back({infos[n].dtype, infos[n].dims});
+      for (const std::string& n : names) {
+        shapes.tensors.push_back({infos[n].dtype, infos[n].dims, LodCount(n)});
+      }
       args.inputs.push_back(std::move(shapes));
       slots.inputs.push_back(names);
     }
@@ -326,7 +484,9 @@ StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
         return InvalidArgument(label + ": required output " + spec.name + " is missing");
       }
       SlotShapes shapes{spec.name, {}};
-      for (const std::string& n : names) shapes.tensors.push_back({infos[n].dtype, infos[n].dims});
+      for (const std::string& n : names) {
+        shapes.tensors.push_back({infos[n].dtype, infos[n].dims, LodCount(n)});
+      }
       args.outputs.push_back(std::move(shapes));
       slots.outputs.push_back(names);
     }
@@ -367,7 +527,7 @@ StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
       }
       chosen = KernelCall::Create(*k, args);
     } else {
-      chosen = ChooseKernel(registry_, device_.name(), dtype, args);
+      chosen = ChooseKernel(registry_, device_.name(), dtype, args, schema->sequence_kernel);
     }
     if (!chosen.ok()) return chosen.status().WithContext(label);
     p.calls_.push_back(std::move(*chosen));
@@ -413,6 +573,16 @@ StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
   for (const std::string& name : fetch) touch(name, num_ops, false);
   std::vector<VarLifetime> vars;
   for (auto& [name, lt] : lifetimes) vars.push_back(lt);
+  // Offsets live through the whole run: fed first, read by any op and by fetches.
+  for (const PreparedProgram::LodSource& l : p.lod_sources_) {
+    const std::string buffer = LodBufferName(l.feed);
+    if (declared(buffer) != nullptr) {
+      return InvalidArgument("var '" + buffer + "' has the name the offsets of feed '" + l.feed +
+                             "' need");
+    }
+    vars.push_back({buffer, static_cast<size_t>(l.sequences + 1) * sizeof(int64_t), -1,
+                    num_ops});
+  }
   p.plan_ = PlanMemory(vars, alignment_);
 
   // Kernel state, then the arena (buffers + one scratch region shared by every launch, since
@@ -466,14 +636,49 @@ StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
     call.SetScratch(p.scratch_bytes_ > 0 ? base + scratch_offset : nullptr);
     call.SetStream(stream_);
   }
+  for (PreparedProgram::LodSource& l : p.lod_sources_) {
+    l.data = static_cast<int64_t*>(p.data_[LodBufferName(l.feed)]);
+    if (stream_ != nullptr) {
+      FLEET_ASSIGN_OR_RETURN(l.staging, device_.HostAlloc(static_cast<size_t>(l.sequences + 1) *
+                                                          sizeof(int64_t)));
+    }
+  }
+  // Offsets for the kernels that read them, and the padding rows each op's outputs leave.
+  p.paddings_.resize(p.calls_.size());
+  for (size_t i = 0; i < p.calls_.size(); ++i) {
+    KernelCall& call = *p.calls_[i];
+    for (int output = 0; output < 2; ++output) {
+      const auto& slot_names = output ? op_slots[i].outputs : op_slots[i].inputs;
+      for (size_t s = 0; s < slot_names.size(); ++s) {
+        for (size_t k = 0; k < slot_names[s].size(); ++k) {
+          const std::string& name = slot_names[s][k];
+          auto lod = lod_of.find(name);
+          if (lod == lod_of.end()) continue;
+          const PreparedProgram::LodSource& l = p.lod_sources_[static_cast<size_t>(lod->second)];
+          call.SetLod(output != 0, s, k, l.data);
+          if (output == 0) continue;
+          const ops::TensorInfo& info = infos[name];
+          p.paddings_[i].push_back({static_cast<uint8_t*>(p.data_[name]),
+                                    Bytes(info) / static_cast<size_t>(std::max<int64_t>(l.capacity, 1)),
+                                    lod->second});
+        }
+      }
+    }
+  }
 
+  auto lod_index = [&](const std::string& name) {
+    auto it = lod_of.find(name);
+    return it == lod_of.end() ? -1 : it->second;
+  };
   for (const auto& [name, dims] : feed_shapes) {
     const ops::TensorInfo& info = infos[name];
-    p.feeds_.push_back({name, info.dtype, info.dims, p.data_[name], Bytes(info)});
+    p.feeds_.push_back({name, info.dtype, info.dims, p.data_[name], Bytes(info), nullptr,
+                        lod_index(name)});
   }
   for (const std::string& name : fetch) {
     const ops::TensorInfo& info = infos[name];
-    p.fetches_.push_back({name, info.dtype, info.dims, p.data_[name], Bytes(info)});
+    p.fetches_.push_back({name, info.dtype, info.dims, p.data_[name], Bytes(info), nullptr,
+                          lod_index(name)});
   }
   if (stream_ != nullptr) {
     for (auto* bindings : {&p.feeds_, &p.fetches_}) {
@@ -487,8 +692,46 @@ StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
   return prepared;
 }
 
+Status Executor::ZeroRows(uint8_t* data, size_t row_bytes, int64_t from, int64_t to) {
+  if (to <= from || row_bytes == 0) return OkStatus();
+  uint8_t* start = data + static_cast<size_t>(from) * row_bytes;
+  const size_t bytes = static_cast<size_t>(to - from) * row_bytes;
+  if (host_memory_) {
+    std::memset(start, 0, bytes);
+    return OkStatus();
+  }
+  return device_.Memset(options_.device_ordinal, start, 0, bytes, stream_);
+}
+
+Status Executor::FitSequences(PreparedProgram& p, const FeedMap& feeds) {
+  bool grow = false;
+  FeedShapes shapes = p.feed_shapes_;
+  for (const PreparedProgram::Binding& f : p.feeds_) {
+    if (f.lod < 0) continue;
+    auto it = feeds.find(f.name);
+    if (it == feeds.end() || it->second.dims.empty()) continue;  // Run names the error
+    const int64_t rows = it->second.dims[0];
+    if (rows <= f.dims[0]) continue;
+    grow = true;
+    shapes[f.name][0] = SequenceCapacity(rows);
+    Log().info("executor: feed '{}' has {} rows, more than the {} prepared; preparing again for {}",
+               f.name, rows, f.dims[0], shapes[f.name][0]);
+  }
+  if (!grow) return OkStatus();
+  FLEET_ASSIGN_OR_RETURN(std::unique_ptr<PreparedProgram> fresh,
+                         Prepare(*p.program_, shapes, p.fetch_names_, p.feed_sequences_));
+  // The new preparation continues the old one's runs (random streams, profile).
+  fresh->runs_ = p.runs_;
+  fresh->next_launch_index_ = p.next_launch_index_;
+  if (fresh->op_seconds_.size() == p.op_seconds_.size()) fresh->op_seconds_ = p.op_seconds_;
+  if (stream_ != nullptr) FLEET_RETURN_IF_ERROR(device_.StreamSynchronize(stream_));
+  p.Swap(*fresh);
+  return OkStatus();  // `fresh` now holds the old preparation and frees it
+}
+
 Status Executor::Run(PreparedProgram& p, const FeedMap& feeds, std::vector<HostTensor>& fetched) {
   const int32_t ordinal = options_.device_ordinal;
+  if (!p.lod_sources_.empty()) FLEET_RETURN_IF_ERROR(FitSequences(p, feeds));
   for (const PreparedProgram::Binding& f : p.feeds_) {
     auto it = feeds.find(f.name);
     if (it == feeds.end()) return InvalidArgument("feed '" + f.name + "' is missing");
@@ -496,6 +739,26 @@ Status Executor::Run(PreparedProgram& p, const FeedMap& feeds, std::vector<HostT
     if (t.dtype != f.dtype) {
       return InvalidArgument("feed '" + f.name + "' is " + ir::TypeShapeText(t.dtype, t.dims) +
                              " but the var is " + ir::TypeShapeText(f.dtype, f.dims));
+    }
+    if (f.lod >= 0) {
+      PreparedProgram::LodSource& l = p.lod_sources_[static_cast<size_t>(f.lod)];
+      FLEET_RETURN_IF_ERROR(CheckOffsets(f.name, t, l.sequences));
+      if (t.dims.size() != f.dims.size() ||
+          !std::equal(t.dims.begin() + 1, t.dims.end(), f.dims.begin() + 1)) {
+        return InvalidArgument("feed '" + f.name + "' has rows of shape " +
+                               ir::ShapeText(t.dims) + " but the program was prepared for " +
+                               ir::ShapeText(f.dims) + " (rows vary, the rest may not)");
+      }
+      if (t.bytes.size() != f.bytes / static_cast<size_t>(std::max<int64_t>(f.dims[0], 1)) *
+                                static_cast<size_t>(t.dims[0])) {
+        return InvalidArgument("feed '" + f.name + "' holds " + std::to_string(t.bytes.size()) +
+                               " bytes, not those of " + ir::TypeShapeText(t.dtype, t.dims));
+      }
+      continue;
+    }
+    if (!t.lod.empty()) {
+      return InvalidArgument("feed '" + f.name + "' brings sequence offsets but the var is "
+                             "dense (declare it with lod_level=1)");
     }
     if (t.dims != f.dims) {
       return InvalidArgument("feed '" + f.name + "' has shape " + ir::ShapeText(t.dims) +
@@ -513,13 +776,28 @@ Status Executor::Run(PreparedProgram& p, const FeedMap& feeds, std::vector<HostT
     p.feeds_pending_ = false;
   }
   for (const PreparedProgram::Binding& f : p.feeds_) {
-    if (f.bytes == 0) continue;
+    if (f.bytes == 0 && f.lod < 0) continue;
     const HostTensor& t = feeds.find(f.name)->second;
+    // A sequence feed fills its first rows; the rest of its capacity is zero padding.
+    const size_t bytes = f.lod >= 0 ? t.bytes.size() : f.bytes;
+    if (host_memory_ && bytes > 0) {
+      std::memcpy(f.data, t.bytes.data(), bytes);
+    } else if (!host_memory_ && bytes > 0) {
+      std::memcpy(f.staging, t.bytes.data(), bytes);
+      FLEET_RETURN_IF_ERROR(device_.CopyToDevice(ordinal, f.data, f.staging, bytes, stream_));
+    }
+    if (f.lod < 0) continue;
+    PreparedProgram::LodSource& l = p.lod_sources_[static_cast<size_t>(f.lod)];
+    const size_t row_bytes = f.bytes / static_cast<size_t>(std::max<int64_t>(f.dims[0], 1));
+    FLEET_RETURN_IF_ERROR(
+        ZeroRows(static_cast<uint8_t*>(f.data), row_bytes, t.dims[0], f.dims[0]));
+    l.offsets.assign(t.lod.begin(), t.lod.end());
+    const size_t lod_bytes = l.offsets.size() * sizeof(int64_t);
     if (host_memory_) {
-      std::memcpy(f.data, t.bytes.data(), f.bytes);
+      std::memcpy(l.data, l.offsets.data(), lod_bytes);
     } else {
-      std::memcpy(f.staging, t.bytes.data(), f.bytes);
-      FLEET_RETURN_IF_ERROR(device_.CopyToDevice(ordinal, f.data, f.staging, f.bytes, stream_));
+      std::memcpy(l.staging, l.offsets.data(), lod_bytes);
+      FLEET_RETURN_IF_ERROR(device_.CopyToDevice(ordinal, l.data, l.staging, lod_bytes, stream_));
     }
   }
   if (stream_ != nullptr && !p.feeds_.empty()) {
@@ -538,6 +816,10 @@ Status Executor::Run(PreparedProgram& p, const FeedMap& feeds, std::vector<HostT
     if (options_.profile) start = std::chrono::steady_clock::now();
     Status s = p.calls_[i]->Launch(p.next_launch_index_);
     if (!s.ok()) return Status(s.code(), "op #" + std::to_string(i) + ": " + s.message());
+    for (const PreparedProgram::Padding& pad : p.paddings_[i]) {
+      const PreparedProgram::LodSource& l = p.lod_sources_[static_cast<size_t>(pad.lod)];
+      FLEET_RETURN_IF_ERROR(ZeroRows(pad.data, pad.row_bytes, l.offsets.back(), l.capacity));
+    }
     if (options_.profile) {
       p.op_seconds_[i] +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -557,6 +839,19 @@ Status Executor::Run(PreparedProgram& p, const FeedMap& feeds, std::vector<HostT
   }
   for (size_t i = 0; i < p.fetches_.size(); ++i) {
     const PreparedProgram::Binding& f = p.fetches_[i];
+    if (f.lod >= 0) {
+      // A sequence tensor comes back with this run's rows and offsets, without the padding.
+      const PreparedProgram::LodSource& l = p.lod_sources_[static_cast<size_t>(f.lod)];
+      std::vector<int64_t> dims = f.dims;
+      dims[0] = l.offsets.back();
+      fetched[i].Reshape(f.dtype, dims);
+      fetched[i].lod.assign(l.offsets.begin(), l.offsets.end());
+      if (!fetched[i].bytes.empty()) {
+        std::memcpy(fetched[i].bytes.data(), host_memory_ ? f.data : f.staging,
+                    fetched[i].bytes.size());
+      }
+      continue;
+    }
     fetched[i].Reshape(f.dtype, f.dims);
     if (f.bytes == 0) continue;
     std::memcpy(fetched[i].bytes.data(), host_memory_ ? f.data : f.staging, f.bytes);
@@ -574,17 +869,32 @@ Status Executor::Run(const ir::Program& program, const FeedMap& feeds,
     bool match = true;
     for (const PreparedProgram::Binding& f : entry->feeds_) {
       auto it = feeds.find(f.name);
-      if (it == feeds.end() || it->second.dims != f.dims) {
+      if (it == feeds.end()) {
         match = false;
-        break;
+      } else if (f.lod >= 0) {  // rows may vary (Run grows the capacity), sequences may not
+        const HostTensor& t = it->second;
+        match = static_cast<int64_t>(t.lod.size()) ==
+                    entry->lod_sources_[static_cast<size_t>(f.lod)].sequences + 1 &&
+                t.dims.size() == f.dims.size() &&
+                std::equal(t.dims.begin() + 1, t.dims.end(), f.dims.begin() + 1);
+      } else {
+        match = it->second.dims == f.dims;
       }
+      if (!match) break;
     }
     if (match) return Run(*entry, feeds, fetched);
   }
   FeedShapes shapes;
-  for (const auto& [name, t] : feeds) shapes[name] = t.dims;
+  FeedSequences sequences;
+  for (const auto& [name, t] : feeds) {
+    shapes[name] = t.dims;
+    if (!t.lod.empty() && !t.dims.empty()) {
+      shapes[name][0] = SequenceCapacity(t.dims[0]);
+      sequences[name] = static_cast<int64_t>(t.lod.size()) - 1;
+    }
+  }
   FLEET_ASSIGN_OR_RETURN(std::unique_ptr<PreparedProgram> prepared,
-                         Prepare(program, shapes, fetch));
+                         Prepare(program, shapes, fetch, sequences));
   cache_.push_back(std::move(prepared));
   return Run(*cache_.back(), feeds, fetched);
 }

@@ -27,6 +27,15 @@
 // touches device memory from the host (the scope's Read and Write, dropping a preparation or
 // the executor) first waits for the stream, so it never races the kernels.
 //
+// Sequence feeds (LoD level 1, HostTensor::lod) vary in rows from batch to batch while a
+// preparation is made for fixed shapes. So a sequence tensor is prepared with a capacity of rows
+// (SequenceCapacity) and carries its offsets; the rows past the last sequence are padding, kept
+// zero: Run zeroes them in the feed and in every sequence output after its op (FleetTensor.lod
+// has the contract kernels see). A batch with more rows than the capacity makes Run prepare the
+// program again, in place, with room for 25% more; that happens a few times at the start of a
+// job, not per step. Ops take sequences only where their schema says how
+// (OpSchema::lod_share, sequence_kernel); anything else is refused at prepare, naming the op.
+//
 // Random ops get KernelCallArgs.seed derived from ExecutorOptions::seed, the op's index and its
 // output names, so a run is reproducible and two initialisers never share a stream.
 #pragma once
@@ -61,6 +70,10 @@ struct ExecutorOptions {
 };
 
 class Executor;
+
+// The rows a sequence tensor of `rows` rows is prepared for: at least 16, at most 25% more than
+// `rows`, from a small set of values so that growing batches settle on a few preparations.
+int64_t SequenceCapacity(int64_t rows);
 
 // A preparation uses its executor's device, stream and scope: drop it before the executor.
 class PreparedProgram {
@@ -102,15 +115,38 @@ class PreparedProgram {
     void* data = nullptr;
     size_t bytes = 0;
     void* staging = nullptr;  // page-locked copy on the host (devices without host memory)
+    int lod = -1;             // index in lod_sources_ for a sequence tensor
   };
+  // The offsets of one sequence feed, shared by every var that follows its sequences.
+  struct LodSource {
+    std::string feed;
+    int64_t sequences = 0;
+    int64_t capacity = 0;          // rows the preparation holds
+    int64_t* data = nullptr;       // sequences + 1 offsets in the arena
+    void* staging = nullptr;       // page-locked copy (devices without host memory)
+    std::vector<int64_t> offsets;  // this run's offsets, on the host
+  };
+  // Rows [rows, capacity) of a sequence output, zeroed after its op.
+  struct Padding {
+    uint8_t* data = nullptr;
+    size_t row_bytes = 0;
+    int lod = -1;
+  };
+
+  // Exchanges everything with `other` (a new preparation of the same program replacing this).
+  void Swap(PreparedProgram& other);
 
   const Device* device_ = nullptr;
   int32_t ordinal_ = 0;
   FleetStream* stream_ = nullptr;      // the executor's stream; NULL on host-memory devices
   FleetEvent* feeds_copied_ = nullptr;  // recorded after the feeds' copies of the last run
   bool feeds_pending_ = false;          // feeds_copied_ was recorded and not waited for yet
-  const ir::Program* program_ = nullptr;  // identity only, for Executor's cache
+  // For Executor's cache, and for preparing again when sequence feeds outgrow their capacity.
+  const ir::Program* program_ = nullptr;
   FeedShapes feed_shapes_;
+  FeedSequences feed_sequences_;
+  std::vector<LodSource> lod_sources_;
+  std::vector<std::vector<Padding>> paddings_;  // per op
   std::vector<std::string> fetch_names_;
   std::map<std::string, ops::TensorInfo, std::less<>> infos_;
   std::map<std::string, void*, std::less<>> data_;
@@ -145,13 +181,19 @@ class Executor {
   // Errors name the op (index and type) and what went wrong: an unknown op, a shape error, a var
   // nobody provides, no kernel for (op, device, dtype). Persistables the program writes are
   // created in the scope here; those it reads must be there already (run startup first).
+  // A sequence feed needs its number of sequences in `sequences`, and its dims[0] is the
+  // capacity of rows to prepare (grown by Run when a batch needs more); `program` must then stay
+  // alive and unchanged while the preparation is used.
   StatusOr<std::unique_ptr<PreparedProgram>> Prepare(const ir::Program& program,
                                                      const FeedShapes& feed_shapes,
-                                                     const std::vector<std::string>& fetch);
+                                                     const std::vector<std::string>& fetch,
+                                                     const FeedSequences& sequences = {});
 
   // One run. `feeds` must hold every prepared feed with its dtype and prepared shape (errors
-  // name the var and both shapes). `fetched` is resized to the fetch list; its tensors' storage
-  // is reused from call to call.
+  // name the var and both shapes); a sequence feed, its prepared number of sequences, valid
+  // offsets (HostTensor::lod) and any number of rows. `fetched` is resized to the fetch list;
+  // its tensors' storage is reused from call to call, and a fetched sequence tensor comes back
+  // with its rows and offsets.
   Status Run(PreparedProgram& prepared, const FeedMap& feeds, std::vector<HostTensor>& fetched);
 
   // Prepares on first use for each (program, feed shapes, fetch list) and runs; a feed shape
@@ -169,6 +211,11 @@ class Executor {
   FleetStream* stream() const { return stream_; }
 
  private:
+  // Prepares `p` again, in place, when a sequence feed has more rows than its capacity.
+  Status FitSequences(PreparedProgram& p, const FeedMap& feeds);
+  // Zeroes rows [from, to) of `data`, on the stream for devices.
+  Status ZeroRows(uint8_t* data, size_t row_bytes, int64_t from, int64_t to);
+
   Executor(const PluginRegistry& registry, const ComponentRecord* device, ExecutorOptions options)
       : registry_(registry), device_(device), options_(options),
         scope_(device_, options.device_ordinal) {}

@@ -84,6 +84,7 @@ StatusOr<TrainingSetup> PrepareTraining(const Config& config,
   FLEET_ASSIGN_OR_RETURN(std::vector<data::FeedSpec> feeds,
                          data::FeedSpecs(programs.main, programs.feeds));
   exec::FeedShapes shapes;
+  exec::FeedSequences sequences;  // a sequence feed: one sequence per sample
   for (const data::FeedSpec& f : feeds) {
     if (f.dims[0] >= 0 && f.dims[0] != train.batch_size) {
       return InvalidArgument("feed '" + f.name + "' is declared with batch dimension " +
@@ -92,6 +93,10 @@ StatusOr<TrainingSetup> PrepareTraining(const Config& config,
     }
     std::vector<int64_t> dims = f.dims;
     dims[0] = train.batch_size;
+    if (f.lod_level != 0) {  // rows: a first guess of one per sequence, grown by Run
+      dims[0] = exec::SequenceCapacity(train.batch_size);
+      sequences[f.name] = train.batch_size;
+    }
     shapes[f.name] = dims;
   }
   TrainingSetup setup;
@@ -138,13 +143,14 @@ StatusOr<TrainingSetup> PrepareTraining(const Config& config,
   if (!train.init_from.empty() && !pserver_trainer) {
     FLEET_RETURN_IF_ERROR(InitFrom(train.init_from, *setup.executor, programs));
   }
-  auto prepared = setup.executor->Prepare(programs.main, shapes, {programs.loss});
+  auto prepared = setup.executor->Prepare(programs.main, shapes, {programs.loss}, sequences);
   if (!prepared.ok()) {
     return NameBatchSize(prepared.status().WithContext("main program"), config, 1, "");
   }
   setup.main = std::move(*prepared);
   if (dist.main_local != nullptr) {
-    auto local = setup.executor->Prepare(*dist.main_local, shapes, {programs.loss});
+    auto local =
+        setup.executor->Prepare(*dist.main_local, shapes, {programs.loss}, sequences);
     if (!local.ok()) {
       return NameBatchSize(local.status().WithContext("main.local program"), config, 1, "");
     }

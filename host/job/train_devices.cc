@@ -76,12 +76,14 @@ StatusOr<TrainSummary> TrainOnDevices(const Config& config,
   // and every device gets batch_size of them.
   const int64_t rows = train.batch_size * num_devices;
   exec::FeedShapes shapes;
+  exec::FeedSequences sequences;  // a sequence feed: one sequence per sample
   for (const data::FeedSpec& f : feeds) {
     std::vector<int64_t> dims = f.dims;
     dims[0] = rows;
     shapes[f.name] = dims;
+    if (f.lod_level != 0) sequences[f.name] = rows;
   }
-  if (Status s = runner->Prepare(shapes, {programs.loss}); !s.ok()) {
+  if (Status s = runner->Prepare(shapes, {programs.loss}, "main", sequences); !s.ok()) {
     return NameBatchSize(s.WithContext("main program"), config, num_devices, "devices");
   }
 

@@ -1,5 +1,5 @@
-// dropout, lookup_table_v2 (embedding), accuracy and top_k_v2, with gradient ops where Paddle
-// has them.
+// dropout, lookup_table_v2 and lookup_table (embedding), accuracy and top_k_v2, with gradient
+// ops where Paddle has them.
 #include "ops/nn_util.h"
 
 namespace fleet::ops {
@@ -76,20 +76,30 @@ std::vector<AttrSpec> LookupAttrs() {
           {"remote_prefetch", false}};
 }
 
-void RegisterLookupTableV2(OpRegistry& registry) {
+// lookup_table_v2 (fluid.embedding): Out = Ids.dims + [dim]. lookup_table (v1,
+// fluid.layers.embedding): Ids' last dim is 1 and Out replaces it with dim, so ids [N, 1] give
+// rows [N, dim], one per id: what sequence models write before sequence_pool. The two read and
+// write the same bytes, so devices register one kernel for both.
+void RegisterLookupTable(OpRegistry& registry, const std::string& type) {
+  const bool v1 = type == "lookup_table";
   OpSchema s;
-  s.type = "lookup_table_v2";
-  s.summary = "Out[..., :] = W[Ids[...], :]; rows of padding_idx are zero";
+  s.type = type;
+  s.summary = v1 ? "Out[i, :] = W[Ids[i, 0], :] (Ids [..., 1]); rows of padding_idx are zero"
+                 : "Out[..., :] = W[Ids[...], :]; rows of padding_idx are zero";
   s.inputs = {{"W"}, {"Ids", false, false, true}};
   s.outputs = {{"Out"}};
   s.attrs = LookupAttrs();
   s.kernel_dtype_slot = "W";
-  s.infer_shape = [](ShapeContext& c) {
+  s.lod_share = {{"Out", "Ids"}};  // one row of Out per id, in the ids' sequences
+  s.infer_shape = [v1](ShapeContext& c) {
     const TensorInfo& w = c.Input("W");
     const TensorInfo& ids = c.Input("Ids");
     if (w.dims.size() != 2) return c.Error("W must be 2-D [vocab, dim], got " + ir::ShapeText(w.dims));
     if (ids.dtype != ir::DataType::kInt64 && ids.dtype != ir::DataType::kInt32) {
       return c.Error("Ids must be int64, got " + std::string(ir::DataTypeName(ids.dtype)));
+    }
+    if (v1 && (ids.dims.empty() || ids.dims.back() != 1)) {
+      return c.Error("Ids must end in a dim of 1 ([N, 1]), got " + ir::ShapeText(ids.dims));
     }
     int64_t pad = c.IntAttr("padding_idx");
     if (pad < -1 || (w.dims[0] >= 0 && pad >= w.dims[0])) {
@@ -97,21 +107,25 @@ void RegisterLookupTableV2(OpRegistry& registry) {
                      std::to_string(w.dims[0]) + " rows (-1 = none)");
     }
     TensorInfo out{w.dtype, ids.dims};
+    if (v1) out.dims.pop_back();
     out.dims.push_back(w.dims[1]);
     c.Output("Out") = out;
     return OkStatus();
   };
-  s.grad = [](const ir::Op& fwd) {
-    return std::vector<ir::Op>{GradOp(fwd, "lookup_table_v2_grad", {"W", "Ids"}, {"Out"}, {"W"})};
+  const std::string grad_type = type + "_grad";
+  s.grad = [grad_type](const ir::Op& fwd) {
+    return std::vector<ir::Op>{GradOp(fwd, grad_type, {"W", "Ids"}, {"Out"}, {"W"})};
   };
   RegisterBuiltin(registry, std::move(s));
 
   OpSchema g;
-  g.type = "lookup_table_v2_grad";
+  g.type = grad_type;
   g.inputs = {{"W"}, {"Ids", false, false, true}, {"Out@GRAD"}};
   g.outputs = {{"W@GRAD", true}};
   g.attrs = LookupAttrs();
   g.kernel_dtype_slot = "W";
+  // Padding rows hold id 0 and a zero gradient, so they add nothing to W@GRAD.
+  g.lod_share = {{"", "Ids"}, {"", "Out@GRAD"}};
   g.infer_shape = [](ShapeContext& c) {
     if (c.HasOutput("W@GRAD")) c.Output("W@GRAD") = c.Input("W");
     return OkStatus();
@@ -208,7 +222,8 @@ void RegisterTopK(OpRegistry& registry) {
 
 void RegisterNnMiscOps(OpRegistry& registry) {
   RegisterDropout(registry);
-  RegisterLookupTableV2(registry);
+  RegisterLookupTable(registry, "lookup_table_v2");
+  RegisterLookupTable(registry, "lookup_table");
   RegisterAccuracy(registry);
   RegisterTopK(registry);
 }

@@ -114,6 +114,7 @@ void RegisterNnOps(OpRegistry& registry) {
   RegisterNnDeconvOps(registry);
   RegisterNnSampledOps(registry);
   RegisterNnRnnOps(registry);
+  RegisterSequenceOps(registry);
 }
 
 }  // namespace fleet::ops

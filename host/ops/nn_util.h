@@ -24,6 +24,7 @@ void RegisterNnInterpOps(OpRegistry& registry); // nn_interp_ops.cc: bilinear/ne
 void RegisterNnDeconvOps(OpRegistry& registry); // nn_deconv_ops.cc: conv2d_transpose
 void RegisterNnSampledOps(OpRegistry& registry);  // nn_sampled_ops.cc: hierarchical_sigmoid, nce
 void RegisterNnRnnOps(OpRegistry& registry);      // nn_rnn_ops.cc: rnn (LSTM, GRU, simple RNN)
+void RegisterSequenceOps(OpRegistry& registry);   // sequence_ops.cc: sequence_pool
 
 
 // Geometry of a 2-D sliding window over spatial dims (H, W), Paddle's rules applied:

@@ -15,6 +15,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ir/program.h"
@@ -38,9 +39,16 @@ struct AttrSpec {
 // var; `outputs` has an entry per output slot the op uses, pre-sized to its var count, for the
 // shape function to fill in. Dims of -1 are unknown (the batch dimension before run time):
 // shape functions propagate them and skip them in consistency checks.
+//
+// A sequence tensor (lod_level 1, Paddle's LoD) has rows of several sequences in dims[0]; before
+// run time that dim is -1, and in the executor it is a capacity (padding rows past the last
+// sequence are zero, see FleetTensor.lod). `sequences` is how many sequences it holds (-1 before
+// run time).
 struct TensorInfo {
   ir::DataType dtype = ir::DataType::kInvalid;
   std::vector<int64_t> dims;
+  int32_t lod_level = 0;
+  int64_t sequences = -1;
   bool operator==(const TensorInfo&) const = default;
 };
 
@@ -116,6 +124,19 @@ struct OpSchema {
   std::string summary;
   // Run by the host over the job's communicator (a collective op), never by a device kernel.
   bool collective = false;
+  // Sequence tensors (TensorInfo::lod_level 1). An op takes them in one of two ways, or refuses
+  // them (the executor says which input and op):
+  //  - `lod_share`: (output slot, input slot) pairs. The op treats rows alone, so its kernels
+  //    see plain dense tensors; each listed output has one row per row of the input and takes
+  //    its sequences. Unlisted outputs are dense. An empty output slot takes the input as rows
+  //    with no output following it, right where zero padding rows add nothing (a gradient
+  //    summed over rows). (lookup_table_v2: Out follows Ids; its grad takes Ids and Out@GRAD.)
+  //  - `sequence_kernel`: the op reads the offsets (sequence_pool, ...). Only kernels that
+  //    declare FLEET_KERNEL_FLAG_SEQUENCES are chosen; the shape function sets lod_level and
+  //    sequences of its outputs, and a sequence output shares the offsets of the op's first
+  //    sequence input.
+  std::vector<std::pair<std::string, std::string>> lod_share;
+  bool sequence_kernel = false;
   // Run by the host over the job's transport (a parameter-server RPC op: send, recv, barriers,
   // listen_and_serv), never by a device kernel. A transport addresses variables by name, which
   // the kernel ABI does not carry, so the executor hands these kernels, besides the schema's

@@ -1,5 +1,6 @@
 #include "ops/shape_inference.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace fleet::ops {
@@ -42,12 +43,42 @@ StatusOr<SlotInfos> InferOpShapes(const OpRegistry& registry, const ir::Program&
         return NotFound(op.type + ": input " + slot + " reads '" + name +
                         "', which is not declared");
       }
-      infos.push_back({v->dtype, v->shape});
+      infos.push_back({v->dtype, v->shape, v->lod_level, -1});
     }
   }
   for (const auto& [slot, names] : op.outputs) ctx.outputs[slot].resize(names.size());
   FLEET_RETURN_IF_ERROR(schema->infer_shape(ctx));
+  FLEET_RETURN_IF_ERROR(ApplyLodRules(*schema, ctx));
   return std::move(ctx.outputs);
+}
+
+Status ApplyLodRules(const OpSchema& schema, ShapeContext& ctx) {
+  if (schema.sequence_kernel) return OkStatus();
+  for (const auto& [slot, infos] : ctx.inputs) {
+    for (size_t i = 0; i < infos.size(); ++i) {
+      if (infos[i].lod_level == 0) continue;
+      const bool shared = std::any_of(schema.lod_share.begin(), schema.lod_share.end(),
+                                      [&](const auto& pair) { return pair.second == slot; });
+      if (shared) continue;
+      const std::vector<std::string>& names = ctx.op().Input(slot);
+      return ctx.Error("input " + slot + " '" + (i < names.size() ? names[i] : "") +
+                       "' is a sequence tensor (lod_level 1), which " + ctx.op().type +
+                       " does not take; turn the sequences into one row each first "
+                       "(sequence_pool) or pad them (sequence_pad)");
+    }
+  }
+  for (const auto& [out_slot, in_slot] : schema.lod_share) {
+    auto in = ctx.inputs.find(in_slot);
+    auto out = ctx.outputs.find(out_slot);
+    if (in == ctx.inputs.end() || in->second.empty() || out == ctx.outputs.end()) continue;
+    for (size_t k = 0; k < out->second.size(); ++k) {
+      // Output k follows input k where the slots pair up, else the slot's first input.
+      const TensorInfo& from = in->second[k < in->second.size() ? k : 0];
+      out->second[k].lod_level = from.lod_level;
+      out->second[k].sequences = from.sequences;
+    }
+  }
+  return OkStatus();
 }
 
 Status InferAndDeclareOutputs(const OpRegistry& registry, ir::Program& program, int32_t block,
@@ -64,6 +95,7 @@ Status InferAndDeclareOutputs(const OpRegistry& registry, ir::Program& program, 
         nv.name = names[i];
         nv.dtype = info.dtype;
         nv.shape = info.dims;
+        nv.lod_level = info.lod_level;
         FLEET_RETURN_IF_ERROR(program.block(block).AddVar(std::move(nv)).status());
       } else if (v->persistable) {
         if (v->dtype != info.dtype || !ir::ShapesCompatible(v->shape, info.dims)) {
@@ -75,6 +107,7 @@ Status InferAndDeclareOutputs(const OpRegistry& registry, ir::Program& program, 
       } else {
         v->dtype = info.dtype;
         v->shape = info.dims;
+        v->lod_level = info.lod_level;
       }
     }
   }

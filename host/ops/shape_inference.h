@@ -20,6 +20,11 @@ using SlotInfos = std::map<std::string, std::vector<TensorInfo>>;
 StatusOr<SlotInfos> InferOpShapes(const OpRegistry& registry, const ir::Program& program,
                                   int32_t block, const ir::Op& op);
 
+// Sequence tensors after the shape function ran (OpSchema::lod_share, sequence_kernel): refuses a
+// sequence input the op does not take, naming the slot, the var and what to do; gives each
+// lod_share output the lod_level and sequences of its input. Every shape inference runs it.
+Status ApplyLodRules(const OpSchema& schema, ShapeContext& ctx);
+
 // InferOpShapes, then declares each output var that does not exist yet in `block` (not
 // persistable) and sets dtype and shape of existing non-persistable ones. A persistable output
 // keeps its declaration, and a disagreement with it is an error (a parameter's shape is fixed).

@@ -42,12 +42,21 @@ std::vector<std::string> ListKernels(const PluginRegistry& registry) {
   return out;
 }
 
+bool TakesSequences(const FleetKernelDef& def) {
+  return def.struct_size >= FLEET_STRUCT_SIZE(FleetKernelDef, flags) &&
+         (def.flags & FLEET_KERNEL_FLAG_SEQUENCES) != 0;
+}
+
 StatusOr<std::unique_ptr<KernelCall>> ChooseKernel(const PluginRegistry& registry,
                                                    std::string_view device, ir::DataType dtype,
-                                                   const KernelCallArgs& args) {
-  const std::string what = "op '" + args.op_type + "' on device '" + std::string(device) +
-                           "' with dtype " + std::string(ir::DataTypeName(dtype));
+                                                   const KernelCallArgs& args, bool sequences) {
+  std::string what = "op '" + args.op_type + "' on device '" + std::string(device) +
+                     "' with dtype " + std::string(ir::DataTypeName(dtype));
   std::vector<KernelCandidate> candidates = FindKernels(registry, args.op_type, device, dtype);
+  if (sequences) {
+    std::erase_if(candidates, [](const KernelCandidate& c) { return !TakesSequences(*c.def); });
+    what += " that reads sequence offsets (FLEET_KERNEL_FLAG_SEQUENCES)";
+  }
   if (candidates.empty()) return NotFound("no kernel for " + what);
   std::string refusals;
   for (const KernelCandidate& c : candidates) {
@@ -103,6 +112,7 @@ std::unique_ptr<KernelCall> KernelCall::Create(const KernelCandidate& kernel,
   call->kernel_ = kernel;
   call->args_ = std::move(args);
   KernelCallArgs& a = call->args_;
+  const bool sequences = TakesSequences(*kernel.def);
 
   auto build = [&](std::vector<SlotShapes>& slots, std::vector<std::vector<FleetTensor>>& tensors,
                    std::vector<std::vector<const FleetTensor*>>& ptrs,
@@ -117,12 +127,14 @@ std::unique_ptr<KernelCall> KernelCall::Create(const KernelCandidate& kernel,
         const TensorShape& shape = slots[s].tensors[i];
         FleetTensor& t = tensors[s][i];
         t = FleetTensor{};
-        t.struct_size = FLEET_STRUCT_SIZE(FleetTensor, device_ordinal);
+        t.struct_size = FLEET_STRUCT_SIZE(FleetTensor, lod_count);
         t.dtype = static_cast<int32_t>(shape.dtype);
         t.ndim = static_cast<int32_t>(shape.dims.size());
         t.dims = shape.dims.data();
         t.device_type = a.device_type;
         t.device_ordinal = a.device_ordinal;
+        // A kernel that does not read offsets sees the dense rows (padding included).
+        t.lod_count = sequences ? shape.lod_count : 0;
         ptrs[s].push_back(&t);
       }
       FleetTensorSlot& fs = slot_structs[s];
@@ -198,6 +210,13 @@ StatusOr<size_t> KernelCall::Prepare() {
 void KernelCall::SetData(bool output, size_t slot, size_t i, void* data) {
   (output ? out_tensors_ : in_tensors_)[slot][i].data = data;
 }
+
+void KernelCall::SetLod(bool output, size_t slot, size_t i, const int64_t* lod) {
+  FleetTensor& t = (output ? out_tensors_ : in_tensors_)[slot][i];
+  if (t.lod_count > 0) t.lod = lod;
+}
+
+bool KernelCall::takes_sequences() const { return TakesSequences(*kernel_.def); }
 
 Status KernelCall::Launch(uint64_t launch_index) {
   context_.launch_index = launch_index;

@@ -36,6 +36,9 @@ std::vector<std::string> ListKernels(const PluginRegistry& registry);
 struct TensorShape {
   ir::DataType dtype = ir::DataType::kInvalid;
   std::vector<int64_t> dims;
+  // A sequence tensor's offset count (sequences + 1); 0 for a dense tensor. Handed to kernels
+  // that declare FLEET_KERNEL_FLAG_SEQUENCES only.
+  int64_t lod_count = 0;
 };
 
 // A slot's tensors by position. An absent optional input is an empty `tensors`.
@@ -71,6 +74,11 @@ class KernelCall {
   // Points tensor `i` of input (or output) slot `slot` at `data`. Indices are those of the
   // KernelCallArgs this call was created from.
   void SetData(bool output, size_t slot, size_t i, void* data);
+  // Points the same tensor's offsets at `lod` (device memory), for a kernel that declares
+  // FLEET_KERNEL_FLAG_SEQUENCES; a no-op for any other kernel.
+  void SetLod(bool output, size_t slot, size_t i, const int64_t* lod);
+  // Whether the kernel declares FLEET_KERNEL_FLAG_SEQUENCES.
+  bool takes_sequences() const;
   void SetScratch(void* scratch) { context_.scratch = scratch; }
   void SetStream(FleetStream* stream) { context_.stream = stream; }
   // The kernel's `launch`, with FleetKernelContext.launch_index set to `launch_index`. Errors
@@ -113,11 +121,16 @@ class HostKernels {
 };
 
 // The kernel for `args.op_type` on `device` with `dtype`: candidates are tried by priority and
-// the first whose `supports` accepts `args` is returned, not yet prepared. NOT_FOUND names op,
-// device and dtype when no kernel exists, and lists each refusal when all of them refuse.
+// the first whose `supports` accepts `args` is returned, not yet prepared. With `sequences`, only
+// kernels that declare FLEET_KERNEL_FLAG_SEQUENCES are candidates. NOT_FOUND names op, device
+// and dtype when no kernel exists, and lists each refusal when all of them refuse.
 StatusOr<std::unique_ptr<KernelCall>> ChooseKernel(const PluginRegistry& registry,
                                                    std::string_view device, ir::DataType dtype,
-                                                   const KernelCallArgs& args);
+                                                   const KernelCallArgs& args,
+                                                   bool sequences = false);
+
+// Whether `def` declares FLEET_KERNEL_FLAG_SEQUENCES (an ABI 1.4 definition never does).
+bool TakesSequences(const FleetKernelDef& def);
 
 // Fills `out` from `attr` (name must outlive `out`); arrays go to the given storage vectors,
 // which must outlive `out` too. Shared with other places that hand attributes to plugins.

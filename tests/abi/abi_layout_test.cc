@@ -589,13 +589,25 @@ static_assert(FLEET_TRANSPORT_MAX_REASON == 4096);
 // =================================================================================================
 // end of ABI 1.4
 // =================================================================================================
+
+// ABI 1.5: sequence offsets in the tensor descriptor; kernel flags (FLEET_KERNEL_FLAG_SEQUENCES).
+FLEET_FROZEN_MEMBER(FleetTensor, lod, 48, const int64_t*);
+FLEET_FROZEN_MEMBER(FleetTensor, lod_count, 56, int64_t);
+FLEET_FROZEN_SIZE(FleetTensor, lod_count, 64);
+FLEET_FROZEN_MEMBER(FleetKernelDef, flags, 64, uint32_t);
+FLEET_FROZEN_SIZE(FleetKernelDef, flags, 68);
+static_assert(FLEET_KERNEL_FLAG_SEQUENCES == 0x1u);
+
+// =================================================================================================
+// end of ABI 1.5
+// =================================================================================================
 #endif  // LP64
 
 // ---- not frozen: checks that move with the current version --------------------------------------
 
 // Bumping the minor needs a new frozen block above (and a CHANGELOG line); this assert is the
 // reminder. Update it together with the new block.
-static_assert(FLEET_ABI_MINOR == 4, "new ABI minor: add its frozen block to abi_layout_test.cc");
+static_assert(FLEET_ABI_MINOR == 5, "new ABI minor: add its frozen block to abi_layout_test.cc");
 
 // The host's Status codes are the ABI's codes, so a plugin's status converts without a table.
 static_assert(static_cast<int>(fleet::Code::kOk) == FLEET_CODE_OK);

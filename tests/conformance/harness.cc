@@ -152,10 +152,10 @@ bool IsRandomOp(const ir::Op& op) {
   return false;
 }
 
-Status OpRunner::Run(const ir::Op& op, VarMap& vars, uint64_t seed) {
+Status OpRunner::Run(const ir::Op& op, VarMap& vars, uint64_t seed, const LodMap& lods) {
   VarMap on_cpu;
   if (device_ != "cpu") on_cpu = vars;
-  Status run = RunOn(device_, op, vars, seed);
+  Status run = RunOn(device_, op, vars, seed, lods);
   // A call the host refused before choosing a kernel (a bad attribute, a shape error) never
   // reached the plugin, so it is not one of the plugin's rows.
   if (last_dtype_ != ir::DataType::kInvalid) {
@@ -173,7 +173,8 @@ Status OpRunner::Run(const ir::Op& op, VarMap& vars, uint64_t seed) {
   // the device declares the CPU's streams (fleet_kernels.h); otherwise its test checks the
   // distribution.
   if (IsRandomOp(op) && !bitwise_random_) return OkStatus();
-  FLEET_RETURN_IF_ERROR(RunOn("cpu", op, on_cpu, seed).WithContext("the same op on cpu"));
+  FLEET_RETURN_IF_ERROR(
+      RunOn("cpu", op, on_cpu, seed, lods).WithContext("the same op on cpu"));
   for (const auto& [slot, names] : op.outputs) {
     if (slot == "XShape") continue;  // never written by either kernel: only its shape counts
     // rnn's saved state belongs to the device that wrote it (rnn_plan.h): the CPU keeps gates
@@ -217,7 +218,7 @@ std::vector<double> ValuesOf(const HostTensor& t) {
 }  // namespace
 
 Status OpRunner::RunOn(const std::string& device_name, const ir::Op& op, VarMap& vars,
-                       uint64_t seed) {
+                       uint64_t seed, const LodMap& lods) {
   last_dtype_ = ir::DataType::kInvalid;
   const ops::OpSchema* schema = ops::BuiltinOps().Find(op.type);
   if (schema == nullptr) return NotFound("no schema for op '" + op.type + "'");
@@ -227,26 +228,40 @@ Status OpRunner::RunOn(const std::string& device_name, const ir::Op& op, VarMap&
   shapes.values_tracked = true;  // the harness holds every input's values
   std::vector<SlotShapes> in_slots, out_slots;
   std::vector<std::vector<const HostTensor*>> in_tensors;
+  std::vector<std::vector<const std::vector<int64_t>*>> in_lods;
+  const std::vector<int64_t>* first_lod = nullptr;  // what sequence outputs carry
   for (const auto& spec : schema->inputs) {
     const auto& names = op.Input(spec.name);
     if (names.empty()) continue;
     SlotShapes slot{spec.name, {}};
     std::vector<const HostTensor*> ts;
+    std::vector<const std::vector<int64_t>*> lod_ptrs;
     for (const auto& n : names) {
       auto it = vars.find(n);
       if (it == vars.end()) return NotFound(op.type + ": input var '" + n + "' has no value");
-      shapes.inputs[spec.name].push_back(InfoOf(it->second));
+      ops::TensorInfo info = InfoOf(it->second);
+      auto lod = lods.find(n);
+      if (lod != lods.end()) {
+        info.lod_level = 1;
+        info.sequences = static_cast<int64_t>(lod->second.size()) - 1;
+        if (first_lod == nullptr) first_lod = &lod->second;
+      }
+      shapes.inputs[spec.name].push_back(info);
       shapes.input_values[spec.name].push_back(ValuesOf(it->second));
-      slot.tensors.push_back({it->second.dtype, it->second.dims});
+      slot.tensors.push_back({it->second.dtype, it->second.dims,
+                              lod != lods.end() ? info.sequences + 1 : 0});
       ts.push_back(&it->second);
+      lod_ptrs.push_back(lod != lods.end() ? &lod->second : nullptr);
     }
     in_slots.push_back(std::move(slot));
     in_tensors.push_back(std::move(ts));
+    in_lods.push_back(std::move(lod_ptrs));
   }
   for (const auto& [slot, names] : op.outputs) {
     shapes.outputs[slot].resize(names.size());
   }
   FLEET_RETURN_IF_ERROR(schema->infer_shape(shapes));
+  FLEET_RETURN_IF_ERROR(ops::ApplyLodRules(*schema, shapes));
   for (const auto& spec : schema->outputs) {
     auto it = shapes.outputs.find(spec.name);
     if (it == shapes.outputs.end() || it->second.empty()) continue;
@@ -258,7 +273,9 @@ Status OpRunner::RunOn(const std::string& device_name, const ir::Op& op, VarMap&
                           DimsText(info.dims) + " after inference from known inputs");
         }
       }
-      slot.tensors.push_back({info.dtype, info.dims});
+      const int64_t lod_count =
+          info.lod_level != 0 && first_lod != nullptr ? static_cast<int64_t>(first_lod->size()) : 0;
+      slot.tensors.push_back({info.dtype, info.dims, lod_count});
     }
     out_slots.push_back(std::move(slot));
   }
@@ -292,7 +309,8 @@ Status OpRunner::RunOn(const std::string& device_name, const ir::Op& op, VarMap&
 
   // A device without a kernel for this op and dtype (or whose kernels all refuse these
   // attributes) does not provide it: a partial plugin, not a broken one.
-  StatusOr<std::unique_ptr<KernelCall>> chosen = ChooseKernel(*registry_, device_name, dtype, args);
+  StatusOr<std::unique_ptr<KernelCall>> chosen =
+      ChooseKernel(*registry_, device_name, dtype, args, schema->sequence_kernel);
   if (!chosen.ok()) {
     if (chosen.status().code() != Code::kNotFound) return chosen.status();
     return Unimplemented(std::string(kNotProvidedPrefix) + chosen.status().message());
@@ -311,6 +329,19 @@ Status OpRunner::RunOn(const std::string& device_name, const ir::Op& op, VarMap&
   };
 
   Status status;
+  // Offsets go to device memory, as the executor hands them.
+  auto device_lod = [&](const std::vector<int64_t>& lod) -> StatusOr<const int64_t*> {
+    const size_t bytes = lod.size() * sizeof(int64_t);
+    FLEET_ASSIGN_OR_RETURN(void* p, alloc(bytes));
+    if (bytes > 0) FLEET_RETURN_IF_ERROR(device.CopyToDevice(0, p, lod.data(), bytes));
+    return static_cast<const int64_t*>(p);
+  };
+  const int64_t* first_lod_data = nullptr;
+  if (first_lod != nullptr) {
+    auto p = device_lod(*first_lod);
+    if (p.ok()) first_lod_data = *p;
+    else status = p.status();
+  }
   for (size_t s = 0; s < in_slots.size() && status.ok(); ++s) {
     for (size_t i = 0; i < in_tensors[s].size() && status.ok(); ++i) {
       const HostTensor& t = *in_tensors[s][i];
@@ -318,6 +349,11 @@ Status OpRunner::RunOn(const std::string& device_name, const ir::Op& op, VarMap&
       if (!p.ok()) { status = p.status(); break; }
       if (!t.bytes.empty()) status = device.CopyToDevice(0, *p, t.bytes.data(), t.bytes.size());
       call->SetData(false, s, i, *p);
+      if (in_lods[s][i] != nullptr && status.ok()) {
+        auto lod = device_lod(*in_lods[s][i]);
+        if (!lod.ok()) { status = lod.status(); break; }
+        call->SetLod(false, s, i, *lod);
+      }
     }
   }
   std::vector<std::vector<void*>> out_ptrs(out_slots.size());
@@ -330,6 +366,7 @@ Status OpRunner::RunOn(const std::string& device_name, const ir::Op& op, VarMap&
       if (!p.ok()) { status = p.status(); break; }
       out_ptrs[s].push_back(*p);
       call->SetData(true, s, i, *p);
+      if (shape.lod_count > 0) call->SetLod(true, s, i, first_lod_data);
     }
   }
   if (status.ok() && scratch_bytes > 0) {

@@ -29,6 +29,9 @@ using HostTensor = data::NpyArray;
 using ir::MakeOp;
 // Tensors by var name: the op's inputs before a run, its inputs and outputs after.
 using VarMap = std::map<std::string, HostTensor>;
+// Sequence offsets (FleetTensor.lod) of the sequence inputs, by var name; an output that holds
+// sequences carries those of the op's first sequence input, as in the executor.
+using LodMap = std::map<std::string, std::vector<int64_t>>;
 
 // An op from its type, slots and attributes.
 template <typename T>
@@ -104,11 +107,12 @@ class OpRunner {
   // attribute) are compared only on a device with bitwise_random().
   // A device without a kernel for the op and dtype fails with UNIMPLEMENTED and a message
   // starting with kNotProvidedPrefix (report/report.h). Every call is reported (ReportRun).
-  Status Run(const ir::Op& op, VarMap& vars, uint64_t seed = 1234);
+  Status Run(const ir::Op& op, VarMap& vars, uint64_t seed = 1234, const LodMap& lods = {});
 
  private:
   OpRunner() = default;
-  Status RunOn(const std::string& device, const ir::Op& op, VarMap& vars, uint64_t seed);
+  Status RunOn(const std::string& device, const ir::Op& op, VarMap& vars, uint64_t seed,
+               const LodMap& lods);
   std::string device_;
   bool bitwise_random_ = false;
   ir::DataType last_dtype_ = ir::DataType::kInvalid;  // kernel dtype of the last RunOn

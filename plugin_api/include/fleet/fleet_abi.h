@@ -34,7 +34,7 @@ extern "C" {
 /* ---- version --------------------------------------------------------------------------- */
 
 #define FLEET_ABI_MAJOR 1
-#define FLEET_ABI_MINOR 4
+#define FLEET_ABI_MINOR 5
 
 /* Size of struct T counted through member M. Used instead of sizeof so that trailing padding
  * does not change when a later minor appends a member. */
@@ -137,6 +137,19 @@ typedef struct FleetTensor {
   const int64_t* strides;   /* in elements; NULL means dense row-major */
   int32_t device_type;      /* FLEET_DEVICE_TYPE_HOST or a host-assigned device id */
   int32_t device_ordinal;   /* logical device index within that type; 0 for host memory */
+  /* 1.5: sequence offsets (Paddle's LoD level 1), or NULL with lod_count 0 for a dense tensor.
+   * lod_count (the number of sequences + 1) offsets, in the same memory as `data` (device
+   * memory for a device tensor): lod[0] is 0, offsets never decrease, and sequence i is rows
+   * [lod[i], lod[i+1]) of dims[0]. dims[0] is a capacity fixed at prepare, so that the rows of
+   * a batch may vary without a new prepare: rows from lod[lod_count - 1] to dims[0] are
+   * padding, zero in every input, and the host zeroes them in every sequence output after the
+   * launch, so a kernel never has to write them. Only a kernel that declares
+   * FLEET_KERNEL_FLAG_SEQUENCES (fleet_kernels.h) is handed offsets; every other kernel sees
+   * lod == NULL, lod_count == 0 and a dense tensor of dims[0] rows, which is right for ops that
+   * treat rows alone (the host allows sequences only into ops whose schema says so). Read only
+   * when FLEET_HAS_FIELD(t, FleetTensor, lod_count). */
+  const int64_t* lod;
+  int64_t lod_count;
 } FleetTensor;
 
 /* ---- typed attributes / named values --------------------------------------------------- */

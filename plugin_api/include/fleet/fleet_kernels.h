@@ -87,7 +87,13 @@ typedef struct FleetKernelDef {
   FleetStatus* (*launch)(void* ctx, const FleetKernelContext* kc, void* state);
   /* (optional) Frees what prepare made. */
   void (*release)(void* ctx, void* state);
+  /* 1.5: FLEET_KERNEL_FLAG_* bits; unknown bits are ignored. */
+  uint32_t flags;
 } FleetKernelDef;
+
+/* 1.5: the kernel reads sequence offsets (FleetTensor.lod). The host chooses only kernels with
+ * this flag for sequence ops (sequence_pool, ...), and hands offsets only to them. */
+#define FLEET_KERNEL_FLAG_SEQUENCES 0x1u
 
 typedef struct FleetKernelsVTable {
   size_t struct_size;

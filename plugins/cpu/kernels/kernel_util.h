@@ -26,9 +26,11 @@ using PrepareFn = FleetStatus* (*)(void*, const FleetKernelContext*, void**, siz
 using LaunchFn = FleetStatus* (*)(void*, const FleetKernelContext*, void*);
 using ReleaseFn = void (*)(void*, void*);
 
-// Appends a kernel for `op_type` on "cpu" with `dtype` (FLEET_DTYPE_*) to `list`.
+// Appends a kernel for `op_type` on "cpu" with `dtype` (FLEET_DTYPE_*) and FLEET_KERNEL_FLAG_*
+// `flags` to `list`.
 void Add(KernelList& list, const char* op_type, int32_t dtype, LaunchFn launch,
-         PrepareFn prepare = nullptr, ReleaseFn release = nullptr, SupportsFn supports = nullptr);
+         PrepareFn prepare = nullptr, ReleaseFn release = nullptr, SupportsFn supports = nullptr,
+         uint32_t flags = 0);
 
 // Groups, one file each.
 void AddMathKernels(KernelList& list);       // math_kernels.cc (+ any files it splits into)

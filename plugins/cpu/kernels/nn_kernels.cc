@@ -35,6 +35,7 @@ void AddNnKernels(KernelList& list) {
   AddNnPoolKernels(list);
   AddNnNormKernels(list);
   AddNnMiscKernels(list);
+  AddSequenceKernels(list);
   AddNnExtKernels(list);
   AddNnInterpKernels(list);
   AddNnDeconvKernels(list);

@@ -311,6 +311,11 @@ void AddNnMiscKernels(KernelList& list) {
   Add(list, "lookup_table_v2", FLEET_DTYPE_FLOAT64, Lookup<double>);
   Add(list, "lookup_table_v2_grad", FLEET_DTYPE_FLOAT32, LookupGrad<float>);
   Add(list, "lookup_table_v2_grad", FLEET_DTYPE_FLOAT64, LookupGrad<double>);
+  // lookup_table (v1) differs from v2 only in the shape function.
+  Add(list, "lookup_table", FLEET_DTYPE_FLOAT32, Lookup<float>);
+  Add(list, "lookup_table", FLEET_DTYPE_FLOAT64, Lookup<double>);
+  Add(list, "lookup_table_grad", FLEET_DTYPE_FLOAT32, LookupGrad<float>);
+  Add(list, "lookup_table_grad", FLEET_DTYPE_FLOAT64, LookupGrad<double>);
   Add(list, "accuracy", FLEET_DTYPE_FLOAT32, Accuracy);
   Add(list, "accuracy", FLEET_DTYPE_FLOAT64, Accuracy);
   Add(list, "top_k_v2", FLEET_DTYPE_FLOAT32, TopK<float>, TopKPrepare, DeleteState<TopKState>);

@@ -5,11 +5,11 @@
 namespace fleet_cuda {
 
 void Add(KernelList& list, const char* op_type, int32_t dtype, LaunchFn launch,
-         PrepareFn prepare, ReleaseFn release, SupportsFn supports) {
+         PrepareFn prepare, ReleaseFn release, SupportsFn supports, uint32_t flags) {
   // A deque never moves its elements, so the pointers handed out stay valid.
   static std::deque<FleetKernelDef> storage;
   FleetKernelDef& def = storage.emplace_back();
-  def.struct_size = FLEET_STRUCT_SIZE(FleetKernelDef, release);
+  def.struct_size = FLEET_STRUCT_SIZE(FleetKernelDef, flags);
   def.op_type = op_type;
   def.device = "cuda";
   def.dtype = dtype;
@@ -18,6 +18,7 @@ void Add(KernelList& list, const char* op_type, int32_t dtype, LaunchFn launch,
   def.prepare = prepare;
   def.launch = launch;
   def.release = release;
+  def.flags = flags;
   list.push_back(&def);
 }
 

@@ -38,7 +38,8 @@ using ReleaseFn = void (*)(void*, void*);
 
 // Appends a kernel for `op_type` on "cuda" with `dtype` (FLEET_DTYPE_*) to `list`.
 void Add(KernelList& list, const char* op_type, int32_t dtype, LaunchFn launch,
-         PrepareFn prepare = nullptr, ReleaseFn release = nullptr, SupportsFn supports = nullptr);
+         PrepareFn prepare = nullptr, ReleaseFn release = nullptr, SupportsFn supports = nullptr,
+         uint32_t flags = 0);
 
 // Groups, one or more files each.
 void AddMathKernels(KernelList& list);       // math_*.cu: elementwise, activations, reductions

@@ -110,6 +110,7 @@ void AddNnKernels(KernelList& list) {
   AddNnLossKernels(list);
   AddNnLossExtKernels(list);
   AddNnMiscKernels(list);
+  AddNnSequenceKernels(list);
   AddNnExtKernels(list);
   AddNnInterpKernels(list);
   AddNnSampledKernels(list);

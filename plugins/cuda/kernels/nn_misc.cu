@@ -608,6 +608,13 @@ void AddNnMiscKernels(KernelList& list) {
       LookupGradPrepare<float>, DeleteState<LookupGradState>);
   Add(list, "lookup_table_v2_grad", FLEET_DTYPE_FLOAT64, LookupGrad<double>,
       LookupGradPrepare<double>, DeleteState<LookupGradState>);
+  // lookup_table (v1) differs from v2 only in the shape function.
+  Add(list, "lookup_table", FLEET_DTYPE_FLOAT32, Lookup<float>, PrepareFlag);
+  Add(list, "lookup_table", FLEET_DTYPE_FLOAT64, Lookup<double>, PrepareFlag);
+  Add(list, "lookup_table_grad", FLEET_DTYPE_FLOAT32, LookupGrad<float>,
+      LookupGradPrepare<float>, DeleteState<LookupGradState>);
+  Add(list, "lookup_table_grad", FLEET_DTYPE_FLOAT64, LookupGrad<double>,
+      LookupGradPrepare<double>, DeleteState<LookupGradState>);
   Add(list, "accuracy", FLEET_DTYPE_FLOAT32, Accuracy);
   Add(list, "accuracy", FLEET_DTYPE_FLOAT64, Accuracy);
   Add(list, "top_k_v2", FLEET_DTYPE_FLOAT32, TopK<float>);

@@ -1,0 +1,263 @@
+// Sequence tensors (LoD level 1) through the executor and the real cpu plugin: feeds of varying
+// rows, the capacity that grows, zero padding, fetched offsets, training that equals the same
+// model written densely with padded ids, and the errors of bad offsets and of ops that do not
+// take sequences.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "autodiff/backward.h"
+#include "executor/executor.h"
+#include "fleet/fleet_plugin.h"
+#include "frontend/frontend.h"
+#include "optim/optimizer.h"
+
+namespace fleet::exec {
+namespace {
+
+// Ids of sequences as a feed: rows [total, 1] and their offsets.
+HostTensor Sequences(const std::vector<std::vector<int64_t>>& seqs) {
+  HostTensor t;
+  int64_t rows = 0;
+  for (const auto& s : seqs) rows += static_cast<int64_t>(s.size());
+  t.Reshape(ir::DataType::kInt64, {rows, 1});
+  t.lod.push_back(0);
+  int64_t at = 0;
+  for (const auto& s : seqs) {
+    for (int64_t id : s) t.data<int64_t>()[at++] = id;
+    t.lod.push_back(at);
+  }
+  return t;
+}
+
+HostTensor Column(const std::vector<float>& values) {
+  HostTensor t;
+  t.Reshape(ir::DataType::kFloat32, {static_cast<int64_t>(values.size()), 1});
+  std::copy(values.begin(), values.end(), t.data<float>());
+  return t;
+}
+
+class SequenceExecTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    LoadOptions options;
+    options.search_dirs = {FLEET_BUILD_PLUGIN_DIR};
+    registry_ = std::make_unique<PluginRegistry>(options);
+    auto loaded = registry_->Load("cpu");
+    ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+    ExecutorOptions eo;
+    eo.num_threads = 1;
+    auto exec = Executor::Create(*registry_, "cpu", eo);
+    ASSERT_TRUE(exec.ok()) << exec.status().ToString();
+    exec_ = std::move(*exec);
+  }
+
+  // Parses `text`, appends backward and the optimizer when it minimizes, runs startup.
+  frontend::ParsedProgram Build(const std::string& text) {
+    auto parsed = frontend::ParseProgramText(text, "seq.fleet");
+    EXPECT_TRUE(parsed.ok()) << parsed.status().ToString();
+    if (!parsed.ok()) return {};
+    if (parsed->optimizer) {
+      auto pg = autodiff::AppendBackward(parsed->main, parsed->loss);
+      EXPECT_TRUE(pg.ok()) << pg.status().ToString();
+      EXPECT_TRUE(
+          optim::ApplyOptimizer(parsed->main, parsed->startup, *pg, *parsed->optimizer).ok());
+    }
+    std::vector<HostTensor> none;
+    EXPECT_TRUE(exec_->Run(parsed->startup, {}, {}, none).ok());
+    return std::move(*parsed);
+  }
+
+  std::vector<float> Param(const std::string& name) {
+    auto t = exec_->scope().Read(name);
+    EXPECT_TRUE(t.ok()) << t.status().ToString();
+    return std::vector<float>(t->data<float>(), t->data<float>() + t->numel());
+  }
+
+  std::unique_ptr<PluginRegistry> registry_;
+  std::unique_ptr<Executor> exec_;
+};
+
+constexpr const char* kPool = R"(
+ids = data("ids", shape=[-1, 1], dtype="int64", lod_level=1)
+emb = embedding(ids, size=[50, 3])
+pooled = sequence_pool(emb, "sum")
+)";
+
+// Each sequence's pooled row is the sum of its ids' rows of the table; batches of more rows
+// than the preparation holds prepare it again; what a smaller batch leaves behind is zero.
+TEST_F(SequenceExecTest, PoolingFollowsTheOffsetsWhateverTheRows) {
+  frontend::ParsedProgram p = Build(kPool);
+  const std::vector<float> w = Param("embedding_0.w_0");
+  auto prepared = exec_->Prepare(p.main, {{"ids", {SequenceCapacity(4), 1}}},
+                                 {"sequence_pool_0.tmp_0", "embedding_0.tmp_0"}, {{"ids", 3}});
+  ASSERT_TRUE(prepared.ok()) << prepared.status().ToString();
+  const int64_t first_capacity = (*prepared)->VarInfo("ids")->dims[0];
+  std::vector<std::vector<std::vector<int64_t>>> batches = {
+      {{1, 2}, {}, {3, 4, 5}},
+      {std::vector<int64_t>(30, 7), {1}, std::vector<int64_t>(20, 49)},  // grows the capacity
+      {{9}, {8, 8}, {}}};
+  for (const auto& batch : batches) {
+    FeedMap feeds{{"ids", Sequences(batch)}};
+    std::vector<HostTensor> out;
+    ASSERT_TRUE(exec_->Run(**prepared, feeds, out).ok());
+    ASSERT_EQ(out[0].dims, (std::vector<int64_t>{3, 3}));
+    for (size_t s = 0; s < batch.size(); ++s) {
+      for (int j = 0; j < 3; ++j) {
+        double want = 0;
+        for (int64_t id : batch[s]) want += w[static_cast<size_t>(id * 3 + j)];
+        EXPECT_NEAR(out[0].data<float>()[s * 3 + j], want, 1e-5) << "sequence " << s;
+      }
+    }
+    // The embedding comes back with this batch's rows and offsets, no padding.
+    EXPECT_EQ(out[1].lod, feeds["ids"].lod);
+    EXPECT_EQ(out[1].dims[0], feeds["ids"].dims[0]);
+  }
+  EXPECT_GT((*prepared)->VarInfo("ids")->dims[0], first_capacity);
+  EXPECT_GE((*prepared)->VarInfo("ids")->dims[0], 51);
+  EXPECT_LE((*prepared)->VarInfo("ids")->dims[0], 64);
+  // The padding of the embedding output is zero after the small batch.
+  const float* emb = static_cast<const float*>((*prepared)->VarData("embedding_0.tmp_0"));
+  const int64_t capacity = (*prepared)->VarInfo("embedding_0.tmp_0")->dims[0];
+  for (int64_t r = 3; r < capacity; ++r) {
+    for (int j = 0; j < 3; ++j) ASSERT_EQ(emb[r * 3 + j], 0.0f) << "padding row " << r;
+  }
+}
+
+TEST(SequenceCapacityTest, AtMostAQuarterOverAndFewValues) {
+  EXPECT_EQ(SequenceCapacity(0), 16);
+  EXPECT_EQ(SequenceCapacity(16), 16);
+  EXPECT_EQ(SequenceCapacity(17), 20);
+  EXPECT_EQ(SequenceCapacity(600), 640);
+  EXPECT_EQ(SequenceCapacity(1000), 1024);
+  for (int64_t rows = 1; rows < 100000; rows += 37) {
+    const int64_t c = SequenceCapacity(rows);
+    ASSERT_GE(c, rows);
+    ASSERT_LE(static_cast<double>(c), std::max<double>(16, 1.25 * static_cast<double>(rows)));
+  }
+}
+
+// The same model twice: ids as sequences through sequence_pool(SUM), and padded to a fixed
+// width with a padding id whose row is zero, summed with reduce_sum. Ten SGD steps on the same
+// batches must leave the same parameters.
+TEST_F(SequenceExecTest, TrainingEqualsTheSameModelOnPaddedIds) {
+  const std::string head = R"(
+y = data("y", shape=[-1, 1], dtype="float32")
+)";
+  const std::string tail = R"(
+pred = fc(pooled, size=1, param_attr=ParamAttr(name="fc_w"), bias_attr=ParamAttr(name="fc_b"))
+loss = mean(square_error_cost(pred, y))
+minimize(loss, optimizer=sgd(learning_rate=0.05))
+)";
+  frontend::ParsedProgram seq = Build(head + R"(
+ids = data("ids", shape=[-1, 1], dtype="int64", lod_level=1)
+emb = embedding(ids, size=[8, 4], param_attr=ParamAttr(name="table"))
+pooled = sequence_pool(emb, "sum")
+)" + tail);
+  const std::vector<float> table = Param("table");
+  const std::vector<float> fc_w = Param("fc_w");
+  // A second executor (and registry) for the padded model; the first keeps its own.
+  auto seq_registry = std::move(registry_);
+  auto seq_exec = std::move(exec_);
+  SetUp();
+  // Padded: id 8 is the padding row (padding_idx), so the table has one more row.
+  frontend::ParsedProgram dense = Build(head + R"(
+ids = data("ids", shape=[-1, 4], dtype="int64")
+emb = embedding(ids, size=[9, 4], padding_idx=8, param_attr=ParamAttr(name="table"))
+pooled = reduce_sum(emb, dim=1)
+)" + tail);
+  HostTensor t9;
+  t9.Reshape(ir::DataType::kFloat32, {9, 4});
+  std::fill(t9.data<float>(), t9.data<float>() + 36, 0.0f);
+  std::copy(table.begin(), table.end(), t9.data<float>());
+  ASSERT_TRUE(exec_->scope().Write("table", t9).ok());
+  HostTensor w;
+  w.Reshape(ir::DataType::kFloat32, {4, 1});
+  std::copy(fc_w.begin(), fc_w.end(), w.data<float>());
+  ASSERT_TRUE(exec_->scope().Write("fc_w", w).ok());
+
+  const std::vector<std::vector<std::vector<int64_t>>> batches = {
+      {{1, 2}, {3}, {}, {0, 0, 7, 5}}, {{6, 6, 6}, {2, 1}, {4}, {7}}};
+  const std::vector<float> labels = {1.0f, -0.5f, 0.25f, 2.0f};
+  std::vector<HostTensor> out;
+  for (int step = 0; step < 10; ++step) {
+    const auto& batch = batches[step % 2];
+    FeedMap sf{{"ids", Sequences(batch)}, {"y", Column(labels)}};
+    ASSERT_TRUE(seq_exec->Run(seq.main, sf, {seq.loss}, out).ok());
+    FeedMap df{{"y", Column(labels)}};
+    df["ids"].Reshape(ir::DataType::kInt64, {4, 4});
+    for (size_t s = 0; s < 4; ++s) {
+      for (size_t k = 0; k < 4; ++k) {
+        df["ids"].data<int64_t>()[s * 4 + k] = k < batch[s].size() ? batch[s][k] : 8;
+      }
+    }
+    ASSERT_TRUE(exec_->Run(dense.main, df, {dense.loss}, out).ok());
+  }
+  auto seq_table = seq_exec->scope().Read("table");
+  auto dense_table = exec_->scope().Read("table");
+  ASSERT_TRUE(seq_table.ok() && dense_table.ok());
+  for (int i = 0; i < 32; ++i) {
+    EXPECT_NEAR(seq_table->data<float>()[i], dense_table->data<float>()[i], 1e-5) << i;
+  }
+  EXPECT_NE(seq_table->data<float>()[4], table[4]);  // row 1 was trained
+  for (const char* name : {"fc_w", "fc_b"}) {
+    auto a = seq_exec->scope().Read(name);
+    auto b = exec_->scope().Read(name);
+    ASSERT_TRUE(a.ok() && b.ok());
+    for (int64_t i = 0; i < a->numel(); ++i) {
+      EXPECT_NEAR(a->data<float>()[i], b->data<float>()[i], 1e-5) << name;
+    }
+  }
+}
+
+TEST_F(SequenceExecTest, BadOffsetsAreRefusedNamingTheFeed) {
+  frontend::ParsedProgram p = Build(kPool);
+  std::vector<HostTensor> out;
+  FeedMap feeds{{"ids", Sequences({{1, 2}, {3}})}};
+  feeds["ids"].lod = {0, 2, 4};  // ends past the 3 rows
+  Status s = exec_->Run(p.main, feeds, {"sequence_pool_0.tmp_0"}, out);
+  EXPECT_NE(s.message().find("feed 'ids': its offsets end at 4 but the tensor has 3 rows"),
+            std::string::npos)
+      << s.ToString();
+  feeds["ids"].lod = {0, 2, 1, 3};
+  s = exec_->Run(p.main, feeds, {"sequence_pool_0.tmp_0"}, out);
+  EXPECT_NE(s.message().find("offset 2 (1) is before offset 1 (2)"), std::string::npos)
+      << s.ToString();
+  FeedMap dense{{"ids", Sequences({{1, 2}})}};
+  dense["ids"].lod.clear();
+  s = exec_->Run(p.main, dense, {"sequence_pool_0.tmp_0"}, out);
+  EXPECT_FALSE(s.ok());
+}
+
+// Refused where the program is written, and by the executor for a program built another way.
+TEST_F(SequenceExecTest, AnOpThatDoesNotTakeSequencesIsRefused) {
+  auto parsed = frontend::ParseProgramText(R"(
+ids = data("ids", shape=[-1, 1], dtype="int64", lod_level=1)
+emb = embedding(ids, size=[50, 3])
+s = softmax(emb)
+)",
+                                           "seq.fleet");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.status().message(),
+            "seq.fleet:4:5: softmax: input X 'embedding_0.tmp_0' is a sequence tensor (lod_level "
+            "1), which softmax does not take; turn the sequences into one row each first "
+            "(sequence_pool) or pad them (sequence_pad)");
+
+  ir::Program p;
+  ir::Var x{"x", ir::DataType::kFloat32, {-1, 2}, false, true, std::nullopt, 1};
+  ASSERT_TRUE(p.global().AddVar(x).ok());
+  p.global().ops.push_back(ir::MakeOp("softmax", {{"X", {"x"}}}, {{"Out", {"y"}}}));
+  std::vector<HostTensor> out;
+  HostTensor t;
+  t.Reshape(ir::DataType::kFloat32, {3, 2});
+  t.lod = {0, 1, 3};
+  Status s = exec_->Run(p, {{"x", t}}, {"y"}, out);
+  EXPECT_NE(s.message().find("op #0 (softmax): softmax: input X 'x' is a sequence tensor"),
+            std::string::npos)
+      << s.ToString();
+}
+
+}  // namespace
+}  // namespace fleet::exec
