@@ -1,6 +1,8 @@
 // Layers: each expands into the ops, parameters and initializers paddle.static.nn (Paddle 2.x,
 // fluid.layers) produces, with the same names. See docs/program.md for every layer.
 #include <array>
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 
 #include "frontend/builtins.h"
@@ -117,8 +119,17 @@ StatusOr<Value> Data(State& s, const Args& a) {
                                      : " (did you mean '" + guess + "'?)";
     return a.ErrorAt("dtype", "unknown dtype '" + dtype_name + "'" + hint);
   }
-  if (lod_level != 0) return a.ErrorAt("lod_level", "only lod_level=0 is supported");
-  FLEET_RETURN_IF_ERROR(a.AtCall(s.builder.AddData(name, shape, dtype)));
+  if (lod_level < 0 || lod_level > 1) {
+    return a.ErrorAt("lod_level", "lod_level " + std::to_string(lod_level) +
+                                      ": only 0 (dense) and 1 (sequences) are supported");
+  }
+  // A sequence tensor's first dim counts the rows of every sequence of the batch together.
+  if (lod_level == 1 && (shape.empty() || shape[0] != -1)) {
+    return a.ErrorAt("shape", "a data var with lod_level=1 has -1 as its first dim (the rows "
+                              "of all its sequences), got " + ShapeText(shape));
+  }
+  FLEET_RETURN_IF_ERROR(
+      a.AtCall(s.builder.AddData(name, shape, dtype, static_cast<int32_t>(lod_level))));
   s.feeds.push_back(name);
   return VarValue(name, a.call_pos());
 }
@@ -476,16 +487,51 @@ StatusOr<Value> Embedding(State& s, const Args& a) {
                                           ", " + std::to_string(size[0]) + ")");
     }
   }
+  // Ids of a sequence tensor [N, 1] give one row per id, [N, D], as fluid.layers.embedding's
+  // lookup_table does (what sequence_pool takes); otherwise Paddle 2's lookup_table_v2 appends D.
+  FLEET_ASSIGN_OR_RETURN(const ir::Var* ids, VarOf(s, a, "input", input));
+  const bool per_id = ids->lod_level == 1 && !ids->shape.empty() && ids->shape.back() == 1;
   FLEET_ASSIGN_OR_RETURN(std::string layer, LayerName(s, a, "embedding"));
   FLEET_ASSIGN_OR_RETURN(std::string w, a.AtCall(s.builder.CreateParameter(
                                             layer, false, size, dtype, wattr, Xavier())));
   std::string out = s.builder.NewTmp(layer);
   FLEET_RETURN_IF_ERROR(a.AtCall(s.builder.AppendOp(
-      MakeOp("lookup_table_v2", {{"Ids", {input}}, {"W", {w}}}, {{"Out", {out}}},
+      MakeOp(per_id ? "lookup_table" : "lookup_table_v2", {{"Ids", {input}}, {"W", {w}}},
+             {{"Out", {out}}},
              {{"is_sparse", is_sparse},
               {"is_distributed", is_distributed},
               {"remote_prefetch", false},
               {"padding_idx", pad}}))));
+  return VarValue(out, a.call_pos());
+}
+
+// sequence_pool(input, pool_type, is_test=False, pad_value=0.0): one row per sequence.
+StatusOr<Value> SequencePool(State& s, const Args& a) {
+  FLEET_ASSIGN_OR_RETURN(std::string input, a.Var("input"));
+  FLEET_ASSIGN_OR_RETURN(std::string pool_type, a.String("pool_type"));
+  FLEET_ASSIGN_OR_RETURN(bool is_test, a.Bool("is_test", false));
+  FLEET_ASSIGN_OR_RETURN(double pad_value, a.Float("pad_value", 0.0));
+  std::string type;
+  for (char c : pool_type) type += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  const std::vector<std::string> types = {"AVERAGE", "SUM", "SQRT", "MAX", "LAST", "FIRST"};
+  if (std::find(types.begin(), types.end(), type) == types.end()) {
+    return a.ErrorAt("pool_type", "pool_type must be one of " + JoinWords(types, " or ") +
+                                      " (any case), got " + QuoteForMessage(pool_type));
+  }
+  FLEET_ASSIGN_OR_RETURN(const ir::Var* x, VarOf(s, a, "input", input));
+  if (x->lod_level != 1) {
+    return a.ErrorAt("input", "sequence_pool pools sequences, but '" + input +
+                                  "' is dense (declare the data with lod_level=1)");
+  }
+  FLEET_ASSIGN_OR_RETURN(std::string layer, LayerName(s, a, "sequence_pool"));
+  std::string out = s.builder.NewTmp(layer);
+  std::string index = s.builder.NewTmp(layer);
+  FLEET_RETURN_IF_ERROR(a.AtCall(s.builder.AppendOp(
+      MakeOp("sequence_pool", {{"X", {input}}}, {{"Out", {out}}, {"MaxIndex", {index}}},
+             {{"pooltype", type},
+              {"is_test", is_test},
+              {"pad_value", static_cast<float>(pad_value)}}))));
+  s.builder.SetStopGradient({index});
   return VarValue(out, a.call_pos());
 }
 
@@ -723,6 +769,8 @@ void AddLayerBuiltins(BuiltinTable& t) {
       {{"input", true}, {"size", true}, {"is_sparse"}, {"is_distributed"}, {"padding_idx"},
        {"param_attr"}, {"dtype"}, {"name"}},
       Embedding);
+  Add(t, "sequence_pool", {{"input", true}, {"pool_type", true}, {"is_test"}, {"pad_value"}},
+      SequencePool);
   Add(t, "dropout",
       {{"x", true}, {"dropout_prob", true}, {"is_test"}, {"seed"}, {"name"},
        {"dropout_implementation"}},

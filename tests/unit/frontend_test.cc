@@ -506,6 +506,22 @@ TEST(FrontendTest, BadNamesAreRefusedAtTheCall) {
             "t.fleet:2:5: fc: var name 'a\\x09b.w_0' holds a control character");
 }
 
+// lod_level=1 declares a sequence feed; its rows vary from batch to batch.
+TEST(FrontendTest, SequenceDataVarsCarryTheirLodLevel) {
+  StatusOr<ParsedProgram> r = ParseProgramText(
+      "ids = data('ids', shape=[-1, 1], dtype='int64', lod_level=1)\n"
+      "x = data('x', shape=[-1, 3])\n", "t.fleet");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->main.global().FindVar("ids")->lod_level, 1);
+  EXPECT_EQ(r->main.global().FindVar("x")->lod_level, 0);
+  EXPECT_NE(ErrorOf("ids = data('ids', shape=[-1, 1], dtype='int64', lod_level=2)\n")
+                .find("lod_level 2: only 0 (dense) and 1 (sequences) are supported"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("ids = data('ids', shape=[4, 1], dtype='int64', lod_level=1)\n")
+                .find("has -1 as its first dim"),
+            std::string::npos);
+}
+
 // fc(x, size=2**62) once wrapped a byte count around and wrote past a small buffer.
 TEST(FrontendTest, ParametersTooLargeForAnyTensorAreRefusedAtTheLayer) {
   EXPECT_EQ(ErrorOf("x = data('x', shape=[-1, 4])\nh = fc(x, size=4611686018427387904)\n"),
