@@ -20,10 +20,10 @@
 namespace fleet::autodiff {
 namespace {
 
-// Pruned entries of a duplicable gradient slot (Paddle's kEmptyVarName): keeps positions aligned
-// with the forward slot; the executor passes a NULL tensor for it. A slot whose entries are all
-// pruned, and a single-var slot that is pruned, is removed from the op instead.
-constexpr std::string_view kEmptyVarName = "@EMPTY@";
+// Pruned entries of a duplicable gradient slot become ir::kEmptyVarName, which keeps positions
+// aligned with the forward slot. A slot whose entries are all pruned, and a single-var slot that
+// is pruned, is removed from the op instead.
+using ir::kEmptyVarName;
 
 std::string OpLabel(size_t index, const ir::Op& op) {
   return "op #" + std::to_string(index) + " (" + op.type + ")";
@@ -254,9 +254,7 @@ StatusOr<std::vector<ParamGrad>> AppendBackward(ir::Program& main, const std::st
           produced.insert(n);
         }
       }
-      for (const auto& n : g.OutputVars()) {
-        if (n != kEmptyVarName) produced.insert(n);
-      }
+      for (const auto& n : g.OutputVars()) produced.insert(n);
       grad_ops.push_back(std::move(g));
     }
   }
@@ -270,7 +268,7 @@ StatusOr<std::vector<ParamGrad>> AppendBackward(ir::Program& main, const std::st
   for (const ir::Op& op : emitted) {
     bool needs_inference = false;
     for (const auto& n : op.OutputVars()) {
-      if (n == kEmptyVarName || out_block.FindVar(n) != nullptr) continue;
+      if (out_block.FindVar(n) != nullptr) continue;
       std::string fv = ForwardOfGrad(n);
       const ir::Var* fvar =
           fv.empty() ? nullptr : result_program.FindVarRecursive(block.index, fv);

@@ -35,14 +35,13 @@ struct BackwardOptions {
 // Conventions of the emitted ops: a grad op's gradient outputs for vars that need no gradient
 // (stop_gradient, the no-grad set, no_grad slots, vars not depending on a parameter) are
 // removed; a slot left empty is removed, and in a duplicable slot where only some entries are
-// pruned those entries become "@EMPTY@" (Paddle's kEmptyVarName, never declared: the executor
-// passes a NULL tensor) so positions still match the forward slot. A gradient read by a grad
-// op but never produced (a forward output that does not reach the loss) is made by
-// fill_zeros_like(X=out) -> out@GRAD. A gradient written several times is renamed per write to
-// "<x>@GRAD@RENAME@block<b>@<k>" (k from 0) and summed into "<x>@GRAD" right after the last
-// writer. Gradient vars are declared (not persistable) with the forward var's dtype and shape;
-// other outputs of grad ops through their schemas' shape functions. On error the program is
-// unchanged.
+// pruned those entries become ir::kEmptyVarName ("@EMPTY@", never declared; ir/program.h) so
+// positions still match the forward slot. A gradient read by a grad op but never produced (a
+// forward output that does not reach the loss) is made by fill_zeros_like(X=out) -> out@GRAD.
+// A gradient written several times is renamed per write to "<x>@GRAD@RENAME@block<b>@<k>" (k
+// from 0) and summed into "<x>@GRAD" right after the last writer. Gradient vars are declared
+// (not persistable) with the forward var's dtype and shape; other outputs of grad ops through
+// their schemas' shape functions. On error the program is unchanged.
 StatusOr<std::vector<ParamGrad>> AppendBackward(ir::Program& main, const std::string& loss,
                                                 const BackwardOptions& options = {},
                                                 const ops::OpRegistry& registry = ops::BuiltinOps());

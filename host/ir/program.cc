@@ -129,17 +129,23 @@ const Attribute* Op::FindAttr(std::string_view name) const {
   return it == attrs.end() ? nullptr : &it->second;
 }
 
-std::vector<std::string> Op::InputVars() const {
+namespace {
+
+std::vector<std::string> VarsOf(const SlotMap& slots) {
   std::vector<std::string> out;
-  for (const auto& [slot, vars] : inputs) out.insert(out.end(), vars.begin(), vars.end());
+  for (const auto& [slot, vars] : slots) {
+    for (const auto& v : vars) {
+      if (!IsEmptyVar(v)) out.push_back(v);
+    }
+  }
   return out;
 }
 
-std::vector<std::string> Op::OutputVars() const {
-  std::vector<std::string> out;
-  for (const auto& [slot, vars] : outputs) out.insert(out.end(), vars.begin(), vars.end());
-  return out;
-}
+}  // namespace
+
+std::vector<std::string> Op::InputVars() const { return VarsOf(inputs); }
+
+std::vector<std::string> Op::OutputVars() const { return VarsOf(outputs); }
 
 Op MakeOp(std::string type, SlotMap inputs, SlotMap outputs, AttrMap attrs) {
   Op op;
@@ -171,6 +177,9 @@ Status CheckVarName(std::string_view name) {
                   std::to_string(kMaxVarNameBytes));
   }
   if (name == "." || name == "..") return refuse("is a path component, not a name");
+  if (IsEmptyVar(name)) {
+    return refuse("is reserved: it marks an output entry that is not computed");
+  }
   for (size_t i = 0; i < name.size();) {
     const auto c = static_cast<unsigned char>(name[i]);
     if (c < 0x20 || c == 0x7f) return refuse("holds a control character");

@@ -114,7 +114,8 @@ struct Op {
   std::string_view InputOne(std::string_view slot) const;
   std::string_view OutputOne(std::string_view slot) const;
   const Attribute* FindAttr(std::string_view name) const;
-  // Every var name the op reads / writes, in slot order.
+  // Every var name the op reads / writes, in slot order. Placeholder entries (kEmptyVarName)
+  // name no var and are left out; Input/Output above keep them, positions intact.
   std::vector<std::string> InputVars() const;
   std::vector<std::string> OutputVars() const;
 
@@ -124,10 +125,18 @@ struct Op {
 // An op from its type, slots and attributes.
 Op MakeOp(std::string type, SlotMap inputs, SlotMap outputs, AttrMap attrs = {});
 
+// Paddle's kEmptyVarName: an entry of an op's output slot that is not computed. Autodiff writes
+// it where a duplicable gradient slot has entries nobody needs (a data var among concat's
+// inputs), so the remaining entries keep the positions of the forward slot. It names no var:
+// it is never declared, read, fetched, communicated or kept across ops; the verifier refuses it
+// as an input, and the executor hands the kernel a buffer that lives for that op alone.
+inline constexpr std::string_view kEmptyVarName = "@EMPTY@";
+inline bool IsEmptyVar(std::string_view name) { return name == kEmptyVarName; }
+
 // Var names are file names too (saved parameters, checkpoints) and appear in messages and JSON,
 // so every name entering a program is checked: non-empty, at most kMaxVarNameBytes bytes of
-// valid UTF-8, no control characters, no '/' or '\\', and not "." or "..". INVALID_ARGUMENT
-// saying what is wrong, the name quoted by QuoteForMessage (support/text.h).
+// valid UTF-8, no control characters, no '/' or '\\', not "." or "..", and not kEmptyVarName.
+// INVALID_ARGUMENT saying what is wrong, the name quoted by QuoteForMessage (support/text.h).
 inline constexpr size_t kMaxVarNameBytes = 1024;
 Status CheckVarName(std::string_view name);
 

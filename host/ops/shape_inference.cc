@@ -88,6 +88,7 @@ Status InferAndDeclareOutputs(const OpRegistry& registry, ir::Program& program, 
     const auto& infos = outs[slot];
     for (size_t i = 0; i < names.size(); ++i) {
       if (i >= infos.size() || infos[i].dtype == ir::DataType::kInvalid) continue;
+      if (ir::IsEmptyVar(names[i])) continue;  // not computed, never declared
       const TensorInfo& info = infos[i];
       ir::Var* v = program.FindVarRecursive(block, names[i]);
       if (v == nullptr) {

@@ -28,6 +28,7 @@ Status ApplyLodRules(const OpSchema& schema, ShapeContext& ctx);
 // InferOpShapes, then declares each output var that does not exist yet in `block` (not
 // persistable) and sets dtype and shape of existing non-persistable ones. A persistable output
 // keeps its declaration, and a disagreement with it is an error (a parameter's shape is fixed).
+// Placeholder entries (ir::kEmptyVarName) are left undeclared.
 Status InferAndDeclareOutputs(const OpRegistry& registry, ir::Program& program, int32_t block,
                               const ir::Op& op);
 

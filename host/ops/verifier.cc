@@ -116,6 +116,10 @@ class Verifier {
       if (var.param && !var.persistable) {
         errors_.push_back(where + ": param '" + name + "' is not persistable");
       }
+      if (IsEmptyVar(name)) {
+        errors_.push_back(where + ": declares '" + name + "', a reserved name: it marks an " +
+                          "output entry that is not computed");
+      }
     }
     return tree_ok;
   }
@@ -146,6 +150,11 @@ class Verifier {
     }
     for (const auto& [slot, vars] : op.inputs) {
       for (const auto& name : vars) {
+        if (IsEmptyVar(name)) {
+          errors_.push_back(where + ": input " + slot + " reads '" + name +
+                            "', the placeholder of an output entry that is not computed");
+          continue;
+        }
         const Var* v = program_.FindVarRecursive(b, name);
         if (v == nullptr) {
           errors_.push_back(where + ": input " + slot + " reads '" + name +
@@ -162,7 +171,8 @@ class Verifier {
     }
     for (const auto& [slot, vars] : op.outputs) {
       for (const auto& name : vars) {
-        if (program_.FindVarRecursive(b, name) == nullptr) {
+        // A placeholder entry names no var (ir/program.h).
+        if (!IsEmptyVar(name) && program_.FindVarRecursive(b, name) == nullptr) {
           errors_.push_back(where + ": output " + slot + " writes '" + name +
                             "', which is not declared");
         }

@@ -3,11 +3,13 @@
 //
 // What it checks, per block and op:
 //   - blocks: index equals position, block 0 has no parent, others have an earlier parent;
-//     each var is keyed by its own name; a parameter is persistable;
+//     each var is keyed by its own name; a parameter is persistable; no var is named
+//     ir::kEmptyVarName ("@EMPTY@");
 //   - the op type is known (with a did-you-mean);
 //   - every slot exists in the schema; a non-duplicable slot holds at most one var; a required
 //     (non-optional) slot is present and non-empty;
-//   - every var an op reads or writes is declared in its block or an ancestor;
+//   - every var an op reads or writes is declared in its block or an ancestor; an output entry
+//     may instead be the placeholder ir::kEmptyVarName (not computed), an input never;
 //   - no var is read before it is defined: a var that some op of the same block writes must
 //     not be read by that op or an earlier one, unless it is persistable. A var no op of the
 //     block writes is an external input (a feed, or a value of an enclosing block) and is fine;

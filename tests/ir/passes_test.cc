@@ -155,6 +155,38 @@ TEST_F(BuiltinPassTest, LocalSgdKStepsAddsLocalProgram) {
                   "mlp2_input.ir", "local_sgd_k3_expected.ir");
 }
 
+// concat over a data var: concat_grad writes the placeholder @EMPTY@ for the data var's entry.
+// The pass leaves it where it is; no allreduce, broadcast or declaration names it, and the
+// result verifies (it used to fail: '@EMPTY@' not declared).
+TEST_F(BuiltinPassTest, GradAllReducePassesOverTheEmptyPlaceholder) {
+  ExpectTransform("grad_allreduce", {}, Trainer(1, 2), "concat_data_input.ir",
+                  "concat_data_grad_allreduce_expected.ir");
+}
+
+TEST_F(BuiltinPassTest, EveryCollectivePassKeepsTheEmptyPlaceholder) {
+  for (const char* pass : {"grad_allreduce", "local_sgd"}) {
+    ProgramSet programs = ParsePassData("concat_data_input.ir");
+    Status s = Run(pass, programs, Trainer(0, 2), {});
+    ASSERT_TRUE(s.ok()) << pass << ": " << s.ToString();
+    if (std::string(pass) == "grad_allreduce") {
+      s = Run("fuse_allreduce", programs, Trainer(0, 2), {});
+      ASSERT_TRUE(s.ok()) << "fuse_allreduce: " << s.ToString();
+    }
+    const ir::Program& main = programs.at("main");
+    EXPECT_EQ(main.global().FindVar("@EMPTY@"), nullptr) << pass;
+    int placeholders = 0;
+    for (const ir::Op& op : main.global().ops) {
+      for (const auto& [slot, names] : op.outputs) {
+        placeholders += static_cast<int>(std::count(names.begin(), names.end(), "@EMPTY@"));
+      }
+      for (const auto& [slot, names] : op.inputs) {
+        EXPECT_EQ(std::count(names.begin(), names.end(), "@EMPTY@"), 0) << pass << " " << op.type;
+      }
+    }
+    EXPECT_EQ(placeholders, 1) << pass;
+  }
+}
+
 // Allreduce sizes in program order: fc_1.b_0 8 B, fc_1.w_0 24 B, fc_0.b_0 12 B, fc_0.w_0 24 B.
 // 36 bytes: {8, 24} (12 more would make 44) and {12, 24} (exactly 36).
 TEST_F(BuiltinPassTest, FuseAllReduceTwoBuckets) {

@@ -261,9 +261,17 @@ TEST_F(PserverPassTest, RegularizationAndAccumulatorsMoveWithTheirBlock) {
   }
 }
 
+// concat over a data var: the trainer program keeps concat_grad with its placeholder @EMPTY@;
+// the placeholder is never declared, sent or served (it used to fail: '@EMPTY@' not declared).
+TEST_F(PserverPassTest, SyncPassesOverTheEmptyPlaceholder) {
+  ExpectTransform({}, Trainer(1, 2), "concat_data_input.ir", "concat_data_pserver_expected.ir",
+                  /*only_expected_names=*/true);
+}
+
 TEST_F(PserverPassTest, EveryResultVerifies) {
   for (const char* input : {"pserver_fc_sgd_input.ir", "pserver_fc_momentum_input.ir",
-                            "pserver_fc_lr_decay_input.ir", "pserver_fc_adam_l2_input.ir"}) {
+                            "pserver_fc_lr_decay_input.ir", "pserver_fc_adam_l2_input.ir",
+                            "concat_data_input.ir"}) {
     for (const std::string method : {"round_robin", "hash_name"}) {
       for (const std::string init : {"full", "shard"}) {
         ProgramSet programs = ParseData(input);

@@ -237,5 +237,60 @@ TEST(IrVerifier, BuiltinScale) {
   EXPECT_THAT(VerifyProgram(p).message(), HasSubstr("attribute scale: expected float"));
 }
 
+// Autodiff's placeholder for an output entry that is not computed (concat over a data var): it
+// stands in an output slot undeclared, never in an input slot, and is never declared itself.
+constexpr std::string_view kConcatGrad = R"(program {
+  block 0 {
+    var c@GRAD : float32[-1, 5]
+    var h : float32[-1, 3]
+    var h@GRAD : float32[-1, 3]
+    var x : float32[-1, 2] stop_gradient
+    op concat_grad(Out@GRAD=[c@GRAD], X=[x, h]) -> (X@GRAD=[@EMPTY@, h@GRAD]) {axis=1}
+  }
+}
+)";
+
+TEST(IrVerifier, EmptyPlaceholderStandsInOutputSlots) {
+  Program p = Parse(kConcatGrad);
+  EXPECT_EQ(PrintProgram(p), kConcatGrad);
+  EXPECT_THAT(VerifyProgramErrors(p), ElementsAre());
+  const Op& op = p.global().ops[0];
+  EXPECT_EQ(op.Output("X@GRAD"), (std::vector<std::string>{"@EMPTY@", "h@GRAD"}));
+  EXPECT_EQ(op.OutputVars(), (std::vector<std::string>{"h@GRAD"}));
+  // Written again by another op: each placeholder is its op's own, not a var written twice.
+  p.global().ops.push_back(op);
+  EXPECT_THAT(VerifyProgramErrors(p), ElementsAre());
+}
+
+TEST(IrVerifier, EmptyPlaceholderIsNeverReadNorDeclared) {
+  Program p = Parse(kConcatGrad);
+  Op relu;
+  relu.type = "relu";
+  relu.inputs["X"] = {"@EMPTY@"};
+  relu.outputs["Out"] = {"r"};
+  Var r;
+  r.name = "r";
+  r.shape = {-1, 2};
+  (void)p.global().AddVar(r);
+  p.global().ops.push_back(relu);
+  EXPECT_THAT(VerifyProgramErrors(p),
+              ElementsAre("block 0, op 1 (relu): input X reads '@EMPTY@', the placeholder of "
+                          "an output entry that is not computed"));
+  EXPECT_TRUE(p.global().ops[1].InputVars().empty());
+
+  Program declared;
+  Var v;
+  v.name = "@EMPTY@";
+  EXPECT_THAT(declared.global().AddVar(v).status().message(), HasSubstr("is reserved"));
+  declared.global().vars.emplace(v.name, v);  // around AddVar, as a careless pass might
+  EXPECT_THAT(VerifyProgramErrors(declared),
+              ElementsAre("block 0: declares '@EMPTY@', a reserved name: it marks an output "
+                          "entry that is not computed"));
+  auto parsed = ParseProgram("program {\n  block 0 {\n    var @EMPTY@ : float32[1]\n  }\n}\n",
+                             "e.ir");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_THAT(parsed.status().message(), HasSubstr("e.ir:3:9: var name '@EMPTY@' is reserved"));
+}
+
 }  // namespace
 }  // namespace fleet::ir
