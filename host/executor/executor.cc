@@ -106,6 +106,22 @@ Status CheckOffsets(const std::string& name, const HostTensor& t, int64_t sequen
   return OkStatus();
 }
 
+// The op's outputs with each placeholder entry (ir::kEmptyVarName: not computed, named by no
+// var) given a name of its own for this op alone, so that it gets a buffer the kernel may write
+// (the ABI hands kernels allocated outputs) that lives for the op only and that no other op,
+// fetch or shape check sees. '/' cannot occur in a declared name, so these never clash.
+ir::SlotMap OutputsOf(size_t index, const ir::Op& op) {
+  ir::SlotMap outputs = op.outputs;
+  for (auto& [slot, names] : outputs) {
+    for (size_t k = 0; k < names.size(); ++k) {
+      if (!ir::IsEmptyVar(names[k])) continue;
+      names[k] = std::string(ir::kEmptyVarName) + "/op" + std::to_string(index) + "/" + slot +
+                 "/" + std::to_string(k);
+    }
+  }
+  return outputs;
+}
+
 }  // namespace
 
 int64_t SequenceCapacity(int64_t rows) {
@@ -327,6 +343,7 @@ StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
     if (Status s = ops::CheckOpSlots(*schema, op); !s.ok()) {
       return Status(s.code(), label + ": " + s.message());
     }
+    const ir::SlotMap outputs = OutputsOf(i, op);
     ops::ShapeContext ctx(*schema, op);
     ctx.values_tracked = true;
     for (const auto& [slot, names] : op.inputs) {
@@ -397,7 +414,7 @@ StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
       auto it = lod_of.find(names[in_index]);
       return it == lod_of.end() ? -1 : it->second;
     };
-    for (const auto& [slot, names] : op.outputs) {
+    for (const auto& [slot, names] : outputs) {
       const auto& out = ctx.outputs[slot];
       for (size_t k = 0; k < names.size(); ++k) {
         ops::TensorInfo info = k < out.size() ? out[k] : ops::TensorInfo{};
@@ -479,7 +496,9 @@ StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
       slots.inputs.push_back(names);
     }
     for (const ops::SlotSpec& spec : schema->outputs) {
-      const auto& names = op.Output(spec.name);
+      auto found = outputs.find(spec.name);
+      const std::vector<std::string> names =
+          found != outputs.end() ? found->second : std::vector<std::string>{};
       if (names.empty() && !spec.optional) {
         return InvalidArgument(label + ": required output " + spec.name + " is missing");
       }
@@ -562,11 +581,11 @@ StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
   };
   for (const auto& [name, dims] : feed_shapes) touch(name, -1, true);
   for (int i = 0; i < num_ops; ++i) {
-    const ir::Op& op = block.ops[static_cast<size_t>(i)];
-    for (const auto& [slot, names] : op.inputs) {
+    const OpSlots& slots = op_slots[static_cast<size_t>(i)];
+    for (const auto& names : slots.inputs) {
       for (const auto& n : names) touch(n, i, false);
     }
-    for (const auto& [slot, names] : op.outputs) {
+    for (const auto& names : slots.outputs) {
       for (const auto& n : names) touch(n, i, true);
     }
   }

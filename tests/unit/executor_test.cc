@@ -236,6 +236,46 @@ TEST_F(ExecutorTest, MemoryPlanReusesDeadBuffers) {
   }
 }
 
+// Autodiff's placeholder ("@EMPTY@", an output entry not computed) in two ops with different
+// shapes: each op gets a buffer of its own for it, which no fetch and no other op sees, and the
+// entries that are computed are right.
+TEST_F(ExecutorTest, EmptyPlaceholdersAreEachOpsOwn) {
+  auto exec = Make();
+  ir::Program p;
+  ir::Block& b = p.global();
+  for (const auto& [name, width] : std::vector<std::pair<std::string, int64_t>>{
+           {"x", 2}, {"y", 1}, {"h", 3}, {"g1", 5}, {"g2", 4}, {"ha", 3}, {"hb", 3}}) {
+    (void)b.AddVar(Data(name, {-1, width}));
+  }
+  auto concat_grad = [](const std::string& grad, const std::string& first,
+                        const std::string& out) {
+    return ir::MakeOp("concat_grad", {{"Out@GRAD", {grad}}, {"X", {first, "h"}}},
+                      {{"X@GRAD", {std::string(ir::kEmptyVarName), out}}},
+                      {{"axis", int32_t{1}}});
+  };
+  b.ops = {concat_grad("g1", "x", "ha"), concat_grad("g2", "y", "hb")};
+  const FeedShapes shapes = {{"x", {2, 2}}, {"y", {2, 1}}, {"h", {2, 3}}, {"g1", {2, 5}},
+                             {"g2", {2, 4}}};
+  auto prepared = exec->Prepare(p, shapes, {"ha", "hb"});
+  ASSERT_TRUE(prepared.ok()) << prepared.status().ToString();
+  EXPECT_EQ((*prepared)->VarInfo("@EMPTY@"), nullptr);
+  FeedMap feeds{{"x", Floats({2, 2}, {0, 0, 0, 0})},
+                {"y", Floats({2, 1}, {0, 0})},
+                {"h", Floats({2, 3}, {0, 0, 0, 0, 0, 0})},
+                {"g1", Floats({2, 5}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10})},
+                {"g2", Floats({2, 4}, {-1, -2, -3, -4, -5, -6, -7, -8})}};
+  std::vector<HostTensor> out;
+  ASSERT_TRUE(exec->Run(**prepared, feeds, out).ok());
+  EXPECT_EQ(Values(out[0]), (std::vector<float>{3, 4, 5, 8, 9, 10}));
+  EXPECT_EQ(Values(out[1]), (std::vector<float>{-2, -3, -4, -6, -7, -8}));
+
+  auto fetched = exec->Prepare(p, shapes, {"@EMPTY@"});
+  ASSERT_FALSE(fetched.ok());
+  EXPECT_NE(fetched.status().message().find("no feed, op or persistable provides it"),
+            std::string::npos)
+      << fetched.status().ToString();
+}
+
 TEST(MemoryPlanTest, BestFitAndGrowth) {
   // a: [0, 1] 100 bytes, b: [1, 2] 300 bytes, c: [2, 3] 50 bytes, d: [3, 4] 400 bytes.
   MemoryPlan plan = PlanMemory({{"a", 100, 0, 1}, {"b", 300, 1, 2}, {"c", 50, 2, 3},
