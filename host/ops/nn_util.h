@@ -25,6 +25,7 @@ void RegisterNnDeconvOps(OpRegistry& registry); // nn_deconv_ops.cc: conv2d_tran
 void RegisterNnSampledOps(OpRegistry& registry);  // nn_sampled_ops.cc: hierarchical_sigmoid, nce
 void RegisterNnRnnOps(OpRegistry& registry);      // nn_rnn_ops.cc: rnn (LSTM, GRU, simple RNN)
 void RegisterSequenceOps(OpRegistry& registry);   // sequence_ops.cc: sequence_pool
+void RegisterNnMetricOps(OpRegistry& registry);   // nn_metric_ops.cc: auc
 
 
 // Geometry of a 2-D sliding window over spatial dims (H, W), Paddle's rules applied:
