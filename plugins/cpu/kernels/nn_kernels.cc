@@ -41,6 +41,7 @@ void AddNnKernels(KernelList& list) {
   AddNnDeconvKernels(list);
   AddNnSampledKernels(list);
   AddNnRnnKernels(list);
+  AddNnMetricKernels(list);
 }
 
 }  // namespace fleet_cpu

@@ -23,6 +23,7 @@ void AddNnInterpKernels(KernelList& list); // nn_interp_kernels.cc: bilinear/nea
 void AddNnDeconvKernels(KernelList& list); // nn_deconv_kernels.cc: conv2d_transpose
 void AddNnSampledKernels(KernelList& list);  // nn_sampled_kernels.cc: hierarchical_sigmoid, nce
 void AddNnRnnKernels(KernelList& list);    // nn_rnn_kernels.cc: rnn (LSTM, GRU, simple RNN)
+void AddNnMetricKernels(KernelList& list); // nn_metric_kernels.cc: auc
 
 // A resolved 2-D window; the type and the rules are shared with the CUDA plugin
 // (plugins/common/window_plan.h).

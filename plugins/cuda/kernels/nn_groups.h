@@ -28,6 +28,7 @@ void AddNnExtKernels(KernelList& list);   // nn_ext.cu: group_norm, instance_nor
 void AddNnInterpKernels(KernelList& list);  // nn_interp.cu: bilinear/nearest_interp_v2
 void AddNnSampledKernels(KernelList& list);  // nn_sampled.cu: hierarchical_sigmoid, nce
 void AddNnRnnKernels(KernelList& list);    // nn_rnn.cu: rnn on cuDNN (LSTM, GRU, simple RNN)
+void AddNnMetricKernels(KernelList& list);  // nn_metric.cu: auc
 
 // The helpers get their own namespace: other kernel groups have helpers of the same names.
 namespace nn {

@@ -115,6 +115,7 @@ void AddNnKernels(KernelList& list) {
   AddNnInterpKernels(list);
   AddNnSampledKernels(list);
   AddNnRnnKernels(list);
+  AddNnMetricKernels(list);
 }
 
 }  // namespace fleet_cuda
