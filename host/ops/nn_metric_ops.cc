@@ -93,6 +93,7 @@ void RegisterAuc(OpRegistry& registry) {
               {"StatPos", false, false, true},
               {"StatNeg", false, false, true}};
   s.outputs = {{"AUC"}, {"StatPosOut"}, {"StatNegOut"}};
+  // Paddle's op defaults to (2 << 12) - 1 = 8191 thresholds; its layer passes 4095.
   s.attrs = {{"curve", std::string("ROC")},
              {"num_thresholds", int32_t{(2 << 12) - 1}},
              {"slide_steps", int32_t{1}}};
