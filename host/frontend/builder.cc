@@ -166,6 +166,24 @@ StatusOr<std::string> ProgramBuilder::CreateParameter(std::string_view layer, bo
   return name;
 }
 
+Status ProgramBuilder::CreatePersistable(const std::string& name,
+                                         const std::vector<int64_t>& shape, ir::DataType dtype,
+                                         const InitSpec& init) {
+  if (main_.global().FindVar(name) != nullptr) {
+    return InvalidArgument("a variable named '" + name + "' already exists");
+  }
+  FLEET_RETURN_IF_ERROR(ir::TensorBytes(dtype, shape).status());
+  ir::Var v;
+  v.name = name;
+  v.dtype = dtype;
+  v.shape = shape;
+  v.persistable = true;
+  v.stop_gradient = true;
+  FLEET_RETURN_IF_ERROR(main_.global().AddVar(v).status());
+  FLEET_RETURN_IF_ERROR(startup_.global().AddVar(v).status());
+  return AppendInitializer(name, shape, dtype, init);
+}
+
 Status ProgramBuilder::AppendInitializer(const std::string& var, const std::vector<int64_t>& shape,
                                          ir::DataType dtype, const InitSpec& init) {
   ir::Op op;

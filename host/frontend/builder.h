@@ -71,6 +71,13 @@ class ProgramBuilder {
                                         const std::vector<int64_t>& shape, ir::DataType dtype,
                                         const ParamAttrSpec& attr, const InitSpec& default_init);
 
+  // Declares `name` in both programs as a persistable var that is not a parameter (Paddle's
+  // create_global_variable(persistable=True): the statistics of a metric), stop_gradient so
+  // nothing differentiates or trains it, and appends its initializer to startup. The name must
+  // be new; the shape must be known.
+  Status CreatePersistable(const std::string& name, const std::vector<int64_t>& shape,
+                           ir::DataType dtype, const InitSpec& init);
+
   // Appends `op` to main and declares/shapes its outputs by shape inference. Attributes are
   // converted to the schema's types; attributes the schema does not know are dropped (Paddle
   // sets a few that only matter to its own kernels, e.g. use_cudnn). Errors: unknown op type,

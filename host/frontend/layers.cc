@@ -649,6 +649,64 @@ StatusOr<Value> Accuracy(State& s, const Args& a) {
   return VarValue(acc, a.call_pos());
 }
 
+// Paddle's fluid.layers.auc: a batch auc op over a window of slide_steps batches and a global
+// one over every batch, each with its own persistable statistics (zeroed by startup, never
+// trained). A call binds one value, so the layer returns the global AUC (Paddle's first result);
+// the batch AUC is the var <layer>.tmp_1, which a fetch list can name.
+StatusOr<Value> Auc(State& s, const Args& a) {
+  FLEET_ASSIGN_OR_RETURN(std::string input, a.Var("input"));
+  FLEET_ASSIGN_OR_RETURN(std::string label, a.Var("label"));
+  FLEET_ASSIGN_OR_RETURN(std::string curve, a.String("curve", "ROC"));
+  FLEET_ASSIGN_OR_RETURN(int64_t thresholds, a.Int("num_thresholds", 4095));
+  FLEET_ASSIGN_OR_RETURN(int64_t topk, a.Int("topk", 1));
+  FLEET_ASSIGN_OR_RETURN(int64_t steps, a.Int("slide_steps", 1));
+  if (curve != "ROC") {
+    return a.ErrorAt("curve", "curve must be 'ROC' (the only curve the auc op computes), got " +
+                                  QuoteForMessage(curve));
+  }
+  constexpr int64_t kMax = 2147483646;
+  if (thresholds < 1 || thresholds > kMax) {
+    return a.ErrorAt("num_thresholds", "num_thresholds must be in [1, " + std::to_string(kMax) +
+                                           "], got " + std::to_string(thresholds));
+  }
+  if (steps < 0 || steps > kMax) {
+    return a.ErrorAt("slide_steps", "slide_steps must be in [0, " + std::to_string(kMax) +
+                                        "], got " + std::to_string(steps));
+  }
+  // Paddle takes topk and does nothing with it.
+  if (topk < 1) return a.ErrorAt("topk", "topk must be at least 1");
+  FLEET_ASSIGN_OR_RETURN(std::string layer, LayerName(s, a, "auc"));
+  const std::string global_auc = s.builder.NewTmp(layer);
+  const std::string batch_auc = s.builder.NewTmp(layer);
+  const int64_t buckets = thresholds + 1;
+  struct Stats {
+    std::string pos, neg;
+  };
+  auto stats = [&](int64_t n) -> StatusOr<Stats> {
+    Stats st{s.builder.NewTmp(layer), s.builder.NewTmp(layer)};
+    for (const std::string* v : {&st.pos, &st.neg}) {
+      FLEET_RETURN_IF_ERROR(a.AtCall(
+          s.builder.CreatePersistable(*v, {n}, ir::DataType::kInt64, ConstantInit(0.0))));
+    }
+    return st;
+  };
+  FLEET_ASSIGN_OR_RETURN(Stats batch, stats(steps > 0 ? (steps + 1) * buckets : buckets));
+  FLEET_ASSIGN_OR_RETURN(Stats global, stats(buckets));
+  auto append = [&](const Stats& st, const std::string& out, int64_t slide) {
+    return a.AtCall(s.builder.AppendOp(MakeOp(
+        "auc",
+        {{"Predict", {input}}, {"Label", {label}}, {"StatPos", {st.pos}}, {"StatNeg", {st.neg}}},
+        {{"AUC", {out}}, {"StatPosOut", {st.pos}}, {"StatNegOut", {st.neg}}},
+        {{"curve", curve},
+         {"num_thresholds", static_cast<int32_t>(thresholds)},
+         {"slide_steps", static_cast<int32_t>(slide)}})));
+  };
+  FLEET_RETURN_IF_ERROR(append(batch, batch_auc, steps));
+  FLEET_RETURN_IF_ERROR(append(global, global_auc, 0));
+  s.builder.SetStopGradient({global_auc, batch_auc});
+  return VarValue(global_auc, a.call_pos());
+}
+
 Builtin Reduce(std::string type) {
   Builtin b;
   b.params = {{"input", true}, {"dim"}, {"keep_dim"}, {"name"}};
@@ -783,6 +841,10 @@ void AddLayerBuiltins(BuiltinTable& t) {
       SoftmaxWithCrossEntropy);
   Add(t, "square_error_cost", {{"input", true}, {"label", true}}, SquareErrorCost);
   Add(t, "accuracy", {{"input", true}, {"label", true}, {"k"}}, Accuracy);
+  Add(t, "auc",
+      {{"input", true}, {"label", true}, {"curve"}, {"num_thresholds"}, {"topk"},
+       {"slide_steps"}, {"name"}},
+      Auc);
   for (const char* r : {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod"}) {
     t[r] = Reduce(r);
   }

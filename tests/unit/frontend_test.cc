@@ -9,6 +9,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "autodiff/backward.h"
+#include "optim/optimizer.h"
+
 namespace fleet::frontend {
 namespace {
 
@@ -606,6 +609,103 @@ TEST(FrontendTest, ShapeErrorsAreReportedAtTheCall) {
                 "filter_size=3, groups=2)\n");
   EXPECT_EQ(msg, "t.fleet:2:52: conv2d: groups (2) must divide the input channels (3) and "
                  "num_filters (4)");
+}
+
+TEST(FrontendTest, AucKeepsPersistableStatisticsOutOfTraining) {
+  StatusOr<ParsedProgram> r = ParseProgramText(R"(
+x = data("x", shape=[-1, 4], dtype="float32")
+y = data("y", shape=[-1, 1], dtype="int64")
+prediction = fc(x, size=2, act="softmax")
+loss = mean(cross_entropy(prediction, y))
+global_auc = auc(prediction, y, slide_steps=3)
+minimize(loss, optimizer=sgd(learning_rate=0.1))
+)",
+                                               "t.fleet");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ParsedProgram& p = *r;
+  // Paddle's names: the global AUC, the batch AUC, then the batch and the global statistics.
+  EXPECT_EQ(p.names.at("global_auc"), "auc_0.tmp_0");
+  const auto& ops = p.main.global().ops;
+  ASSERT_GE(ops.size(), 2u);
+  const std::vector<ir::Op> want = {
+      Sig("auc",
+          {{"Predict", {"fc_0.tmp_2"}},
+           {"Label", {"y"}},
+           {"StatPos", {"auc_0.tmp_2"}},
+           {"StatNeg", {"auc_0.tmp_3"}}},
+          {{"AUC", {"auc_0.tmp_1"}},
+           {"StatPosOut", {"auc_0.tmp_2"}},
+           {"StatNegOut", {"auc_0.tmp_3"}}}),
+      Sig("auc",
+          {{"Predict", {"fc_0.tmp_2"}},
+           {"Label", {"y"}},
+           {"StatPos", {"auc_0.tmp_4"}},
+           {"StatNeg", {"auc_0.tmp_5"}}},
+          {{"AUC", {"auc_0.tmp_0"}},
+           {"StatPosOut", {"auc_0.tmp_4"}},
+           {"StatNegOut", {"auc_0.tmp_5"}}})};
+  EXPECT_EQ(SigText(ops[ops.size() - 2]), SigText(want[0]));
+  EXPECT_EQ(SigText(ops.back()), SigText(want[1]));
+  EXPECT_EQ(IntAttr(ops[ops.size() - 2], "slide_steps"), 3);
+  EXPECT_EQ(IntAttr(ops.back(), "slide_steps"), 0);
+  EXPECT_EQ(IntAttr(ops.back(), "num_thresholds"), 4095);
+  for (const char* out : {"auc_0.tmp_0", "auc_0.tmp_1"}) {
+    const ir::Var* v = p.main.global().FindVar(out);
+    ASSERT_NE(v, nullptr) << out;
+    EXPECT_EQ(v->dtype, ir::DataType::kFloat64) << out;
+    EXPECT_EQ(v->shape, (std::vector<int64_t>{1})) << out;
+  }
+  const std::map<std::string, int64_t> stats = {{"auc_0.tmp_2", 4 * 4096},
+                                                {"auc_0.tmp_3", 4 * 4096},
+                                                {"auc_0.tmp_4", 4096},
+                                                {"auc_0.tmp_5", 4096}};
+  for (const auto& [name, n] : stats) {
+    for (const ir::Program* prog : {&p.main, &p.startup}) {
+      const ir::Var* v = prog->global().FindVar(name);
+      ASSERT_NE(v, nullptr) << name;
+      EXPECT_EQ(v->shape, (std::vector<int64_t>{n})) << name;
+      EXPECT_EQ(v->dtype, ir::DataType::kInt64) << name;
+      EXPECT_TRUE(v->persistable) << name;
+      EXPECT_TRUE(v->stop_gradient) << name;
+      EXPECT_FALSE(v->param.has_value()) << name;  // saved as state, never trained
+    }
+    const ir::Op* init = InitOf(p, name);
+    ASSERT_NE(init, nullptr);
+    EXPECT_EQ(init->type, "fill_constant");
+    EXPECT_EQ(FloatAttr(*init, "value"), 0.0);
+    EXPECT_EQ(IntAttr(*init, "dtype"), static_cast<int64_t>(ir::DataType::kInt64));
+    EXPECT_EQ(IntsAttr(*init, "shape"), (std::vector<int64_t>{n}));
+  }
+  // Backward and the optimizer leave the statistics alone: no gradient, no update.
+  auto pairs = autodiff::AppendBackward(p.main, p.loss);
+  ASSERT_TRUE(pairs.ok()) << pairs.status().ToString();
+  ASSERT_TRUE(optim::ApplyOptimizer(p.main, p.startup, *pairs, *p.optimizer).ok());
+  for (const auto& pg : *pairs) EXPECT_EQ(stats.count(pg.param), 0u) << pg.param;
+  for (const auto& op : p.main.global().ops) {
+    for (const auto& [slot, vars] : op.outputs) {
+      for (const auto& v : vars) {
+        for (const auto& [name, n] : stats) {
+          EXPECT_TRUE(v != name || op.type == "auc") << op.type << " writes " << v;
+          EXPECT_EQ(v.find(name + "@GRAD"), std::string::npos) << op.type << " writes " << v;
+        }
+      }
+    }
+  }
+}
+
+TEST(FrontendTest, AucErrorsPointAtTheArgument) {
+  const std::string head =
+      "x = data('x', shape=[-1, 2])\ny = data('y', shape=[-1, 1], dtype='int64')\n";
+  EXPECT_EQ(ErrorOf(head + "a = auc(x, y, curve='PR')\n"),
+            "t.fleet:3:21: auc: curve must be 'ROC' (the only curve the auc op computes), got "
+            "'PR'");
+  EXPECT_EQ(ErrorOf(head + "a = auc(x, y, num_thresholds=0)\n"),
+            "t.fleet:3:30: auc: num_thresholds must be in [1, 2147483646], got 0");
+  EXPECT_EQ(ErrorOf(head + "a = auc(x, y, slide_steps=-1)\n"),
+            "t.fleet:3:27: auc: slide_steps must be in [0, 2147483646], got -1");
+  const std::string msg = ErrorOf(head + "a = auc(x, x)\n");
+  ExpectPrefix(msg, "t.fleet:3:5: auc: ");
+  EXPECT_NE(msg.find("Label must be int64"), std::string::npos) << msg;
 }
 
 TEST(FrontendTest, MinimizeOnceWithAScalarLoss) {
