@@ -7,11 +7,12 @@
 # ocl-icd-opencl-dev is only a Recommends of libdnnl-dev, but oneDNN's CMake package requires
 # OpenCL, so without it configuring fails on a machine that never had it. clang and its
 # libFuzzer runtime (libclang-rt-14-dev) build the fuzz harnesses (scripts/fuzz.sh), Debian's
-# standard toolchain for coverage-guided fuzzing with the sanitizers.
+# standard toolchain for coverage-guided fuzzing with the sanitizers. python3-sklearn is the
+# independent reference the auc op's conformance tests compare with (roc_auc_score).
 set -euo pipefail
 
 packages=(
-  build-essential cmake ninja-build pkg-config python3 python3-numpy
+  build-essential cmake ninja-build pkg-config python3 python3-numpy python3-sklearn
   libboost-dev libtomlplusplus-dev libspdlog-dev nlohmann-json3-dev zlib1g-dev libssl-dev
   libgtest-dev libgmock-dev libdnnl-dev ocl-icd-opencl-dev libgloo-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler-grpc openssl
