@@ -140,6 +140,11 @@ struct Config {
     std::filesystem::path init_from;
     // At every logged step, check that every trainer holds bit-identical parameters.
     bool check_replicas = false;
+    // Vars reported with the loss at every logged step (job/metrics.h): names of the program
+    // file's variables or of main-program vars, each holding one value. Not empty, no repeats.
+    std::vector<std::string> fetch;
+    // TensorBoard event files of the logged steps' scalars here (absolute; empty = none).
+    std::filesystem::path tensorboard_dir;
   } train;
 
   // Checkpoints (checkpoint/checkpoint.h): the whole persistable state every N steps, and

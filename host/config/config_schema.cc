@@ -579,7 +579,7 @@ class Checker {
   void ReadTrain(const toml::table& t, Config::Train& out) {
     CheckKeys(t, "train",
               {"steps", "batch_size", "seed", "threads", "log_every", "metrics_file", "profile",
-               "save_params_dir", "init_from", "check_replicas"});
+               "save_params_dir", "init_from", "check_replicas", "fetch", "tensorboard_dir"});
     ReadInt(t, "train", "steps", 1, out.steps);
     ReadInt(t, "train", "batch_size", 1, out.batch_size, kMaxBatch);
     ReadInt(t, "train", "seed", 0, out.seed);
@@ -611,6 +611,27 @@ class Checker {
       if (s == nullptr || !s->get().empty()) {  // "" is the default: none
         if (std::optional<fs::path> d = Path(*n, "train.init_from")) out.init_from = *d;
       }
+    }
+    if (const toml::node* n = t.get("tensorboard_dir")) {
+      const auto* s = n->as_string();
+      if (s == nullptr || !s->get().empty()) {  // "" is the default: none
+        if (std::optional<fs::path> d = Path(*n, "train.tensorboard_dir")) {
+          out.tensorboard_dir = *d;
+        }
+      }
+    }
+    if (const toml::node* n = t.get("fetch")) {
+      ReadStrings(*n, "train.fetch",
+                  [&](const toml::node& item, const std::string& path, const std::string& value) {
+                    if (value.empty()) {
+                      diag_.AtValue(item, path, "expected a var name, got ''");
+                    } else if (std::find(out.fetch.begin(), out.fetch.end(), value) !=
+                               out.fetch.end()) {
+                      diag_.AtValue(item, path, QuoteForMessage(value) + " is listed twice");
+                    } else {
+                      out.fetch.push_back(value);
+                    }
+                  });
     }
   }
 

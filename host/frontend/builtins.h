@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "frontend/builder.h"
+#include "frontend/frontend.h"
 #include "frontend/values.h"
 #include "optim/optimizer.h"
 #include "support/status.h"
@@ -25,6 +26,7 @@ struct State {
   std::optional<optim::OptimizerSpec> optimizer;
   std::optional<Pos> minimize_pos;
   std::vector<std::string> no_grad;
+  std::vector<ReportedMetric> metrics;
 };
 
 using BuiltinFn = std::function<StatusOr<Value>(State&, const Args&)>;

@@ -125,6 +125,8 @@ class Interpreter {
         [](State& s, const Args& a) { return Minimize(s, a); }};
     table_["stop_gradient"] =
         Builtin{{{"x", true}}, [](State& s, const Args& a) { return StopGradient(s, a); }};
+    table_["metric"] = Builtin{{{"name", true}, {"x", true}},
+                               [](State& s, const Args& a) { return Metric(s, a); }};
   }
 
   Status Run(const std::vector<Stmt>& stmts) {
@@ -144,6 +146,7 @@ class Interpreter {
     p.loss = std::move(state_.loss);
     p.optimizer = std::move(state_.optimizer);
     p.no_grad = std::move(state_.no_grad);
+    p.metrics = std::move(state_.metrics);
     for (const auto& [name, value] : env_) {
       if (value.kind == Value::Kind::kVar) p.names[name] = value.text;
     }
@@ -382,6 +385,38 @@ class Interpreter {
     bool seen = false;
     for (const auto& n : s.no_grad) seen = seen || n == x;
     if (!seen) s.no_grad.push_back(x);
+    return VarValue(x, a.call_pos());
+  }
+
+  // The name becomes a JSON key, a word of the progress line and a TensorBoard tag: plain
+  // characters only, so none of them needs quoting. Whether the var holds one value is known
+  // only once the batch size is (job/metrics.h checks it then).
+  static StatusOr<Value> Metric(State& s, const Args& a) {
+    FLEET_ASSIGN_OR_RETURN(std::string name, a.String("name"));
+    FLEET_ASSIGN_OR_RETURN(std::string x, a.Var("x"));
+    bool plain = !name.empty() && name.size() <= 64;
+    for (char c : name) {
+      plain = plain && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                        (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-' || c == '/');
+    }
+    if (!plain) {
+      return a.ErrorAt("name", "a metric name is 1 to 64 of the characters A-Z a-z 0-9 _ . - /, "
+                               "got " + QuoteForMessage(name));
+    }
+    for (const ReportedMetric& m : s.metrics) {
+      if (m.name == name) {
+        return a.ErrorAt("name", "metric '" + name + "' is already reported (at " + m.where + ")");
+      }
+    }
+    const ir::Var* v = s.builder.FindVar(x);
+    if (v == nullptr) return a.ErrorAt("x", "variable '" + x + "' is not declared");
+    int64_t elements = 1;
+    for (int64_t d : v->shape) elements *= d;
+    if (elements != 1 && elements >= 0) {  // a -1 dimension waits for the batch size
+      return a.ErrorAt("x", "a metric must hold one value, '" + x + "' holds " +
+                                std::to_string(elements));
+    }
+    s.metrics.push_back({name, x, std::string(a.file()) + ":" + PosText(a.call_pos())});
     return VarValue(x, a.call_pos());
   }
 

@@ -19,6 +19,13 @@
 
 namespace fleet::frontend {
 
+// A value the file asks the training loop to report: metric("auc", auc_var).
+struct ReportedMetric {
+  std::string name;   // the label in progress lines, metrics records and TensorBoard tags
+  std::string var;    // the main-program var holding it
+  std::string where;  // "FILE:LINE:COL" of the metric(...) call, for errors found later
+};
+
 struct ParsedProgram {
   ir::Program startup;
   ir::Program main;
@@ -29,6 +36,7 @@ struct ParsedProgram {
   // The file's variables that hold a program var, by the name the file gives them
   // ("prediction" -> "fc_2.tmp_2"), as they stand after the last statement.
   std::map<std::string, std::string> names;
+  std::vector<ReportedMetric> metrics;  // metric(...) calls, in order
 };
 
 // Errors are INVALID_ARGUMENT "FILE:LINE:COL: message" saying what was expected.
