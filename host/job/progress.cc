@@ -1,6 +1,7 @@
 #include "job/progress.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -15,14 +16,28 @@ double Seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_cloc
   return std::chrono::duration<double>(b - a).count();
 }
 
+// Six significant digits: a learning rate of 1e-5 keeps them, where fixed notation would not.
+std::string FormatGeneral(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
 }  // namespace
 
-Status ProgressLog::Open(bool write_metrics, const std::string& suffix) {
-  if (train_.metrics_file.empty() || !write_metrics) return OkStatus();
-  std::filesystem::path path = train_.metrics_file;
-  if (!suffix.empty()) {
-    path.replace_filename(path.stem().string() + suffix + path.extension().string());
+Status ProgressLog::Open(bool write_metrics, const std::string& own_name) {
+  if (!write_metrics) return OkStatus();
+  if (!train_.tensorboard_dir.empty()) {
+    FLEET_ASSIGN_OR_RETURN(events_, EventFileWriter::Open(own_name.empty()
+                                                              ? train_.tensorboard_dir
+                                                              : train_.tensorboard_dir / own_name));
   }
+  if (train_.metrics_file.empty()) return OkStatus();
+  std::filesystem::path path = train_.metrics_file;
+  if (!own_name.empty()) {
+    path.replace_filename(path.stem().string() + "." + own_name + path.extension().string());
+  }
+  metrics_path_ = path.string();
   std::string kept;
   if (first_step_ > 1) {
     std::ifstream in(path);
@@ -43,32 +58,61 @@ Status ProgressLog::Open(bool write_metrics, const std::string& suffix) {
   return OkStatus();
 }
 
-double ProgressLog::Rate(int64_t step) const {
+StepReport ProgressLog::Measure(int64_t step) const {
   const double interval = std::max(Seconds(last_log_, Clock::now()), 1e-9);
-  return static_cast<double>((step - last_logged_step_) * samples_per_step_) / interval;
+  const auto steps = static_cast<double>(std::max<int64_t>(step - last_logged_step_, 1));
+  StepReport r;
+  r.ips = steps * static_cast<double>(samples_per_step_) / interval;
+  r.reader_cost = reader_s_ / steps;
+  r.batch_cost = interval / steps;
+  return r;
 }
 
-Status ProgressLog::Log(int64_t step, double loss, double rate) {
+Status ProgressLog::Log(int64_t step, const StepReport& r) {
   const Clock::time_point now = Clock::now();
   const double elapsed = Seconds(start_, now);
-  const double eta = elapsed / static_cast<double>(step - first_step_ + 1) *
-                     static_cast<double>(train_.steps - step);
-  out_ << "step " << step << "/" << train_.steps << " loss " << FormatFixed(loss, 6)
-       << " samples/s " << FormatFixed(rate, 1) << (who_.empty() ? "" : " (" + who_ + ")")
-       << " eta " << FormatFixed(eta, 1) << "s\n";
+  const double eta = r.batch_cost * static_cast<double>(train_.steps - step);
+  std::string line = "step " + std::to_string(step) + "/" + std::to_string(train_.steps) +
+                     " loss " + FormatFixed(r.loss, 6);
+  for (size_t i = 0; i < metric_names_.size(); ++i) {
+    line += " " + metric_names_[i] + " " + FormatFixed(r.metrics[i], 6);
+  }
+  if (r.lr) line += " lr " + FormatGeneral(*r.lr);
+  line += " reader_cost " + FormatFixed(r.reader_cost, 5) + "s batch_cost " +
+          FormatFixed(r.batch_cost, 5) + "s ips " + FormatFixed(r.ips, 1) + " samples/s eta " +
+          FormatFixed(eta, 1) + "s" + (who_.empty() ? "" : " (" + who_ + ")");
+  out_ << line << "\n";
   out_.flush();
+
+  // Insertion order: the keys read as the line does.
+  std::vector<std::pair<std::string, double>> scalars = {{"loss", r.loss}};
+  for (size_t i = 0; i < metric_names_.size(); ++i) {
+    scalars.emplace_back(metric_names_[i], r.metrics[i]);
+  }
+  if (r.lr) scalars.emplace_back("lr", *r.lr);
+  scalars.insert(scalars.end(), {{"ips", r.ips},
+                                 {"reader_cost", r.reader_cost},
+                                 {"batch_cost", r.batch_cost},
+                                 {"eta_s", eta}});
   if (metrics_.is_open()) {
-    metrics_ << "{\"step\": " << step << ", \"loss\": " << FormatFixed(loss, 9)
-             << ", \"samples_per_sec\": " << FormatFixed(rate, 3)
-             << ", \"elapsed_s\": " << FormatFixed(elapsed, 6) << "}\n";
+    nlohmann::ordered_json j;
+    j["step"] = step;
+    for (const auto& [key, v] : scalars) {
+      if (key == "ips" && !r.lr) j["lr"] = nullptr;  // the key is there either way
+      j[key] = v;  // nlohmann writes NaN and inf as null
+    }
+    j["elapsed_s"] = elapsed;
+    metrics_ << j.dump() << "\n";
     metrics_.flush();
     if (!metrics_) {
-      return Unavailable("train.metrics_file: writing '" + train_.metrics_file + "' failed");
+      return Unavailable("train.metrics_file: writing '" + metrics_path_ + "' failed");
     }
   }
-  summary_.logged_losses.push_back(loss);
+  if (events_ != nullptr) FLEET_RETURN_IF_ERROR(events_->WriteScalars(step, scalars));
+  summary_.logged_losses.push_back(r.loss);
   last_log_ = now;
   last_logged_step_ = step;
+  reader_s_ = 0;
   return OkStatus();
 }
 

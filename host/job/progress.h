@@ -1,6 +1,22 @@
 // What the user watches while a job trains: a line every [train] log_every steps (and after the
-// last), one JSON record per logged step in [train] metrics_file, the closing summary, and with
-// [train] profile where a step's time went. Rates count the samples of the whole job.
+// last), one JSON record per logged step in [train] metrics_file, the same scalars in
+// TensorBoard event files under [train] tensorboard_dir (job/tensorboard.h), the closing
+// summary, and with [train] profile where a step's time went.
+//
+// A logged step reports, as Paddle's logs do:
+//   loss         the step's loss
+//   <metric>     each reported var (job/metrics.h), in order
+//   lr           the learning rate the step used; null where the process does not hold it
+//   ips          samples per second over the interval since the last logged step
+//   reader_cost  seconds per step spent waiting for a batch, averaged over that interval
+//   batch_cost   seconds per step, all included, averaged over that interval
+//   eta_s        the steps left times batch_cost
+//   elapsed_s    seconds since the loop started
+// The metrics record is one JSON object of exactly these keys (and "step"); a value that is
+// not finite is null. The line reads
+//   step 20/200 loss 0.512345 auc 0.731200 lr 0.01 reader_cost 0.00002s batch_cost 0.00310s
+//   ips 41290.3 samples/s eta 0.6s (2 trainers)
+// (one line), with lr left out where it is null.
 //
 // Threading: a ProgressLog belongs to the thread running the loop.
 #pragma once
@@ -8,12 +24,15 @@
 #include <chrono>
 #include <cstdint>
 #include <fstream>
+#include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "config/config.h"
 #include "executor/executor.h"
+#include "job/tensorboard.h"
 #include "support/status.h"
 
 namespace fleet {
@@ -26,20 +45,34 @@ struct TrainSummary {
   std::vector<double> logged_losses;  // the loss of every logged step, in order
 };
 
+// The figures of one logged step other than those ProgressLog measures itself.
+struct StepReport {
+  double loss = 0.0;
+  std::vector<double> metrics;  // one per name given to ProgressLog, in order
+  std::optional<double> lr;
+  double ips = 0.0;
+  double reader_cost = 0.0;
+  double batch_cost = 0.0;
+};
+
 class ProgressLog {
  public:
   // `who` says whose figures the lines are ("2 trainers", "trainer 1 of 2", "" for a lone
-  // process); `train` and `out` must outlive the log.
+  // process); `metric_names` are the keys of the reported vars; `train` and `out` must outlive
+  // the log.
   ProgressLog(const Config::Train& train, int64_t samples_per_step, std::string who,
-              std::ostream& out)
-      : train_(train), samples_per_step_(samples_per_step), who_(std::move(who)), out_(out) {}
+              std::ostream& out, std::vector<std::string> metric_names = {})
+      : train_(train), samples_per_step_(samples_per_step), who_(std::move(who)), out_(out),
+        metric_names_(std::move(metric_names)) {}
 
-  // Opens the metrics file when there is one and this process writes it.
-  // `suffix` goes before the file's extension ("m.jsonl" -> "m.trainer1.jsonl"), so processes
-  // that share a config but report for themselves do not write one file together. A resumed
-  // job (StartAt first) keeps the records of the steps before the one it resumes at, and drops
-  // those the killed job logged after its checkpoint, which it runs again.
-  Status Open(bool write_metrics, const std::string& suffix = "");
+  // Opens the metrics file and the TensorBoard event file when they are configured and this
+  // process writes them. A process that reports for itself beside others sharing its config
+  // gives `own_name` ("trainer1"): it goes before the metrics file's extension
+  // ("m.jsonl" -> "m.trainer1.jsonl") and names a subdirectory of tensorboard_dir (which
+  // TensorBoard shows as a run of its own). A resumed job (StartAt first) keeps the records of
+  // the steps before the one it resumes at, and drops those the killed job logged after its
+  // checkpoint, which it runs again; its event file is a new one beside the killed job's.
+  Status Open(bool write_metrics, const std::string& own_name = "");
 
   bool Due(int64_t step) const { return step % train_.log_every == 0 || step == train_.steps; }
 
@@ -49,10 +82,14 @@ class ProgressLog {
     last_logged_step_ = step - 1;
   }
 
-  // Samples per second here since the last logged step.
-  double Rate(int64_t step) const;
+  // Seconds this step waited for its batch; called every step.
+  void AddReaderTime(double seconds) { reader_s_ += seconds; }
 
-  Status Log(int64_t step, double loss, double rate);
+  // ips, reader_cost and batch_cost of this process over the interval that `step` closes
+  // (loss, metrics and lr are left for the caller).
+  StepReport Measure(int64_t step) const;
+
+  Status Log(int64_t step, const StepReport& report);
 
   // Prints "trained N steps in ..."; `job_samples_per_step` counts every trainer's samples.
   TrainSummary Finish(double final_loss, int64_t job_samples_per_step);
@@ -64,12 +101,16 @@ class ProgressLog {
   int64_t samples_per_step_;
   std::string who_;
   std::ostream& out_;
+  std::vector<std::string> metric_names_;
   std::ofstream metrics_;
+  std::string metrics_path_;
+  std::unique_ptr<EventFileWriter> events_;
   TrainSummary summary_;
   const Clock::time_point start_ = Clock::now();
   Clock::time_point last_log_ = start_;
   int64_t last_logged_step_ = 0;
   int64_t first_step_ = 1;
+  double reader_s_ = 0.0;  // since the last logged step
 };
 
 // Where a step's time went ([train] profile): the ops that took most, then the total per op

@@ -1,8 +1,8 @@
 #include "job/train.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
-#include <tuple>
 #include <utility>
 
 #include "checkpoint/checkpoint.h"
@@ -59,12 +59,28 @@ Status CheckReplicas(Communicator& world, const exec::Executor& executor,
                   " the trainers hold different values of " + list);
 }
 
-// The mean loss and the summed samples/s over every trainer.
-StatusOr<std::pair<double, double>> JobFigures(Communicator& world, double loss, double rate) {
-  double values[2] = {loss, rate};
-  FLEET_RETURN_IF_ERROR(world.AllReduceHost(values, FLEET_DTYPE_FLOAT64, 2, FLEET_REDUCE_SUM)
+// The job's figures in `r`: loss, reported vars and reader_cost as means over the trainers,
+// ips as their sum; lr and batch_cost stay this trainer's. `values` is reused.
+Status JobFigures(Communicator& world, StepReport& r, std::vector<double>& values) {
+  values.clear();
+  values.push_back(r.loss);
+  values.insert(values.end(), r.metrics.begin(), r.metrics.end());
+  values.push_back(r.reader_cost);
+  values.push_back(r.ips);
+  FLEET_RETURN_IF_ERROR(world
+                            .AllReduceHost(values.data(), FLEET_DTYPE_FLOAT64,
+                                           static_cast<int64_t>(values.size()), FLEET_REDUCE_SUM)
                             .WithContext("job metrics"));
-  return std::pair<double, double>{values[0] / world.world_size(), values[1]};
+  const auto n = static_cast<double>(world.world_size());
+  r.loss = values[0] / n;
+  for (size_t i = 0; i < r.metrics.size(); ++i) r.metrics[i] = values[1 + i] / n;
+  r.reader_cost = values[values.size() - 2] / n;
+  r.ips = values.back();
+  return OkStatus();
+}
+
+double SecondsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
 }  // namespace
@@ -143,14 +159,17 @@ StatusOr<TrainingSetup> PrepareTraining(const Config& config,
   if (!train.init_from.empty() && !pserver_trainer) {
     FLEET_RETURN_IF_ERROR(InitFrom(train.init_from, *setup.executor, programs));
   }
-  auto prepared = setup.executor->Prepare(programs.main, shapes, {programs.loss}, sequences);
+  FLEET_ASSIGN_OR_RETURN(setup.reported, ReportedVars(train, programs));
+  const std::vector<std::string> fetch = FetchList(programs.loss, setup.reported);
+  auto prepared = setup.executor->Prepare(programs.main, shapes, fetch, sequences);
   if (!prepared.ok()) {
     return NameBatchSize(prepared.status().WithContext("main program"), config, 1, "");
   }
   setup.main = std::move(*prepared);
+  FLEET_RETURN_IF_ERROR(CheckReportedVars(setup.reported, *setup.main));
+  setup.lr_var = LearningRateVar(programs.main);
   if (dist.main_local != nullptr) {
-    auto local =
-        setup.executor->Prepare(*dist.main_local, shapes, {programs.loss}, sequences);
+    auto local = setup.executor->Prepare(*dist.main_local, shapes, fetch, sequences);
     if (!local.ok()) {
       return NameBatchSize(local.status().WithContext("main.local program"), config, 1, "");
     }
@@ -211,14 +230,18 @@ StatusOr<TrainSummary> Train(const Config& config, const frontend::ParsedProgram
         << " steps of train.steps are done\n";
     return TrainSummary{first_step - 1, 0.0, 0.0, {}};
   }
-  ProgressLog progress(train, train.batch_size, who, out);
+  std::vector<std::string> metric_names;
+  for (const ReportedVar& r : setup.reported) metric_names.push_back(r.name);
+  ProgressLog progress(train, train.batch_size, who, out, metric_names);
   progress.StartAt(first_step);
   FLEET_RETURN_IF_ERROR(progress.Open(
       rank == 0 || world == nullptr,
-      world == nullptr && rank > 0 ? ".trainer" + std::to_string(rank) : ""));
+      world == nullptr && rank > 0 ? "trainer" + std::to_string(rank) : ""));
   exec::FeedMap batch;
+  std::vector<double> job_values;
   double loss = 0;
   for (int64_t step = first_step; step <= train.steps; ++step) {
+    const auto read_start = std::chrono::steady_clock::now();
     if (world_size > 1 && !source->sharded()) {
       if (Status s = source->Next(train.batch_size * world_size, global_batch); !s.ok()) {
         return s.WithContext("data at step " + std::to_string(step));
@@ -227,6 +250,7 @@ StatusOr<TrainSummary> Train(const Config& config, const frontend::ParsedProgram
     } else if (Status s = source->Next(train.batch_size, batch); !s.ok()) {
       return s.WithContext("data at step " + std::to_string(step));
     }
+    progress.AddReaderTime(SecondsSince(read_start));
     const bool averaged = averages(step);
     exec::PreparedProgram* prepared = averaged ? setup.main.get() : setup.main_local.get();
     if (Status s = executor->Run(*prepared, batch, fetched); !s.ok()) {
@@ -239,12 +263,20 @@ StatusOr<TrainSummary> Train(const Config& config, const frontend::ParsedProgram
     FLEET_ASSIGN_OR_RETURN(loss, LossValue(fetched[0], programs.loss));
     FLEET_RETURN_IF_ERROR(CheckLoss(loss, step, programs.loss));
     if (progress.Due(step)) {
-      double rate = progress.Rate(step);
-      if (world != nullptr) {
-        // The job's figures: mean loss and summed throughput over trainers.
-        FLEET_ASSIGN_OR_RETURN(std::tie(loss, rate), JobFigures(*world, loss, rate));
+      StepReport report = progress.Measure(step);
+      report.loss = loss;
+      for (size_t i = 0; i < setup.reported.size(); ++i) {
+        FLEET_ASSIGN_OR_RETURN(double v, ScalarValue(fetched[1 + i], setup.reported[i].what));
+        report.metrics.push_back(v);
       }
-      FLEET_RETURN_IF_ERROR(progress.Log(step, loss, rate));
+      if (setup.lr_var) {
+        FLEET_ASSIGN_OR_RETURN(report.lr, LearningRateValue(*executor, *setup.lr_var));
+      }
+      if (world != nullptr) {
+        FLEET_RETURN_IF_ERROR(JobFigures(*world, report, job_values));
+        loss = report.loss;
+      }
+      FLEET_RETURN_IF_ERROR(progress.Log(step, report));
       // Between averagings local_sgd's replicas differ by design.
       if (train.check_replicas && world != nullptr && averaged) {
         FLEET_RETURN_IF_ERROR(CheckReplicas(*world, *executor, params, step));

@@ -8,14 +8,18 @@
 // keeps rows [rank * batch_size, (rank + 1) * batch_size), so N trainers on their shares see
 // exactly what one trainer sees on the global batch. A source whose files are split across
 // trainers (data.shard, DataSource::sharded) has no global batch: each trainer then takes
-// batch_size samples of its own share. Logged lines carry the loss averaged over
-// trainers and the job's total samples/s (one small all-reduce per logged step); only rank 0
-// writes the metrics file. The last step ends with a barrier so no trainer leaves (and takes
-// the store it serves with it) while others still need it.
+// batch_size samples of its own share. Logged lines carry the loss, the reported vars and
+// reader_cost averaged over trainers and the job's total samples/s as ips (one small
+// all-reduce per logged step), with rank 0's own learning rate and batch_cost (the trainers
+// step together); only rank 0 writes the metrics file and the event file. A reported var the
+// program already makes job-wide (the auc op's global AUC over all-reduced buckets) is the
+// same on every trainer, so its mean is that value. The last step ends with a barrier so no
+// trainer leaves (and takes the store it serves with it) while others still need it.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -25,6 +29,7 @@
 #include "data/source.h"
 #include "executor/executor.h"
 #include "frontend/frontend.h"
+#include "job/metrics.h"
 #include "job/progress.h"
 #include "plugin/kernel.h"
 #include "plugin/registry.h"
@@ -34,13 +39,15 @@ namespace fleet {
 
 // Everything a training run needs before its first step: the data source, an executor whose
 // scope holds the initialised parameters (startup has run), and main prepared for
-// [train].batch_size with the loss as its fetch.
+// [train].batch_size with the loss and then the reported vars (job/metrics.h) as its fetches.
 struct TrainingSetup {
   std::unique_ptr<data::DataSource> source;
   std::unique_ptr<exec::Executor> executor;
   std::unique_ptr<exec::PreparedProgram> main;
   std::unique_ptr<exec::PreparedProgram> main_local;  // with TrainDist::main_local
   size_t startup_ops = 0;
+  std::vector<ReportedVar> reported;
+  std::optional<std::string> lr_var;  // job/metrics.h LearningRateVar
 };
 
 // How a trainer takes part in a distributed job; the default is a job of one.
@@ -48,10 +55,11 @@ struct TrainingSetup {
 // A parameter-server trainer has no Job: its RPC ops' kernels come from `host_kernels` (a
 // PsTrainerRuntime), and `trainer_id`/`trainers` say which share of the global batch is its
 // own, as rank/world_size do in a collective job. With no communicator among trainers, each
-// logs its own loss and its own samples/s, and each writes its own metrics file when
-// [train] metrics_file is set (trainer 0 the file named, trainer t > 0 the name with
-// ".trainer<t>" before its extension); trainer 0 writes save_params_dir (the parameters it
-// last received).
+// logs its own figures (its lr is null: the servers hold the rate), and each writes its own
+// metrics file when [train] metrics_file is set (trainer 0 the file named, trainer t > 0 the
+// name with ".trainer<t>" before its extension) and its own event file (trainer t > 0 in
+// tensorboard_dir/trainer<t>); trainer 0 writes save_params_dir (the parameters it last
+// received).
 struct TrainDist {
   Job* job = nullptr;                      // with collectives() for a collective job
   const ir::Program* main_local = nullptr; // local_sgd's step without averaging, or null

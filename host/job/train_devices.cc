@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "data/source.h"
 #include "fleet/fleet_plugin.h"
 #include "job/data_sources.h"
+#include "job/metrics.h"
 #include "job/pipeline.h"
 #include "job/train_state.h"
 #include "roles/role.h"
@@ -83,21 +85,37 @@ StatusOr<TrainSummary> TrainOnDevices(const Config& config,
     shapes[f.name] = dims;
     if (f.lod_level != 0) sequences[f.name] = rows;
   }
-  if (Status s = runner->Prepare(shapes, {programs.loss}, "main", sequences); !s.ok()) {
+  FLEET_ASSIGN_OR_RETURN(const std::vector<ReportedVar> reported, ReportedVars(train, programs));
+  const std::vector<std::string> fetch = FetchList(programs.loss, reported);
+  if (Status s = runner->Prepare(shapes, fetch, "main", sequences); !s.ok()) {
     return NameBatchSize(s.WithContext("main program"), config, num_devices, "devices");
   }
+  const std::optional<std::string> lr_var = LearningRateVar(programs.main);
 
-  ProgressLog progress(train, rows, std::to_string(num_devices) + " devices", out);
+  std::vector<std::string> metric_names;
+  for (const ReportedVar& r : reported) metric_names.push_back(r.name);
+  ProgressLog progress(train, rows, std::to_string(num_devices) + " devices", out, metric_names);
   FLEET_RETURN_IF_ERROR(progress.Open(true));
   exec::FeedMap batch;
   exec::ParallelFetch fetched;
   double loss = 0;
   for (int64_t step = 1; step <= train.steps; ++step) {
+    const auto read_start = std::chrono::steady_clock::now();
     if (Status s = source->Next(rows, batch); !s.ok()) {
       return s.WithContext("data at step " + std::to_string(step));
     }
-    if (Status s = runner->Run(batch, {programs.loss}, fetched); !s.ok()) {
+    progress.AddReaderTime(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - read_start).count());
+    if (Status s = runner->Run(batch, fetch, fetched, exec::FetchMode::kPerDevice); !s.ok()) {
       return source->origin().Annotate(s).WithContext("step " + std::to_string(step));
+    }
+    // The runner hides its preparations: the reported vars' shapes are checked on the first
+    // step's fetches, before anything is logged.
+    if (step == 1) {
+      for (size_t i = 0; i < reported.size(); ++i) {
+        const exec::HostTensor& t = fetched.per_device[0][1 + i];
+        FLEET_RETURN_IF_ERROR(CheckReportedVar(reported[i], t.dtype, t.dims));
+      }
     }
     // The loss of the step: the mean of the devices' losses.
     loss = 0;
@@ -107,7 +125,24 @@ StatusOr<TrainSummary> TrainOnDevices(const Config& config,
       loss += l / num_devices;
     }
     FLEET_RETURN_IF_ERROR(CheckLoss(loss, step, programs.loss));
-    if (progress.Due(step)) FLEET_RETURN_IF_ERROR(progress.Log(step, loss, progress.Rate(step)));
+    if (progress.Due(step)) {
+      // Reported vars, as the loss: the mean over devices.
+      StepReport report = progress.Measure(step);
+      report.loss = loss;
+      report.metrics.assign(reported.size(), 0.0);
+      for (int32_t d = 0; d < num_devices; ++d) {
+        for (size_t i = 0; i < reported.size(); ++i) {
+          FLEET_ASSIGN_OR_RETURN(
+              double v, ScalarValue(fetched.per_device[static_cast<size_t>(d)][1 + i],
+                                    reported[i].what));
+          report.metrics[i] += v / num_devices;
+        }
+      }
+      if (lr_var) {
+        FLEET_ASSIGN_OR_RETURN(report.lr, LearningRateValue(runner->executor(0), *lr_var));
+      }
+      FLEET_RETURN_IF_ERROR(progress.Log(step, report));
+    }
   }
   if (!train.save_params_dir.empty()) {
     FLEET_RETURN_IF_ERROR(
