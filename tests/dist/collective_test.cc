@@ -79,11 +79,13 @@ class CollectiveTest : public ::testing::Test {
     }
   }
 
-  static std::vector<double> Losses(const fs::path& metrics) {
+  static std::vector<double> Losses(const fs::path& metrics) { return Column(metrics, "loss"); }
+  // The value of `key` in every record.
+  static std::vector<double> Column(const fs::path& metrics, const std::string& key) {
     std::vector<double> out;
     std::ifstream in(metrics);
     std::string line;
-    while (std::getline(in, line)) out.push_back(nlohmann::json::parse(line)["loss"].get<double>());
+    while (std::getline(in, line)) out.push_back(nlohmann::json::parse(line)[key].get<double>());
     return out;
   }
 
@@ -146,16 +148,28 @@ std::vector<std::string> With(std::vector<std::string> a, const std::vector<std:
 
 // The equivalence: two ranks with grad_allreduce on half batches match one rank on the
 // full batch, step by step; check_replicas makes every rank compare parameters every step.
+// A fetched var is reported as its mean over the ranks: the mean of the halves' avg_cost is the
+// whole batch's; rank 0 alone writes the records and the event file.
 TEST_F(CollectiveTest, TwoRanksOnHalfBatchesMatchOneRankStepByStep) {
-  std::vector<double> one = TrainOneRank(With(kSteps, {"train.batch_size=64"}));
+  const std::string fetch = "train.fetch=[\"avg_cost\"]";
+  std::vector<double> one = TrainOneRank(With(kSteps, {"train.batch_size=64", fetch}));
   ASSERT_EQ(one.size(), 6u);
-  StartRanks(2, With(kSteps, {"train.batch_size=32", "train.check_replicas=true",
+  StartRanks(2, With(kSteps, {"train.batch_size=32", "train.check_replicas=true", fetch,
                               "train.metrics_file=" + (dir_ / "two.jsonl").string(),
+                              "train.tensorboard_dir=" + (dir_ / "tb").string(),
                               "train.save_params_dir=" + (dir_ / "two").string(),
                               "comm.timeout_s=30"}));
   for (auto& r : ranks_) EXPECT_EQ(r->Wait(milliseconds(60000)), 0) << r->Output();
   ExpectSameLosses(one, Losses(dir_ / "two.jsonl"));
+  ExpectSameLosses(Column(dir_ / "one.jsonl", "avg_cost"),
+                   Column(dir_ / "two.jsonl", "avg_cost"));
+  for (double lr : Column(dir_ / "two.jsonl", "lr")) EXPECT_EQ(lr, static_cast<double>(0.01f));
   ExpectSameParams(dir_ / "one", dir_ / "two", 1e-6);
+  int event_files = 0;
+  for (const auto& e : fs::recursive_directory_iterator(dir_ / "tb")) {
+    event_files += e.is_regular_file();
+  }
+  EXPECT_EQ(event_files, 1);
 }
 
 // The same with every variant of the collective transpile: one all-reduce per gradient (no

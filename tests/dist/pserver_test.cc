@@ -220,8 +220,11 @@ void ExpectMatchesOneProcess(PserverTest& test, int servers, int trainers,
                                                   (dir / "ps").string()};
                 },
                 [&](int t) {
-                  // Every trainer is given the same file and writes its own (see MetricsOf).
-                  std::vector<std::string> s = {"train.metrics_file=" + (dir / "m.jsonl").string()};
+                  // Every trainer is given the same files and writes its own (see MetricsOf),
+                  // with a fetched var: its own loss again.
+                  std::vector<std::string> s = {"train.metrics_file=" + (dir / "m.jsonl").string(),
+                                                "train.tensorboard_dir=" + (dir / "tb").string(),
+                                                "train.fetch=[\"avg_cost\"]"};
                   if (t == 0) s.push_back("train.save_params_dir=" + (dir / "ps").string());
                   return s;
                 });
@@ -231,6 +234,19 @@ void ExpectMatchesOneProcess(PserverTest& test, int servers, int trainers,
     std::vector<double> losses = PserverTest::Losses(MetricsOf(dir / "m.jsonl", t));
     ASSERT_EQ(losses.size(), one.size()) << "trainer " << t;
     for (size_t i = 0; i < one.size(); ++i) mean[i] += losses[i] / trainers;
+    std::ifstream in(MetricsOf(dir / "m.jsonl", t));
+    std::string line;
+    while (std::getline(in, line)) {
+      const auto j = nlohmann::json::parse(line);
+      EXPECT_EQ(j["avg_cost"], j["loss"]) << "trainer " << t << ": " << line;
+      // The servers hold the learning rate.
+      EXPECT_TRUE(j.contains("lr") && j["lr"].is_null()) << "trainer " << t << ": " << line;
+      EXPECT_GT(j["ips"].get<double>(), 0.0) << line;
+    }
+    const fs::path events = t == 0 ? dir / "tb" : dir / "tb" / ("trainer" + std::to_string(t));
+    int files = 0;
+    for (const auto& e : fs::directory_iterator(events)) files += e.is_regular_file();
+    EXPECT_EQ(files, 1) << "trainer " << t;
   }
   for (size_t i = 0; i < one.size(); ++i) {
     EXPECT_NEAR(mean[i], one[i], tol * std::max(1.0, std::abs(one[i]))) << "step " << i + 1;
