@@ -270,7 +270,7 @@ TEST(CliRunTest, MlpLossFalls) {
     ++n;
     EXPECT_EQ(j["step"], n);
     EXPECT_NEAR(j["loss"].get<double>(), losses[n - 1], 1e-6);
-    EXPECT_GT(j["samples_per_sec"].get<double>(), 0);
+    EXPECT_GT(j["ips"].get<double>(), 0);
     EXPECT_GE(j["elapsed_s"].get<double>(), 0);
   }
   EXPECT_EQ(n, 150u);
