@@ -487,8 +487,9 @@ TEST_F(CollectiveTest, RanksThatPartWhileRunningFailTogetherNamingTheCall) {
       EXPECT_NE(out.find("the ranks' collectives went out of step at collective #"),
                 std::string::npos)
           << out;
-      // After step 1, rank 0 exchanges the job's figures while rank 1 starts step 2.
-      EXPECT_NE(out.find("rank 1 differs from rank 0: rank 0 runs host all_reduce_sum(2 float64); "
+      // After step 1, rank 0 exchanges the job's figures (loss, reader_cost, ips) while rank 1
+      // starts step 2.
+      EXPECT_NE(out.find("rank 1 differs from rank 0: rank 0 runs host all_reduce_sum(3 float64); "
                          "rank 1 runs c_allreduce_sum(fc_2.b_0@GRAD and 5 more: 20994 float32)"),
                 std::string::npos)
           << out;
