@@ -56,6 +56,7 @@ void RegisterActivationOps(OpRegistry& registry) {
     s.outputs = {{"Out"}};
     s.attrs = a.attrs;
     s.infer_shape = InferSameAsX;
+    s.lod_share = {{"Out", "X"}};  // row by row: Out keeps X's sequences
     s.grad = [grad_type, reads_out](const ir::Op& fwd) {
       std::vector<std::string> ins, outs;
       (reads_out ? outs : ins).push_back(reads_out ? "Out" : "X");
@@ -73,6 +74,7 @@ void RegisterActivationOps(OpRegistry& registry) {
       return SameShapeAs(c, "X@GRAD", reads_out ? "Out" : "X");
     };
     g.kernel_dtype_slot = "Out@GRAD";
+    g.lod_share = {{"X@GRAD", reads_out ? "Out" : "X"}, {"", "Out@GRAD"}};
     RegisterBuiltin(registry, std::move(g));
   }
 
@@ -85,6 +87,7 @@ void RegisterActivationOps(OpRegistry& registry) {
     s.inputs = {{"X"}};
     s.outputs = {{"Out"}};
     s.infer_shape = InferSameAsX;
+    s.lod_share = {{"Out", "X"}};
     RegisterBuiltin(registry, std::move(s));
   }
 

@@ -65,7 +65,28 @@ Status InferBroadcastBinary(ShapeContext& c, int64_t axis_attr) {
 
 namespace {
 
-Status InferElementwise(ShapeContext& c) { return InferBroadcastBinary(c, c.IntAttr("axis")); }
+// A sequence X (the only operand that may hold sequences, OpSchema::lod_share) needs a Y that
+// broadcasts over its rows: Y's dim lined up with X's rows is absent or 1, so every row of Out
+// reads its own row of X and the same Y.
+Status CheckSequenceOperand(const ShapeContext& c, int64_t axis_attr) {
+  const TensorInfo& x = c.Input("X");
+  const TensorInfo& y = c.Input("Y");
+  if (x.lod_level == 0 || y.lod_level != 0) return OkStatus();
+  const auto xr = static_cast<int64_t>(x.dims.size());
+  const auto yr = static_cast<int64_t>(y.dims.size());
+  const int64_t axis = yr == xr || axis_attr == -1 ? xr - yr : axis_attr;
+  if (yr > xr || (axis == 0 && yr > 0 && y.dims[0] != 1)) {
+    return c.Error("X '" + std::string(c.op().InputOne("X")) + "' holds sequences, so Y " +
+                   ir::ShapeText(y.dims) + " must broadcast over its rows (no dim, or a dim of "
+                   "1, lined up with X's first dim " + ir::ShapeText(x.dims) + ")");
+  }
+  return OkStatus();
+}
+
+Status InferElementwise(ShapeContext& c) {
+  FLEET_RETURN_IF_ERROR(CheckSequenceOperand(c, c.IntAttr("axis")));
+  return InferBroadcastBinary(c, c.IntAttr("axis"));
+}
 
 Status InferElementwiseGrad(ShapeContext& c) {
   FLEET_RETURN_IF_ERROR(SameShapeAs(c, "X@GRAD", "X"));
@@ -100,6 +121,9 @@ void RegisterElementwiseOps(OpRegistry& registry) {
     s.outputs = {{"Out"}};
     s.attrs = {{"axis", int32_t{-1}}};
     s.infer_shape = InferElementwise;
+    // X may hold sequences when Y broadcasts over its rows (InferElementwise checks): Out
+    // follows X. A Y with sequences is refused.
+    s.lod_share = {{"Out", "X"}};
     const bool reads_out = k.grad_reads_out;
     s.grad = [grad_type, reads_out](const ir::Op& fwd) {
       std::vector<std::string> outs;
@@ -119,6 +143,9 @@ void RegisterElementwiseOps(OpRegistry& registry) {
     g.attrs = {{"axis", int32_t{-1}}};
     g.infer_shape = InferElementwiseGrad;
     g.kernel_dtype_slot = "Out@GRAD";
+    // Y@GRAD sums Out@GRAD over X's rows, where the zero padding rows add nothing.
+    g.lod_share = {{"X@GRAD", "X"}, {"", "Out@GRAD"}};
+    if (reads_out) g.lod_share.emplace_back("", "Out");
     RegisterBuiltin(registry, std::move(g));
   }
 }

@@ -136,10 +136,18 @@ void RegisterMatmulOps(OpRegistry& registry) {
     s.outputs = {{"Out"}};
     s.attrs = mul_attrs;
     s.infer_shape = InferMul;
+    // Out keeps X's first dim whatever x_num_col_dims, and each of its rows reads only the
+    // same row of X: Out follows X's sequences. Y (the weight) stays dense.
+    s.lod_share = {{"Out", "X"}};
     s.grad = XYGrad("mul_grad");
     RegisterBuiltin(registry, std::move(s));
   }
-  RegisterBuiltin(registry, GradSchema("mul_grad", mul_attrs));
+  {
+    // Y@GRAD = X^T . Out@GRAD sums over rows, where the zero padding rows add nothing.
+    OpSchema g = GradSchema("mul_grad", mul_attrs);
+    g.lod_share = {{"X@GRAD", "X"}, {"", "Out@GRAD"}};
+    RegisterBuiltin(registry, std::move(g));
+  }
 
   std::vector<AttrSpec> mm_attrs = {{"trans_x", false}, {"trans_y", false}};
   {

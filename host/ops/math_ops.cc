@@ -63,6 +63,8 @@ void RegisterMathOps(OpRegistry& registry) {
     s.inputs = {{"X"}};
     s.outputs = {{"Out"}};
     s.attrs = {{"scale", 1.0f}, {"bias", 0.0f}, {"bias_after_scale", true}};
+    // Row by row; a bias lands in padding rows too, which the executor zeroes after the op.
+    s.lod_share = {{"Out", "X"}};
     s.infer_shape = [](ShapeContext& c) {
       c.Output("Out") = c.Input("X");
       return OkStatus();

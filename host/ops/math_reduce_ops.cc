@@ -26,6 +26,15 @@ Status InferSum(ShapeContext& c) {
                      " but X[0] is " + std::string(ir::DataTypeName(c.Input("X", 0).dtype)) +
                      ir::ShapeText(c.Input("X", 0).dims) + "; all inputs must match");
     }
+    // Out takes X[0]'s sequences (lod_share), which only mean something for rows of the same
+    // kind: all sequences, or all dense.
+    if (t.lod_level != out.lod_level) {
+      const size_t seq = t.lod_level != 0 ? i : 0, dense = seq == 0 ? i : 0;
+      const std::vector<std::string>& names = c.op().Input("X");
+      return c.Error("X[" + std::to_string(seq) + "] '" + names[seq] + "' holds sequences but X[" +
+                     std::to_string(dense) + "] '" + names[dense] +
+                     "' is dense; sum adds sequence tensors only to sequence tensors");
+    }
   }
   c.Output("Out") = out;
   return OkStatus();
@@ -92,6 +101,9 @@ void RegisterReduceOps(OpRegistry& registry) {
     s.inputs = {{"X", false, true}};
     s.outputs = {{"Out"}};
     s.infer_shape = InferSum;
+    // Gradients of a sequence var used twice meet here: Out follows X[0] (InferSum wants all
+    // inputs to hold sequences, or none).
+    s.lod_share = {{"Out", "X"}};
     // As in Paddle: each input's gradient is a copy of Out@GRAD, made by a scale op of 1.
     s.grad = [](const ir::Op& fwd) {
       std::vector<ir::Op> ops;

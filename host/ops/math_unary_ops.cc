@@ -55,6 +55,8 @@ void RegisterUnary(OpRegistry& registry, const UnaryDef& d) {
   } else {
     s.infer_shape = InferSameAsX;
   }
+  // Element by element, so row by row: Out keeps X's sequences (OpSchema::lod_share).
+  s.lod_share = {{"Out", "X"}};
   s.grad = [grad_type, reads](const ir::Op& fwd) {
     std::vector<std::string> ins, outs;
     if (reads == Reads::kX) ins.push_back("X");
@@ -74,6 +76,11 @@ void RegisterUnary(OpRegistry& registry, const UnaryDef& d) {
     return SameShapeAs(c, "X@GRAD", reads == Reads::kNothing ? "Out@GRAD" : ReadSlot(reads));
   };
   g.kernel_dtype_slot = "Out@GRAD";
+  if (reads == Reads::kNothing) {
+    g.lod_share = {{"X@GRAD", "Out@GRAD"}};
+  } else {
+    g.lod_share = {{"X@GRAD", ReadSlot(reads)}, {"", "Out@GRAD"}};
+  }
   RegisterBuiltin(registry, std::move(g));
 }
 

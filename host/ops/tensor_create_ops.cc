@@ -164,6 +164,7 @@ void RegisterTensorCreateOps(OpRegistry& registry) {
     s.outputs = {{"Out"}};
     s.attrs = {{"in_dtype", int32_t{-1}}, {"out_dtype", int32_t{FLEET_DTYPE_FLOAT32}}};
     s.infer_shape = InferCast;
+    s.lod_share = {{"Out", "X"}};
     // Paddle: the gradient is a cast back. Without in_dtype the grad op cannot know X's dtype
     // from attributes alone, so cast_grad reads it from X.
     s.grad = [](const ir::Op& fwd) {
@@ -199,6 +200,7 @@ void RegisterTensorCreateOps(OpRegistry& registry) {
     g.inputs = {{"X", false, false, true}, {"Out@GRAD"}};
     g.outputs = {{"X@GRAD"}};
     g.kernel_dtype_slot = "Out@GRAD";
+    g.lod_share = {{"X@GRAD", "X"}, {"", "Out@GRAD"}};
     g.infer_shape = [](ShapeContext& c) -> Status {
       if (c.HasOutput("X@GRAD")) c.Output("X@GRAD") = c.Input("X");
       return OkStatus();
