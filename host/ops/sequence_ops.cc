@@ -1,6 +1,17 @@
 // Sequence ops: ops over sequence tensors (lod_level 1) whose kernels read the offsets
-// (OpSchema::sequence_kernel). sequence_pool turns each sequence into one row.
+// (OpSchema::sequence_kernel). sequence_pool turns each sequence into one row; sequence_softmax
+// and sequence_reverse work within each sequence; sequence_pad writes the sequences into a
+// dense [sequences, padded_length, ...] tensor; sequence_expand_as repeats one row per sequence
+// over that sequence's rows. sequence_mask is a dense op (lengths in, masks out) kept here with
+// its family.
+//
+// A sequence output shares the offsets of the op's first sequence input (the executor's rule),
+// so only ops whose output keeps those rows and sequences are here; ops that make new offsets
+// (sequence_expand with another LoD, sequence_concat, sequence_slice, sequence_unpad) are not.
+// Shapes that would depend on the lengths of a batch (sequence_pad's and sequence_mask's -1 =
+// the longest) are refused: buffers are sized when the program is prepared.
 #include "ops/nn_util.h"
+#include "ops/tensor_ops_util.h"
 
 namespace fleet::ops {
 namespace {
@@ -74,8 +85,279 @@ void RegisterSequencePool(OpRegistry& registry) {
   RegisterBuiltin(registry, std::move(g));
 }
 
+
+// Input `slot` must hold sequences; `what` says what the op does with them.
+Status RequireSequences(const ShapeContext& c, std::string_view slot, std::string_view what) {
+  const TensorInfo& t = c.Input(slot);
+  if (t.lod_level != 1) {
+    return c.Error("input " + std::string(slot) + " '" + std::string(c.op().InputOne(slot)) +
+                   "' is dense; " + c.op().type + " " + std::string(what) +
+                   " (a var declared with lod_level=1, or one that follows such a var's "
+                   "sequences)");
+  }
+  if (t.dims.empty()) return c.Error("input " + std::string(slot) + " must have a rows dimension");
+  return OkStatus();
+}
+
+// A sequence kernel sees every sequence input's offsets, so an input that must be dense says so
+// here rather than being silently read as rows.
+Status RequireDense(const ShapeContext& c, std::string_view slot, std::string_view why) {
+  if (c.Input(slot).lod_level == 0) return OkStatus();
+  return c.Error("input " + std::string(slot) + " '" + std::string(c.op().InputOne(slot)) +
+                 "' holds sequences, but " + c.op().type + " takes it dense: " + std::string(why));
+}
+
+// ---- sequence_softmax -------------------------------------------------------------------------
+
+// Paddle's sequence_softmax: one value per row, [N, 1] or [N].
+Status CheckSoftmaxRows(const ShapeContext& c, std::string_view slot) {
+  FLEET_RETURN_IF_ERROR(RequireSequences(c, slot, "normalises within sequences"));
+  const std::vector<int64_t>& d = c.Input(slot).dims;
+  if (d.size() > 2 || (d.size() == 2 && d[1] != 1)) {
+    return c.Error(std::string(slot) + " must be [N, 1] or [N] (one value per row), got " +
+                   ir::ShapeText(d));
+  }
+  return OkStatus();
+}
+
+void RegisterSequenceSoftmax(OpRegistry& registry) {
+  const std::vector<AttrSpec> attrs = {{"use_cudnn", false}};
+  OpSchema s;
+  s.type = "sequence_softmax";
+  s.summary = "Out = softmax of X's values within each sequence (X [N, 1] or [N])";
+  s.inputs = {{"X"}};
+  s.outputs = {{"Out"}};
+  s.attrs = attrs;
+  s.sequence_kernel = true;
+  s.infer_shape = [](ShapeContext& c) {
+    FLEET_RETURN_IF_ERROR(CheckSoftmaxRows(c, "X"));
+    c.Output("Out") = c.Input("X");
+    return OkStatus();
+  };
+  s.grad = [](const ir::Op& fwd) {
+    return std::vector<ir::Op>{GradOp(fwd, "sequence_softmax_grad", {"Out"}, {"Out"}, {"X"})};
+  };
+  RegisterBuiltin(registry, std::move(s));
+
+  OpSchema g;
+  g.type = "sequence_softmax_grad";
+  g.summary = "X@GRAD = Out * (Out@GRAD - sum over the sequence of Out * Out@GRAD)";
+  g.inputs = {{"Out"}, {"Out@GRAD"}};
+  g.outputs = {{"X@GRAD", true}};
+  g.attrs = attrs;
+  g.kernel_dtype_slot = "Out@GRAD";
+  g.sequence_kernel = true;
+  g.infer_shape = [](ShapeContext& c) {
+    FLEET_RETURN_IF_ERROR(CheckSoftmaxRows(c, "Out"));
+    if (c.HasOutput("X@GRAD")) c.Output("X@GRAD") = c.Input("Out");
+    return OkStatus();
+  };
+  RegisterBuiltin(registry, std::move(g));
+}
+
+// ---- sequence_reverse -------------------------------------------------------------------------
+
+void RegisterSequenceReverse(OpRegistry& registry) {
+  OpSchema s;
+  s.type = "sequence_reverse";
+  s.summary = "Y = X with the rows of each sequence in reverse order";
+  s.inputs = {{"X"}};
+  s.outputs = {{"Y"}};
+  s.sequence_kernel = true;
+  s.infer_shape = [](ShapeContext& c) {
+    FLEET_RETURN_IF_ERROR(RequireSequences(c, "X", "reverses the rows of each sequence"));
+    if (c.Input("X").dims.size() < 2) {
+      return c.Error("X must have rank >= 2 ([N, ...] rows), got " +
+                     ir::ShapeText(c.Input("X").dims));
+    }
+    c.Output("Y") = c.Input("X");
+    return OkStatus();
+  };
+  // As in Paddle, the gradient is the same reversal applied to Y@GRAD (it shares X's sequences).
+  s.grad = [](const ir::Op& fwd) {
+    ir::Op g;
+    g.type = "sequence_reverse";
+    g.inputs["X"] = {ir::GradVarName(fwd.OutputOne("Y"))};
+    g.outputs["Y"] = {ir::GradVarName(fwd.InputOne("X"))};
+    return std::vector<ir::Op>{std::move(g)};
+  };
+  RegisterBuiltin(registry, std::move(s));
+}
+
+// ---- sequence_pad -----------------------------------------------------------------------------
+
+// X a sequence tensor of rank >= 2, padded_length > 0, PadValue (forward only) one value or one
+// row of X.
+Status CheckSequencePad(const ShapeContext& c) {
+  FLEET_RETURN_IF_ERROR(RequireSequences(c, "X", "pads sequences"));
+  const TensorInfo& x = c.Input("X");
+  if (x.dims.size() < 2) {
+    return c.Error("X must have rank >= 2 ([N, ...] rows), got " + ir::ShapeText(x.dims));
+  }
+  const int64_t length = c.IntAttr("padded_length");
+  if (length <= 0) {
+    return c.Error("padded_length must be > 0, got " + std::to_string(length) +
+                   " (-1, the longest sequence of each batch, would make Out's shape depend on "
+                   "the batch, and Out is sized when the program is prepared)");
+  }
+  return OkStatus();
+}
+
+void RegisterSequencePad(OpRegistry& registry) {
+  const std::vector<AttrSpec> attrs = {{"padded_length", int32_t{-1}}};
+  OpSchema s;
+  s.type = "sequence_pad";
+  s.summary = "Out[s, t] = row t of sequence s for t < its length, else PadValue; "
+              "Length[s] = its length";
+  s.inputs = {{"X"}, {"PadValue", false, false, true}};
+  s.outputs = {{"Out"}, {"Length"}};
+  s.attrs = attrs;
+  s.sequence_kernel = true;
+  s.infer_shape = [](ShapeContext& c) {
+    FLEET_RETURN_IF_ERROR(CheckSequencePad(c));
+    FLEET_RETURN_IF_ERROR(RequireDense(c, "PadValue", "one value, or one row of X"));
+    const TensorInfo& x = c.Input("X");
+    const TensorInfo& pad = c.Input("PadValue");
+    if (pad.dtype != x.dtype) {
+      return c.Error("PadValue is " + std::string(ir::DataTypeName(pad.dtype)) + " but X is " +
+                     std::string(ir::DataTypeName(x.dtype)));
+    }
+    const std::vector<int64_t> row(x.dims.begin() + 1, x.dims.end());
+    int64_t pad_numel = 1;
+    for (int64_t d : pad.dims) pad_numel = d < 0 || pad_numel < 0 ? -1 : pad_numel * d;
+    if (pad_numel != 1 && !ir::ShapesCompatible(pad.dims, row)) {
+      return c.Error("PadValue must hold one value or one row of X " + ir::ShapeText(row) +
+                     ", got " + ir::ShapeText(pad.dims));
+    }
+    TensorInfo out{x.dtype, {x.sequences, c.IntAttr("padded_length")}};
+    out.dims.insert(out.dims.end(), row.begin(), row.end());
+    c.Output("Out") = out;
+    c.Output("Length") = TensorInfo{ir::DataType::kInt64, {x.sequences}};
+    return OkStatus();
+  };
+  s.grad = [](const ir::Op& fwd) {
+    return std::vector<ir::Op>{GradOp(fwd, "sequence_pad_grad", {"X"}, {"Out"}, {"X"})};
+  };
+  RegisterBuiltin(registry, std::move(s));
+
+  OpSchema g;
+  g.type = "sequence_pad_grad";
+  g.summary = "X@GRAD: row t of sequence s gets Out@GRAD[s, t]; the padding gets nothing";
+  g.inputs = {{"X"}, {"Out@GRAD"}};
+  g.outputs = {{"X@GRAD", true}};
+  g.attrs = attrs;
+  g.kernel_dtype_slot = "Out@GRAD";
+  g.sequence_kernel = true;
+  g.infer_shape = [](ShapeContext& c) {
+    FLEET_RETURN_IF_ERROR(CheckSequencePad(c));
+    FLEET_RETURN_IF_ERROR(RequireDense(c, "Out@GRAD", "the gradient of the padded Out"));
+    if (c.HasOutput("X@GRAD")) c.Output("X@GRAD") = c.Input("X");
+    return OkStatus();
+  };
+  RegisterBuiltin(registry, std::move(g));
+}
+
+// ---- sequence_mask ----------------------------------------------------------------------------
+
+void RegisterSequenceMask(OpRegistry& registry) {
+  OpSchema s;
+  s.type = "sequence_mask";
+  s.summary = "Y[..., j] = (j < X[...]) for j < maxlen, in out_dtype (FLEET_DTYPE_* value)";
+  s.inputs = {{"X", false, false, true}};
+  s.outputs = {{"Y"}};
+  s.attrs = {{"maxlen", int32_t{-1}}, {"out_dtype", int32_t{FLEET_DTYPE_INT64}}};
+  s.infer_shape = [](ShapeContext& c) {
+    const TensorInfo& x = c.Input("X");
+    if (x.dtype != ir::DataType::kInt64 && x.dtype != ir::DataType::kInt32) {
+      return c.Error("X must hold int64 or int32 lengths, got " +
+                     std::string(ir::DataTypeName(x.dtype)));
+    }
+    const int64_t maxlen = c.IntAttr("maxlen");
+    if (maxlen <= 0) {
+      return c.Error("maxlen must be > 0, got " + std::to_string(maxlen) +
+                     " (-1, the largest length of each batch, would make Y's shape depend on "
+                     "the values of X, and Y is sized when the program is prepared)");
+    }
+    const int64_t dtype = c.IntAttr("out_dtype");
+    const auto t = static_cast<ir::DataType>(dtype);
+    if (!tensor_ops::IsValidDtype(dtype) ||
+        (t != ir::DataType::kFloat32 && t != ir::DataType::kFloat64 &&
+         t != ir::DataType::kInt64 && t != ir::DataType::kInt32 && t != ir::DataType::kBool)) {
+      return c.Error("out_dtype " + std::to_string(dtype) +
+                     " is not float32 (9), float64 (10), int64 (6), int32 (5) or bool (1)");
+    }
+    TensorInfo y{t, x.dims};
+    y.dims.push_back(maxlen);
+    c.Output("Y") = y;
+    return OkStatus();
+  };
+  RegisterBuiltin(registry, std::move(s));
+}
+
+// ---- sequence_expand_as -----------------------------------------------------------------------
+
+// X dense with one row per sequence of Y; Y a sequence tensor.
+Status CheckSequenceExpandAs(const ShapeContext& c) {
+  FLEET_RETURN_IF_ERROR(RequireSequences(c, "Y", "repeats X's rows over Y's sequences"));
+  FLEET_RETURN_IF_ERROR(RequireDense(c, "X", "one row per sequence of Y"));
+  const TensorInfo& x = c.Input("X");
+  const TensorInfo& y = c.Input("Y");
+  if (x.dims.empty()) return c.Error("X must have a rows dimension, got a scalar");
+  if (!DimsMatch(x.dims[0], y.sequences)) {
+    return c.Error("X has " + std::to_string(x.dims[0]) + " rows but Y holds " +
+                   std::to_string(y.sequences) + " sequences (one row of X per sequence)");
+  }
+  return OkStatus();
+}
+
+void RegisterSequenceExpandAs(OpRegistry& registry) {
+  OpSchema s;
+  s.type = "sequence_expand_as";
+  s.summary = "Out has Y's rows and sequences; every row of sequence s is X[s]";
+  s.inputs = {{"X"}, {"Y", false, false, true}};
+  s.outputs = {{"Out"}};
+  s.sequence_kernel = true;
+  s.infer_shape = [](ShapeContext& c) {
+    FLEET_RETURN_IF_ERROR(CheckSequenceExpandAs(c));
+    const TensorInfo& x = c.Input("X");
+    const TensorInfo& y = c.Input("Y");
+    TensorInfo out{x.dtype, x.dims};
+    out.dims[0] = y.dims[0];  // Y's rows (a capacity in the executor)
+    out.lod_level = 1;
+    out.sequences = y.sequences;
+    c.Output("Out") = out;
+    return OkStatus();
+  };
+  s.grad = [](const ir::Op& fwd) {
+    return std::vector<ir::Op>{
+        GradOp(fwd, "sequence_expand_as_grad", {"X", "Y"}, {"Out"}, {"X"})};
+  };
+  RegisterBuiltin(registry, std::move(s));
+
+  OpSchema g;
+  g.type = "sequence_expand_as_grad";
+  g.summary = "X@GRAD[s] = the sum of Out@GRAD over the rows of sequence s (0 when empty)";
+  g.inputs = {{"X"}, {"Y", false, false, true}, {"Out@GRAD"}};
+  g.outputs = {{"X@GRAD", true}};
+  g.kernel_dtype_slot = "Out@GRAD";
+  g.sequence_kernel = true;
+  g.infer_shape = [](ShapeContext& c) {
+    FLEET_RETURN_IF_ERROR(CheckSequenceExpandAs(c));
+    if (c.HasOutput("X@GRAD")) c.Output("X@GRAD") = c.Input("X");
+    return OkStatus();
+  };
+  RegisterBuiltin(registry, std::move(g));
+}
+
 }  // namespace
 
-void RegisterSequenceOps(OpRegistry& registry) { RegisterSequencePool(registry); }
+void RegisterSequenceOps(OpRegistry& registry) {
+  RegisterSequencePool(registry);
+  RegisterSequenceSoftmax(registry);
+  RegisterSequenceReverse(registry);
+  RegisterSequencePad(registry);
+  RegisterSequenceMask(registry);
+  RegisterSequenceExpandAs(registry);
+}
 
 }  // namespace fleet::ops

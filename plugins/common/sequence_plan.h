@@ -1,5 +1,6 @@
-// Planning and formulas of the sequence kernels (sequence_pool and its grad), shared by the CPU
-// and the CUDA plugin so the two read offsets, attributes and shapes the same way.
+// Planning and formulas of the sequence kernels (sequence_pool, sequence_softmax,
+// sequence_reverse, sequence_pad, sequence_mask, sequence_expand_as and their grads), shared by
+// the CPU and the CUDA plugin so the two read offsets, attributes and shapes the same way.
 //
 // A sequence tensor arrives with FleetTensor.lod: lod_count = sequences + 1 offsets in the
 // tensor's memory, sequence s being rows [lod[s], lod[s + 1]) of dims[0] (a capacity; rows past
@@ -11,6 +12,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <string>
 
 #include "fleet/fleet_kernels.h"
 #include "host_device.h"
@@ -47,6 +49,97 @@ FLEET_HOST_DEVICE inline double SequencePoolScale(SequencePoolType type, int64_t
 FLEET_HOST_DEVICE inline int64_t SequencePoolPick(SequencePoolType type, int64_t begin,
                                                   int64_t end) {
   return type == SequencePoolType::kLast ? end - 1 : begin;
+}
+
+// ---- the other sequence ops --------------------------------------------------------------------
+
+// The rows of a sequence tensor as a kernel walks them: sequence s is rows [lod[s], lod[s + 1])
+// of `capacity`, each of `width` elements.
+struct SequenceRows {
+  const int64_t* lod = nullptr;  // device memory for device tensors
+  int64_t sequences = 0;
+  int64_t capacity = 0;
+  int64_t width = 0;
+};
+
+// The rows of `t` (slot `slot` of the op, for messages), which must carry offsets.
+PlanStatus PlanSequenceRows(const FleetKernelContext* kc, const FleetTensor* t, const char* slot,
+                            SequenceRows* rows);
+
+// sequence_softmax (grad = false: X -> Out) and sequence_softmax_grad (Out, Out@GRAD -> X@GRAD):
+// one value per row, every tensor of the same rows.
+PlanStatus PlanSequenceSoftmax(const FleetKernelContext* kc, bool grad, SequenceRows* rows);
+
+// sequence_reverse: X -> Y of the same shape.
+PlanStatus PlanSequenceReverse(const FleetKernelContext* kc, SequenceRows* rows);
+
+struct SequencePadPlan {
+  SequenceRows rows;            // X's
+  int64_t padded_length = 0;    // Out's second dim
+  int64_t pad_width = 0;        // elements of PadValue: 1 (one value) or rows.width (one row)
+};
+
+// sequence_pad (grad = false: X, PadValue -> Out [S, L, ...], Length int64 [S]) and
+// sequence_pad_grad (X, Out@GRAD -> X@GRAD). A sequence longer than padded_length is an error
+// the kernel reports when it sees the offsets (SequencePadTooLong).
+PlanStatus PlanSequencePad(const FleetKernelContext* kc, bool grad, SequencePadPlan* plan);
+std::string SequencePadTooLong(const FleetKernelContext* kc, int64_t sequence, int64_t length,
+                               int64_t padded_length);
+
+struct SequenceMaskPlan {
+  int64_t lengths = 0;  // elements of X
+  int64_t maxlen = 0;   // Y's last dim
+  int32_t out_dtype = FLEET_DTYPE_INT64;
+};
+
+// sequence_mask: X (int32 or int64 lengths) -> Y = X.dims + [maxlen] of out_dtype.
+PlanStatus PlanSequenceMask(const FleetKernelContext* kc, SequenceMaskPlan* plan);
+
+// sequence_expand_as (grad = false: X [S, ...], Y (sequences) -> Out with Y's rows) and its grad
+// (X, Y, Out@GRAD -> X@GRAD [S, ...]). rows: Y's offsets and capacity, X's row width.
+PlanStatus PlanSequenceExpandAs(const FleetKernelContext* kc, bool grad, SequenceRows* rows);
+
+// The sequence that holds `row`: the s with lod[s] <= row < lod[s + 1] (empty sequences are
+// skipped), or -1 for a padding row (row >= lod[sequences]). A binary search, for kernels that
+// run one thread per row.
+FLEET_HOST_DEVICE inline int64_t SequenceOfRow(const int64_t* lod, int64_t sequences,
+                                               int64_t row) {
+  if (row < 0 || row >= lod[sequences]) return -1;
+  int64_t lo = 0, hi = sequences - 1;  // the answer lies in [lo, hi]
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo + 1) / 2;
+    if (lod[mid] <= row) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return lo;
+}
+
+// sequence_softmax of one sequence's values x[begin, end): the largest value is taken out first
+// so exp never overflows, as in Paddle; exp in double, so float32 agrees across plugins.
+template <typename T>
+FLEET_HOST_DEVICE inline void SequenceSoftmaxRows(const T* x, T* out, int64_t begin,
+                                                  int64_t end) {
+  if (end <= begin) return;
+  T top = x[begin];
+  for (int64_t r = begin + 1; r < end; ++r) top = x[r] > top ? x[r] : top;
+  T sum = T(0);
+  for (int64_t r = begin; r < end; ++r) {
+    out[r] = static_cast<T>(exp(static_cast<double>(x[r] - top)));
+    sum += out[r];
+  }
+  for (int64_t r = begin; r < end; ++r) out[r] /= sum;
+}
+
+// Its gradient: dx = out * (dout - sum over the sequence of out * dout).
+template <typename T>
+FLEET_HOST_DEVICE inline void SequenceSoftmaxGradRows(const T* out, const T* dout, T* dx,
+                                                      int64_t begin, int64_t end) {
+  T dot = T(0);
+  for (int64_t r = begin; r < end; ++r) dot += out[r] * dout[r];
+  for (int64_t r = begin; r < end; ++r) dx[r] = out[r] * (dout[r] - dot);
 }
 
 }  // namespace fleet::kernel

@@ -1,8 +1,10 @@
-// Conformance of the sequence ops (sequence_pool and its grad) over sequence tensors: forward
-// against NumPy (ref/ref_sequence.py) for every pool type, with empty sequences and a batch of
-// one; gradients against central finite differences in float64; float32 against float64; and the
-// refusals of the shape function and the kernel choice.
+// Conformance of the sequence ops over sequence tensors: forward against NumPy
+// (ref/ref_sequence.py) with empty sequences, a batch of one and padding rows past the last
+// sequence; gradients against central finite differences in float64; float32 against float64;
+// the refusals of the shape functions and the kernels; and the row-by-row ops that take
+// sequences through OpSchema::lod_share.
 #include <cmath>
+#include <set>
 
 #include "harness.h"
 #include "ops/op_registry.h"
@@ -146,5 +148,381 @@ TEST(SequenceConformance, RefusalsNameTheProblem) {
       << s.ToString();
 }
 
+
+// ---- sequence_softmax, sequence_reverse, sequence_pad, sequence_mask, sequence_expand_as ------
+
+// The first `rows` rows of `t` (a sequence tensor without its padding rows).
+HostTensor FirstRows(const HostTensor& t, int64_t rows) {
+  HostTensor r = t;
+  if (t.dims.empty() || t.dims[0] == 0) return r;
+  const size_t row_bytes = t.bytes.size() / static_cast<size_t>(t.dims[0]);
+  r.dims[0] = rows;
+  r.bytes.resize(row_bytes * static_cast<size_t>(rows));
+  return r;
+}
+
+// `t` with `extra` zero rows appended: a sequence tensor whose capacity exceeds its rows, as the
+// executor prepares them.
+HostTensor WithPadding(const HostTensor& t, int64_t extra) {
+  HostTensor r = t;
+  const size_t row_bytes = t.dims[0] > 0 ? t.bytes.size() / static_cast<size_t>(t.dims[0]) : 0;
+  r.dims[0] += extra;
+  r.bytes.resize(r.bytes.size() + row_bytes * static_cast<size_t>(extra), 0);
+  return r;
+}
+
+struct SeqCase {
+  ir::Op op;
+  VarMap vars;
+  LodMap lods;
+  std::string lod_var;                      // whose offsets the reference gets
+  std::map<std::string, std::string> outs;  // output slot -> var
+  std::set<std::string> sequence_outs;      // slots compared on the rows before the padding
+};
+
+// Runs the case and compares each output with NumPy.
+::testing::AssertionResult SeqMatchesNumpy(OpRunner& runner, const SeqCase& c, double tol) {
+  VarMap vars = c.vars;
+  if (Status s = runner.Run(c.op, vars, 1234, c.lods); !s.ok()) {
+    return ::testing::AssertionFailure() << "run: " << s.ToString();
+  }
+  const std::vector<int64_t>& lod = c.lods.at(c.lod_var);
+  ir::Op ref_op = c.op;
+  ref_op.inputs["Lod"] = {c.lod_var + ".lod"};
+  VarMap ref_vars = c.vars;
+  ref_vars[c.lod_var + ".lod"] = Offsets(lod);
+  auto ref = NumpyReference(c.op.type, ref_op, ref_vars);
+  if (!ref.ok()) return ::testing::AssertionFailure() << ref.status().ToString();
+  for (const auto& [slot, var] : c.outs) {
+    HostTensor actual = vars.at(var), expected = ref->at(slot)[0];
+    if (c.sequence_outs.count(slot) != 0) {
+      actual = FirstRows(actual, lod.back());
+      expected = FirstRows(expected, lod.back());
+    }
+    auto close = AllClose(actual, expected, tol, tol);
+    if (!close) return ::testing::AssertionFailure() << slot << ": " << close.message();
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// With L = sum(w * out) (w zero on the padding rows of a sequence output, which the host
+// zeroes), the schema's grad ops fed out@GRAD = w must give dL/d(in_var), measured by
+// perturbing every element of in_var's rows before `in_rows` (its padding stays zero).
+::testing::AssertionResult GradMatchesFiniteDifferences(OpRunner& runner, const ir::Op& fwd,
+                                                        VarMap vars, const LodMap& lods,
+                                                        const LodMap& grad_lods,
+                                                        const std::string& in_var,
+                                                        const std::string& out_var,
+                                                        int64_t in_rows, int64_t out_rows) {
+  if (Status s = runner.Run(fwd, vars, 1, lods); !s.ok()) {
+    return ::testing::AssertionFailure() << "forward: " << s.ToString();
+  }
+  std::vector<double> w = Values<double>(RandomTensor<double>(vars.at(out_var).dims, 4321));
+  const std::vector<int64_t> out_dims = vars.at(out_var).dims;
+  const size_t out_row = out_dims[0] > 0 ? w.size() / static_cast<size_t>(out_dims[0]) : 0;
+  std::fill(w.begin() + static_cast<std::ptrdiff_t>(out_row * static_cast<size_t>(out_rows)),
+            w.end(), 0.0);
+  auto loss = [&](const HostTensor& x) -> double {
+    VarMap v = vars;
+    v[in_var] = x;
+    EXPECT_TRUE(runner.Run(fwd, v, 1, lods).ok());
+    const std::vector<double> out = Values<double>(v.at(out_var));
+    double sum = 0;
+    for (size_t i = 0; i < out.size(); ++i) sum += out[i] * w[i];
+    return sum;
+  };
+  vars[ir::GradVarName(out_var)] = MakeTensor<double>(out_dims, w);
+  for (const ir::Op& g : ops::BuiltinOps().Find(fwd.type)->grad(fwd)) {
+    if (Status s = runner.Run(g, vars, 1, grad_lods); !s.ok()) {
+      return ::testing::AssertionFailure() << g.type << ": " << s.ToString();
+    }
+  }
+  const std::vector<double> analytic = Values<double>(vars.at(ir::GradVarName(in_var)));
+  const HostTensor& xt = vars.at(in_var);
+  std::vector<double> x = Values<double>(xt);
+  const size_t in_row = xt.dims[0] > 0 ? x.size() / static_cast<size_t>(xt.dims[0]) : 0;
+  for (size_t i = 0; i < in_row * static_cast<size_t>(in_rows); ++i) {
+    const double eps = 1e-6, saved = x[i];
+    x[i] = saved + eps;
+    const double up = loss(MakeTensor<double>(xt.dims, x));
+    x[i] = saved - eps;
+    const double down = loss(MakeTensor<double>(xt.dims, x));
+    x[i] = saved;
+    const double numeric = (up - down) / (2 * eps);
+    if (std::fabs(analytic[i] - numeric) > 1e-6 * (1 + std::fabs(numeric))) {
+      return ::testing::AssertionFailure()
+             << in_var << "@GRAD element " << i << ": " << analytic[i] << " vs finite "
+             << "differences " << numeric;
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// Offsets with an empty sequence, a batch of one sequence, and one whose first sequence is empty.
+const std::vector<std::vector<int64_t>> kLods = {{0, 2, 2, 5, 9}, {0, 4}, {0, 0, 1}};
+
+TEST(SequenceConformance, SequenceSoftmaxMatchesNumpy) {
+  FLEET_CONFORMANCE_RUNNER(runner);
+  uint64_t seed = 1000;
+  for (const auto& lod : kLods) {
+    for (bool rank1 : {false, true}) {
+      const std::vector<int64_t> dims =
+          rank1 ? std::vector<int64_t>{lod.back()} : std::vector<int64_t>{lod.back(), 1};
+      const HostTensor x = RandomTensor<double>(dims, ++seed, -3, 3);
+      for (ir::DataType t : {ir::DataType::kFloat64, ir::DataType::kFloat32}) {
+        SeqCase c{MakeOp("sequence_softmax", {{"X", {"x"}}}, {{"Out", {"out"}}}),
+                  {{"x", Cast(x, t)}}, {{"x", lod}}, "x", {{"Out", "out"}}, {"Out"}};
+        EXPECT_TRUE(SeqMatchesNumpy(*runner, c, t == ir::DataType::kFloat64 ? 1e-12 : 1e-6))
+            << lod.size() - 1 << " sequences, rank " << dims.size();
+      }
+    }
+  }
+  // Large values: the largest is taken out before exp.
+  VarMap big{{"x", MakeTensor<double>({3, 1}, {1000.0, 1001.0, -1000.0})}};
+  ASSERT_TRUE(runner->Run(MakeOp("sequence_softmax", {{"X", {"x"}}}, {{"Out", {"out"}}}), big, 1,
+                          {{"x", {0, 2, 3}}})
+                  .ok());
+  const std::vector<double> out = Values<double>(big.at("out"));
+  EXPECT_NEAR(out[0], 1 / (1 + std::exp(1.0)), 1e-12);
+  EXPECT_NEAR(out[2], 1.0, 1e-12);
+}
+
+TEST(SequenceConformance, SequenceSoftmaxGradientMatchesFiniteDifferences) {
+  FLEET_CONFORMANCE_RUNNER(runner);
+  for (const auto& lod : kLods) {
+    const ir::Op fwd = MakeOp("sequence_softmax", {{"X", {"x"}}}, {{"Out", {"out"}}});
+    VarMap vars{{"x", WithPadding(RandomTensor<double>({lod.back(), 1}, 11, -2, 2), 2)}};
+    EXPECT_TRUE(GradMatchesFiniteDifferences(*runner, fwd, vars, {{"x", lod}},
+                                             {{"out", lod}, {"out@GRAD", lod}}, "x", "out",
+                                             lod.back(), lod.back()))
+        << lod.size() - 1 << " sequences";
+  }
+}
+
+TEST(SequenceConformance, SequenceReverseMatchesNumpyAndItsGradient) {
+  FLEET_CONFORMANCE_RUNNER(runner);
+  const ir::Op op = MakeOp("sequence_reverse", {{"X", {"x"}}}, {{"Y", {"y"}}});
+  uint64_t seed = 1100;
+  for (const auto& lod : kLods) {
+    const HostTensor x = WithPadding(RandomTensor<double>({lod.back(), 2, 3}, ++seed), 3);
+    for (ir::DataType t :
+         {ir::DataType::kFloat64, ir::DataType::kFloat32, ir::DataType::kInt64}) {
+      SeqCase c{op, {{"x", Cast(x, t)}}, {{"x", lod}}, "x", {{"Y", "y"}}, {"Y"}};
+      EXPECT_TRUE(SeqMatchesNumpy(*runner, c, 0)) << lod.size() - 1 << " sequences";
+    }
+    EXPECT_TRUE(GradMatchesFiniteDifferences(*runner, op, {{"x", x}}, {{"x", lod}},
+                                             {{"y@GRAD", lod}}, "x", "y", lod.back(),
+                                             lod.back()));
+  }
+}
+
+ir::Op Pad(int32_t length) {
+  return MakeOp("sequence_pad", {{"X", {"x"}}, {"PadValue", {"pad"}}},
+                {{"Out", {"out"}}, {"Length", {"length"}}}, {{"padded_length", length}});
+}
+
+TEST(SequenceConformance, SequencePadMatchesNumpyAndItsGradient) {
+  FLEET_CONFORMANCE_RUNNER(runner);
+  uint64_t seed = 1200;
+  for (const auto& lod : kLods) {
+    const HostTensor x = WithPadding(RandomTensor<double>({lod.back(), 2, 3}, ++seed), 2);
+    const HostTensor one = MakeTensor<double>({1}, {-7.5});
+    const HostTensor row = RandomTensor<double>({2, 3}, ++seed);
+    for (const HostTensor& pad : {one, row}) {
+      for (ir::DataType t : {ir::DataType::kFloat64, ir::DataType::kFloat32}) {
+        SeqCase c{Pad(5), {{"x", Cast(x, t)}, {"pad", Cast(pad, t)}}, {{"x", lod}}, "x",
+                  {{"Out", "out"}, {"Length", "length"}}, {}};
+        EXPECT_TRUE(SeqMatchesNumpy(*runner, c, 0))
+            << lod.size() - 1 << " sequences, PadValue of " << pad.dims.size() << " dims";
+      }
+    }
+    // padded_length equal to the longest sequence.
+    const int32_t longest = lod.size() == 5 ? 4 : static_cast<int32_t>(lod.back());
+    SeqCase c{Pad(longest), {{"x", x}, {"pad", one}}, {{"x", lod}}, "x", {{"Out", "out"}}, {}};
+    EXPECT_TRUE(SeqMatchesNumpy(*runner, c, 0));
+    EXPECT_TRUE(GradMatchesFiniteDifferences(*runner, Pad(5), {{"x", x}, {"pad", row}},
+                                             {{"x", lod}}, {{"x", lod}}, "x", "out", lod.back(),
+                                             static_cast<int64_t>(lod.size()) - 1));
+  }
+}
+
+TEST(SequenceConformance, SequencePadRefusesALongerSequenceAndAnUnknownLength) {
+  FLEET_CONFORMANCE_RUNNER(runner);
+  VarMap vars{{"x", RandomTensor<float>({9, 2}, 1)}, {"pad", MakeTensor<float>({1}, {0.0f})}};
+  Status s = runner->Run(Pad(3), vars, 1, {{"x", {0, 2, 2, 5, 9}}});
+  EXPECT_NE(s.message().find("sequence_pad: sequence 3 has 4 rows, more than padded_length 3"),
+            std::string::npos)
+      << s.ToString();
+  s = runner->Run(Pad(-1), vars, 1, {{"x", {0, 2, 2, 5, 9}}});
+  EXPECT_NE(s.message().find("padded_length must be > 0, got -1"), std::string::npos)
+      << s.ToString();
+  vars["pad"] = MakeTensor<float>({3}, {1, 2, 3});
+  s = runner->Run(Pad(4), vars, 1, {{"x", {0, 2, 2, 5, 9}}});
+  EXPECT_NE(s.message().find("PadValue must hold one value or one row of X [2], got [3]"),
+            std::string::npos)
+      << s.ToString();
+}
+
+TEST(SequenceConformance, SequenceMaskMatchesNumpy) {
+  FLEET_CONFORMANCE_RUNNER(runner);
+  const HostTensor lengths = MakeTensor<int64_t>({2, 3}, {0, 1, 4, 6, 2, 3});
+  for (int32_t dtype : {FLEET_DTYPE_FLOAT32, FLEET_DTYPE_FLOAT64, FLEET_DTYPE_INT64,
+                        FLEET_DTYPE_INT32, FLEET_DTYPE_BOOL}) {
+    for (ir::DataType t : {ir::DataType::kInt64, ir::DataType::kInt32}) {
+      const ir::Op op = MakeOp("sequence_mask", {{"X", {"x"}}}, {{"Y", {"y"}}},
+                               {{"maxlen", int32_t{5}}, {"out_dtype", dtype}});
+      VarMap vars{{"x", Cast(lengths, t)}};
+      EXPECT_TRUE(MatchesNumpy(*runner, op, vars, {"Y"}, 0, 0)) << "out_dtype " << dtype;
+    }
+  }
+  VarMap vars{{"x", lengths}};
+  Status s = runner->Run(MakeOp("sequence_mask", {{"X", {"x"}}}, {{"Y", {"y"}}}), vars);
+  EXPECT_NE(s.message().find("maxlen must be > 0, got -1"), std::string::npos) << s.ToString();
+}
+
+ir::Op ExpandAs() {
+  return MakeOp("sequence_expand_as", {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"out"}}});
+}
+
+TEST(SequenceConformance, SequenceExpandAsMatchesNumpyAndItsGradient) {
+  FLEET_CONFORMANCE_RUNNER(runner);
+  uint64_t seed = 1300;
+  for (const auto& lod : kLods) {
+    const int64_t sequences = static_cast<int64_t>(lod.size()) - 1;
+    const HostTensor x = RandomTensor<double>({sequences, 2, 2}, ++seed);
+    const HostTensor y = WithPadding(RandomTensor<double>({lod.back(), 5}, ++seed), 3);
+    for (ir::DataType t : {ir::DataType::kFloat64, ir::DataType::kFloat32}) {
+      SeqCase c{ExpandAs(), {{"x", Cast(x, t)}, {"y", y}}, {{"y", lod}}, "y",
+                {{"Out", "out"}}, {"Out"}};
+      EXPECT_TRUE(SeqMatchesNumpy(*runner, c, 0)) << sequences << " sequences";
+    }
+    EXPECT_TRUE(GradMatchesFiniteDifferences(*runner, ExpandAs(), {{"x", x}, {"y", y}},
+                                             {{"y", lod}}, {{"y", lod}, {"out@GRAD", lod}}, "x",
+                                             "out", sequences, lod.back()));
+  }
+}
+
+TEST(SequenceConformance, SequenceExpandAsRefusals) {
+  FLEET_CONFORMANCE_RUNNER(runner);
+  VarMap vars{{"x", RandomTensor<float>({3, 2}, 1)}, {"y", RandomTensor<float>({5, 1}, 2)}};
+  Status s = runner->Run(ExpandAs(), vars, 1, {{"y", {0, 2, 5}}});
+  EXPECT_NE(s.message().find("X has 3 rows but Y holds 2 sequences"), std::string::npos)
+      << s.ToString();
+  s = runner->Run(ExpandAs(), vars, 1, {{"y", {0, 1, 2, 5}}, {"x", {0, 3}}});
+  EXPECT_NE(s.message().find("input X 'x' holds sequences, but sequence_expand_as takes it "
+                             "dense"),
+            std::string::npos)
+      << s.ToString();
+  s = runner->Run(ExpandAs(), vars);
+  EXPECT_NE(s.message().find("input Y 'y' is dense; sequence_expand_as"), std::string::npos)
+      << s.ToString();
+}
+
+TEST(SequenceConformance, GradsOfFloat32MatchFloat64) {
+  FLEET_CONFORMANCE_RUNNER(runner);
+  const std::vector<int64_t> lod = {0, 1, 5, 5, 8};
+  struct Case {
+    ir::Op fwd;
+    VarMap vars;
+    LodMap lods, grad_lods;
+    std::string out, grad;
+  };
+  const std::vector<Case> cases = {
+      {MakeOp("sequence_softmax", {{"X", {"x"}}}, {{"Out", {"out"}}}),
+       {{"x", RandomTensor<double>({8, 1}, 1)}}, {{"x", lod}}, {{"out", lod}, {"out@GRAD", lod}},
+       "out", "x@GRAD"},
+      {Pad(6), {{"x", RandomTensor<double>({8, 3}, 2)}, {"pad", MakeTensor<double>({1}, {0})}},
+       {{"x", lod}}, {{"x", lod}}, "out", "x@GRAD"},
+      {ExpandAs(), {{"x", RandomTensor<double>({4, 3}, 3)}, {"y", RandomTensor<double>({8, 1}, 4)}},
+       {{"y", lod}}, {{"y", lod}, {"out@GRAD", lod}}, "out", "x@GRAD"},
+  };
+  for (const Case& c : cases) {
+    VarMap v64 = c.vars;
+    ASSERT_TRUE(runner->Run(c.fwd, v64, 1, c.lods).ok()) << c.fwd.type;
+    v64[c.out + "@GRAD"] = RandomTensor<double>(v64.at(c.out).dims, 5);
+    VarMap v32 = CastAll(v64, ir::DataType::kFloat32);
+    for (const ir::Op& g : ops::BuiltinOps().Find(c.fwd.type)->grad(c.fwd)) {
+      ASSERT_TRUE(runner->Run(g, v64, 1, c.grad_lods).ok()) << g.type;
+      ASSERT_TRUE(runner->Run(g, v32, 1, c.grad_lods).ok()) << g.type;
+    }
+    EXPECT_TRUE(AllClose(v32.at(c.grad), Cast(v64.at(c.grad), ir::DataType::kFloat32), 1e-5,
+                         1e-6))
+        << c.fwd.type;
+  }
+}
+
+// ---- row-by-row ops that take sequences (OpSchema::lod_share) ---------------------------------
+
+// Each runs on a sequence X as on the same rows dense, and refuses what would mix rows.
+TEST(SequenceConformance, RowwiseOpsTakeSequences) {
+  FLEET_CONFORMANCE_RUNNER(runner);
+  const std::vector<int64_t> lod = {0, 2, 2, 5};
+  const HostTensor x = RandomTensor<float>({5, 3}, 7);
+  const std::vector<std::pair<ir::Op, VarMap>> ops = {
+      {MakeOp("relu", {{"X", {"x"}}}, {{"Out", {"out"}}}), {{"x", x}}},
+      {MakeOp("sigmoid", {{"X", {"x"}}}, {{"Out", {"out"}}}), {{"x", x}}},
+      {MakeOp("scale", {{"X", {"x"}}}, {{"Out", {"out"}}}, {{"scale", 2.0f}, {"bias", 1.0f}}),
+       {{"x", x}}},
+      {MakeOp("cast", {{"X", {"x"}}}, {{"Out", {"out"}}},
+              {{"out_dtype", int32_t{FLEET_DTYPE_FLOAT64}}}),
+       {{"x", x}}},
+      {MakeOp("mul", {{"X", {"x"}}, {"Y", {"w"}}}, {{"Out", {"out"}}}),
+       {{"x", x}, {"w", RandomTensor<float>({3, 4}, 8)}}},
+      {MakeOp("elementwise_add", {{"X", {"x"}}, {"Y", {"b"}}}, {{"Out", {"out"}}},
+              {{"axis", int32_t{1}}}),
+       {{"x", x}, {"b", RandomTensor<float>({3}, 9)}}},
+      {MakeOp("elementwise_mul", {{"X", {"x"}}, {"Y", {"b"}}}, {{"Out", {"out"}}}),
+       {{"x", x}, {"b", RandomTensor<float>({1, 3}, 10)}}},
+      {MakeOp("sum", {{"X", {"x", "x2"}}}, {{"Out", {"out"}}}),
+       {{"x", x}, {"x2", RandomTensor<float>({5, 3}, 11)}}},
+  };
+  for (const auto& [op, inputs] : ops) {
+    VarMap seq = inputs, dense = inputs;
+    LodMap lods{{"x", lod}};
+    if (inputs.count("x2") != 0) lods["x2"] = lod;
+    ASSERT_TRUE(runner->Run(op, seq, 1, lods).ok()) << op.type;
+    ASSERT_TRUE(runner->Run(op, dense).ok()) << op.type;
+    EXPECT_TRUE(AllClose(seq.at("out"), dense.at("out"), 0, 0)) << op.type;
+    // The output follows X's sequences.
+    ops::ShapeContext shapes(*ops::BuiltinOps().Find(op.type), op);
+    for (const auto& [slot, names] : op.inputs) {
+      for (const auto& n : names) {
+        ops::TensorInfo info{inputs.at(n).dtype, inputs.at(n).dims};
+        if (lods.count(n) != 0) {
+          info.lod_level = 1;
+          info.sequences = 3;
+        }
+        shapes.inputs[slot].push_back(info);
+      }
+    }
+    shapes.outputs["Out"].resize(1);
+    ASSERT_TRUE(ops::BuiltinOps().Find(op.type)->infer_shape(shapes).ok()) << op.type;
+    ASSERT_TRUE(ops::ApplyLodRules(*ops::BuiltinOps().Find(op.type), shapes).ok()) << op.type;
+    EXPECT_EQ(shapes.outputs["Out"][0].lod_level, 1) << op.type;
+    EXPECT_EQ(shapes.outputs["Out"][0].sequences, 3) << op.type;
+  }
+
+  // A Y that spans X's rows would pair rows of sequences with rows of something else.
+  VarMap vars{{"x", x}, {"y", RandomTensor<float>({5, 3}, 12)}};
+  Status s = runner->Run(MakeOp("elementwise_add", {{"X", {"x"}}, {"Y", {"y"}}},
+                                {{"Out", {"out"}}}),
+                         vars, 1, {{"x", lod}});
+  EXPECT_NE(s.message().find("X 'x' holds sequences, so Y [5, 3] must broadcast over its rows"),
+            std::string::npos)
+      << s.ToString();
+  s = runner->Run(MakeOp("elementwise_add", {{"X", {"y"}}, {"Y", {"x"}}}, {{"Out", {"out"}}}),
+                  vars, 1, {{"x", lod}});
+  EXPECT_NE(s.message().find("input Y 'x' is a sequence tensor"), std::string::npos)
+      << s.ToString();
+  s = runner->Run(MakeOp("sum", {{"X", {"y", "x"}}}, {{"Out", {"out"}}}), vars, 1,
+                  {{"x", lod}});
+  EXPECT_NE(s.message().find("X[1] 'x' holds sequences but X[0] 'y' is dense"),
+            std::string::npos)
+      << s.ToString();
+  s = runner->Run(MakeOp("mul", {{"X", {"y"}}, {"Y", {"x"}}}, {{"Out", {"out"}}}), vars, 1,
+                  {{"x", lod}});
+  EXPECT_NE(s.message().find("input Y 'x' is a sequence tensor"), std::string::npos)
+      << s.ToString();
+}
 }  // namespace
 }  // namespace fleet::conformance

@@ -1,8 +1,9 @@
 """NumPy references for the sequence ops (see run_reference.py for the calling convention).
 
 A sequence input comes with its offsets in the extra slot "Lod" (int64, sequences + 1 values):
-sequence s is rows lod[s]:lod[s + 1] of X. Written from Paddle's sequence_pool documentation,
-one sequence at a time in float64, independent of the kernels.
+sequence s is rows lod[s]:lod[s + 1] of X (of Y for sequence_expand_as); rows past lod[-1] are
+padding, and sequence outputs are compared on the rows before it. Written from Paddle's
+documentation of each op, one sequence at a time in float64, independent of the kernels.
 """
 import numpy as np
 
@@ -47,4 +48,76 @@ def sequence_pool(inputs, attrs):
     return result
 
 
-REFERENCES = {"sequence_pool": sequence_pool}
+def _lod(inputs):
+    return [int(v) for v in inputs["Lod"][0].astype(np.int64)]
+
+
+def sequence_softmax(inputs, attrs):
+    x = inputs["X"][0]
+    lod = _lod(inputs)
+    out = np.zeros(x.shape, dtype=np.float64)
+    flat = x.astype(np.float64).reshape(-1)
+    res = out.reshape(-1)
+    for s in range(len(lod) - 1):
+        v = flat[lod[s]:lod[s + 1]]
+        if v.size:
+            e = np.exp(v - v.max())
+            res[lod[s]:lod[s + 1]] = e / e.sum()
+    return {"Out": out.astype(x.dtype)}
+
+
+def sequence_reverse(inputs, attrs):
+    x = inputs["X"][0]
+    lod = _lod(inputs)
+    y = np.zeros_like(x)
+    for s in range(len(lod) - 1):
+        y[lod[s]:lod[s + 1]] = x[lod[s]:lod[s + 1]][::-1]
+    return {"Y": y}
+
+
+def sequence_pad(inputs, attrs):
+    x = inputs["X"][0]
+    pad = inputs["PadValue"][0]
+    lod = _lod(inputs)
+    length = attrs["padded_length"]
+    row = x.shape[1:]
+    out = np.empty((len(lod) - 1, length) + row, dtype=x.dtype)
+    out[...] = pad.reshape(row) if pad.size != 1 else pad.reshape(())
+    lengths = np.zeros(len(lod) - 1, dtype=np.int64)
+    for s in range(len(lod) - 1):
+        n = lod[s + 1] - lod[s]
+        assert n <= length, "the test asks for a sequence longer than padded_length"
+        out[s, :n] = x[lod[s]:lod[s + 1]]
+        lengths[s] = n
+    return {"Out": out, "Length": lengths}
+
+
+# FLEET_DTYPE_* values of the dtypes sequence_mask writes.
+_MASK_DTYPES = {9: np.float32, 10: np.float64, 6: np.int64, 5: np.int32, 1: np.bool_}
+
+
+def sequence_mask(inputs, attrs):
+    x = inputs["X"][0].astype(np.int64)
+    steps = np.arange(attrs["maxlen"], dtype=np.int64)
+    y = steps < x[..., None]
+    return {"Y": y.astype(_MASK_DTYPES[attrs["out_dtype"]])}
+
+
+def sequence_expand_as(inputs, attrs):
+    x = inputs["X"][0]
+    y = inputs["Y"][0]
+    lod = _lod(inputs)
+    out = np.zeros((y.shape[0],) + x.shape[1:], dtype=x.dtype)
+    for s in range(len(lod) - 1):
+        out[lod[s]:lod[s + 1]] = x[s]
+    return {"Out": out}
+
+
+REFERENCES = {
+    "sequence_pool": sequence_pool,
+    "sequence_softmax": sequence_softmax,
+    "sequence_reverse": sequence_reverse,
+    "sequence_pad": sequence_pad,
+    "sequence_mask": sequence_mask,
+    "sequence_expand_as": sequence_expand_as,
+}
