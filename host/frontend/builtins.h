@@ -41,6 +41,9 @@ using BuiltinTable = std::map<std::string, Builtin, std::less<>>;
 // layers.cc: data, fc, conv2d, pool2d, batch_norm, layer_norm, embedding, dropout, losses,
 // accuracy, reductions, matmul, reshape, transpose, flatten, concat.
 void AddLayerBuiltins(BuiltinTable& table);
+// sequence_layers.cc (from AddLayerBuiltins): sequence_softmax, sequence_reverse,
+// sequence_pad, sequence_mask, sequence_expand_as.
+void AddSequenceLayerBuiltins(BuiltinTable& table);
 // objects.cc: ParamAttr, initializers, regularizers, gradient clipping, optimizers, schedules.
 void AddObjectBuiltins(BuiltinTable& table);
 

@@ -829,6 +829,7 @@ void AddLayerBuiltins(BuiltinTable& t) {
       Embedding);
   Add(t, "sequence_pool", {{"input", true}, {"pool_type", true}, {"is_test"}, {"pad_value"}},
       SequencePool);
+  AddSequenceLayerBuiltins(t);
   Add(t, "dropout",
       {{"x", true}, {"dropout_prob", true}, {"is_test"}, {"seed"}, {"name"},
        {"dropout_implementation"}},
