@@ -256,15 +256,17 @@ FleetStatus* SequencePadGrad(void*, const FleetKernelContext* kc, void*) {
     if (FleetStatus* st = Checked(kc, fleet::kernel::PlanSequencePad(kc, true, &p), p.rows)) {
       return st;
     }
-    if (FleetStatus* st = CheckPadLengths(kc, p)) return st;
     const T* dout = Data<T>(Input(kc, "Out@GRAD"));
     T* dx = Data<T>(dx_t);
     const int64_t w = p.rows.width;
+    // Rows past padded_length (which the forward op refused) get 0, as on CUDA.
 #pragma omp parallel for
     for (int64_t s = 0; s < p.rows.sequences; ++s) {
       const int64_t begin = p.rows.lod[s], end = p.rows.lod[s + 1];
+      const int64_t kept = std::min(end - begin, p.padded_length);
       const T* g = dout + s * p.padded_length * w;
-      std::copy(g, g + (end - begin) * w, dx + begin * w);
+      std::copy(g, g + kept * w, dx + begin * w);
+      std::fill(dx + (begin + kept) * w, dx + end * w, T(0));
     }
     return nullptr;
   });
