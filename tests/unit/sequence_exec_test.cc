@@ -212,6 +212,160 @@ pooled = reduce_sum(emb, dim=1)
   }
 }
 
+// fc on the embedding rows (mul, elementwise_add, relu on sequences) before sequence_pool, and
+// the embedding used twice, so its gradient is the sum of two sequence gradients. The same
+// model on padded ids masks the fc rows of the padding (relu(bias) is not zero) and sums them
+// with reduce_sum; ten SGD steps on the same batches must leave the same parameters.
+TEST_F(SequenceExecTest, FcOnSequenceRowsAndGradientFanOutEqualThePaddedModel) {
+  const std::string head = R"(
+y = data("y", shape=[-1, 1], dtype="float32")
+)";
+  const std::string tail = R"(
+pooled = concat([p1, p2], axis=1)
+pred = fc(pooled, size=1, param_attr=ParamAttr(name="fc_w"), bias_attr=ParamAttr(name="fc_b"))
+loss = mean(square_error_cost(pred, y))
+minimize(loss, optimizer=sgd(learning_rate=0.1))
+)";
+  frontend::ParsedProgram seq = Build(head + R"(
+ids = data("ids", shape=[-1, 1], dtype="int64", lod_level=1)
+emb = embedding(ids, size=[8, 4], param_attr=ParamAttr(name="table"))
+h = fc(emb, size=3, act="relu", param_attr=ParamAttr(name="h_w"), bias_attr=ParamAttr(name="h_b"))
+p1 = sequence_pool(h, "sum")
+p2 = sequence_pool(scale(emb, scale=0.5), "max")
+)" + tail);
+  bool summed = false;
+  for (const ir::Op& op : seq.main.global().ops) {
+    if (op.type == "sum" && op.OutputOne("Out") == "embedding_0.tmp_0@GRAD") summed = true;
+  }
+  ASSERT_TRUE(summed) << "the embedding's gradient is not a sum of its two uses";
+  const std::vector<float> table = Param("table");
+  const std::vector<float> h_w = Param("h_w");
+  const std::vector<float> fc_w = Param("fc_w");
+  auto seq_registry = std::move(registry_);
+  auto seq_exec = std::move(exec_);
+  SetUp();
+  // Padded: id 8 is the padding row; mask is 1 on real ids and 0 on padding.
+  frontend::ParsedProgram dense = Build(head + R"(
+ids = data("ids", shape=[-1, 4], dtype="int64")
+mask = data("mask", shape=[-1, 4, 1], dtype="float32")
+emb = embedding(ids, size=[9, 4], padding_idx=8, param_attr=ParamAttr(name="table"))
+h = fc(emb, size=3, num_flatten_dims=2, act="relu", param_attr=ParamAttr(name="h_w"), bias_attr=ParamAttr(name="h_b"))
+p1 = reduce_sum(elementwise_mul(h, mask), dim=1)
+p2 = reduce_max(elementwise_add(scale(emb, scale=0.5), scale(mask, scale=1000.0, bias=-1000.0)), dim=1)
+)" + tail);
+  auto write = [&](const std::string& name, std::vector<int64_t> dims, std::vector<float> v) {
+    HostTensor t;
+    t.Reshape(ir::DataType::kFloat32, dims);
+    v.resize(static_cast<size_t>(t.numel()), 0.0f);
+    std::copy(v.begin(), v.end(), t.data<float>());
+    ASSERT_TRUE(exec_->scope().Write(name, t).ok()) << name;
+  };
+  write("table", {9, 4}, table);
+  write("h_w", {4, 3}, h_w);
+  write("fc_w", {7, 1}, fc_w);
+
+  // No empty sequence (MAX of one is pad_value, which the padded model would not give) and no
+  // id twice in a sequence (reduce_max's gradient goes to every tied row, MAX's to the first).
+  const std::vector<std::vector<std::vector<int64_t>>> batches = {
+      {{1, 2}, {3}, {5, 2}, {0, 1, 7, 5}}, {{6, 3, 0}, {2, 1}, {4}, {7}}};
+  const std::vector<float> labels = {1.0f, -0.5f, 0.25f, 2.0f};
+  std::vector<HostTensor> out;
+  for (int step = 0; step < 10; ++step) {
+    const auto& batch = batches[step % 2];
+    FeedMap sf{{"ids", Sequences(batch)}, {"y", Column(labels)}};
+    ASSERT_TRUE(seq_exec->Run(seq.main, sf, {seq.loss}, out).ok());
+    const float seq_loss = out[0].data<float>()[0];
+    FeedMap df{{"y", Column(labels)}};
+    df["ids"].Reshape(ir::DataType::kInt64, {4, 4});
+    df["mask"].Reshape(ir::DataType::kFloat32, {4, 4, 1});
+    for (size_t s = 0; s < 4; ++s) {
+      for (size_t k = 0; k < 4; ++k) {
+        const bool real = k < batch[s].size();
+        df["ids"].data<int64_t>()[s * 4 + k] = real ? batch[s][k] : 8;
+        df["mask"].data<float>()[s * 4 + k] = real ? 1.0f : 0.0f;
+      }
+    }
+    ASSERT_TRUE(exec_->Run(dense.main, df, {dense.loss}, out).ok());
+    EXPECT_NEAR(seq_loss, out[0].data<float>()[0], 1e-5) << "step " << step;
+  }
+  for (const char* name : {"table", "h_w", "h_b", "fc_w", "fc_b"}) {
+    auto a = seq_exec->scope().Read(name);
+    auto b = exec_->scope().Read(name);
+    ASSERT_TRUE(a.ok() && b.ok()) << name;
+    for (int64_t i = 0; i < a->numel(); ++i) {
+      EXPECT_NEAR(a->data<float>()[i], b->data<float>()[i], 1e-5) << name << " " << i;
+    }
+  }
+  auto trained = seq_exec->scope().Read("h_w");
+  ASSERT_TRUE(trained.ok());
+  EXPECT_NE(trained->data<float>()[0], h_w[0]);
+}
+
+// The sequence layers build their op, keep or drop the sequences as documented, and refuse
+// what would need a shape from the batch.
+TEST_F(SequenceExecTest, SequenceLayersRunThroughTheExecutor) {
+  frontend::ParsedProgram p = Build(R"(
+ids = data("ids", shape=[-1, 1], dtype="int64", lod_level=1)
+emb = embedding(ids, size=[10, 2])
+soft = sequence_softmax(fc(emb, size=1))
+rev = sequence_reverse(emb)
+padded = sequence_pad(emb, 0.0, maxlen=3)
+pooled = sequence_pool(emb, "average")
+back = sequence_expand_as(pooled, emb)
+mask = sequence_mask(fill_constant(shape=[2], dtype="int64", value=2), maxlen=3, dtype="float32")
+)");
+  const std::vector<float> w = Param("embedding_0.w_0");
+  FeedMap feeds{{"ids", Sequences({{1, 2, 3}, {}, {4}})}};
+  std::vector<HostTensor> out;
+  ASSERT_TRUE(exec_->Run(p.main, feeds,
+                         {"sequence_softmax_0.tmp_0", "sequence_reverse_0.tmp_0",
+                          "sequence_pad_0.tmp_0", "sequence_pad_0.tmp_1",
+                          "sequence_expand_as_0.tmp_0", "sequence_mask_0.tmp_0"},
+                         out)
+                  .ok());
+  const std::vector<int64_t> lod = {0, 3, 3, 4};
+  // softmax within each sequence: the first sums to 1, a sequence of one row is 1.
+  EXPECT_EQ(out[0].lod, lod);
+  const float* soft = out[0].data<float>();
+  EXPECT_NEAR(soft[0] + soft[1] + soft[2], 1.0f, 1e-6);
+  EXPECT_NEAR(soft[3], 1.0f, 1e-6);
+  // reverse: row 0 of the first sequence is id 3's row.
+  EXPECT_EQ(out[1].lod, lod);
+  EXPECT_EQ(out[1].data<float>()[0], w[3 * 2]);
+  EXPECT_EQ(out[1].data<float>()[3 * 2 + 1], w[4 * 2 + 1]);
+  // pad: dense [3, 3, 2] and the lengths.
+  EXPECT_TRUE(out[2].lod.empty());
+  EXPECT_EQ(out[2].dims, (std::vector<int64_t>{3, 3, 2}));
+  EXPECT_EQ(out[2].data<float>()[(2 * 3 + 0) * 2], w[4 * 2]);
+  EXPECT_EQ(out[2].data<float>()[(2 * 3 + 1) * 2], 0.0f);
+  EXPECT_EQ(std::vector<int64_t>(out[3].data<int64_t>(), out[3].data<int64_t>() + 3),
+            (std::vector<int64_t>{3, 0, 1}));
+  // expand_as: every row of the first sequence is its average.
+  EXPECT_EQ(out[4].lod, lod);
+  EXPECT_NEAR(out[4].data<float>()[2 * 2], (w[2] + w[4] + w[6]) / 3, 1e-6);
+  EXPECT_EQ(out[5].dims, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(out[5].data<float>()[2], 0.0f);
+  EXPECT_EQ(out[5].data<float>()[1], 1.0f);
+
+  // A sequence longer than maxlen stops the step, naming the op.
+  FeedMap longer{{"ids", Sequences({{1, 2, 3, 4}, {}, {4}})}};
+  Status s = exec_->Run(p.main, longer, {"sequence_pad_0.tmp_0"}, out);
+  EXPECT_NE(s.message().find("sequence_pad: sequence 0 has 4 rows, more than padded_length 3"),
+            std::string::npos)
+      << s.ToString();
+
+  auto parsed = frontend::ParseProgramText(R"(
+ids = data("ids", shape=[-1, 1], dtype="int64", lod_level=1)
+emb = embedding(ids, size=[10, 2])
+padded = sequence_pad(emb, 0.0)
+)",
+                                           "seq.fleet");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_NE(parsed.status().message().find("seq.fleet:4:"), std::string::npos);
+  EXPECT_NE(parsed.status().message().find("maxlen must be given and > 0"), std::string::npos)
+      << parsed.status().ToString();
+}
+
 TEST_F(SequenceExecTest, BadOffsetsAreRefusedNamingTheFeed) {
   frontend::ParsedProgram p = Build(kPool);
   std::vector<HostTensor> out;
