@@ -10,6 +10,7 @@
 #include "data/source.h"
 #include "fleet/fleet_plugin.h"
 #include "job/data_sources.h"
+#include "job/global_auc.h"
 #include "job/train_checkpoints.h"
 #include "job/train_state.h"
 
@@ -60,7 +61,8 @@ Status CheckReplicas(Communicator& world, const exec::Executor& executor,
 }
 
 // The job's figures in `r`: loss, reported vars and reader_cost as means over the trainers,
-// ips as their sum; lr and batch_cost stay this trainer's. `values` is reused.
+// ips as their sum; lr and batch_cost stay this trainer's. `values` is reused. (GlobalAuc then
+// replaces the mean of each reported auc op's AUC with the AUC of the whole data.)
 Status JobFigures(Communicator& world, StepReport& r, std::vector<double>& values) {
   values.clear();
   values.push_back(r.loss);
@@ -233,6 +235,12 @@ StatusOr<TrainSummary> Train(const Config& config, const frontend::ParsedProgram
   std::vector<std::string> metric_names;
   for (const ReportedVar& r : setup.reported) metric_names.push_back(r.name);
   ProgressLog progress(train, train.batch_size, who, out, metric_names);
+  // Reported AUCs are the whole data's: from the auc ops' statistics summed over trainers.
+  std::unique_ptr<GlobalAuc> global_auc;
+  if (world != nullptr) {
+    FLEET_ASSIGN_OR_RETURN(global_auc,
+                           GlobalAuc::Create(*executor, programs.main, setup.reported));
+  }
   progress.StartAt(first_step);
   FLEET_RETURN_IF_ERROR(progress.Open(
       rank == 0 || world == nullptr,
@@ -274,6 +282,7 @@ StatusOr<TrainSummary> Train(const Config& config, const frontend::ParsedProgram
       }
       if (world != nullptr) {
         FLEET_RETURN_IF_ERROR(JobFigures(*world, report, job_values));
+        FLEET_RETURN_IF_ERROR(global_auc->Compute(*world, report.metrics));
         loss = report.loss;
       }
       FLEET_RETURN_IF_ERROR(progress.Log(step, report));

@@ -11,10 +11,11 @@
 // batch_size samples of its own share. Logged lines carry the loss, the reported vars and
 // reader_cost averaged over trainers and the job's total samples/s as ips (one small
 // all-reduce per logged step), with rank 0's own learning rate and batch_cost (the trainers
-// step together); only rank 0 writes the metrics file and the event file. A reported var the
-// program already makes job-wide (the auc op's global AUC over all-reduced buckets) is the
-// same on every trainer, so its mean is that value. The last step ends with a barrier so no
-// trainer leaves (and takes the store it serves with it) while others still need it.
+// step together); only rank 0 writes the metrics file and the event file. A reported var that
+// is the AUC output of an auc op is not averaged: it is the AUC of the op's statistics summed
+// over the trainers, the AUC of the whole data (job/global_auc.h; a second all-reduce per
+// logged step). The last step ends with a barrier so no trainer leaves (and takes the store it
+// serves with it) while others still need it.
 #pragma once
 
 #include <cstdint>
