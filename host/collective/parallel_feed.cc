@@ -9,20 +9,22 @@
 namespace fleet::exec {
 namespace {
 
-// The rows each device gets of a feed of `rows` rows: chunks of ceil(rows / n), the last one
-// short, as Paddle's SplitLoDTensor cuts them; fewer chunks than devices is an error.
-StatusOr<std::vector<int64_t>> RowShares(const std::string& name, int64_t rows, int32_t n) {
+// The rows each device gets of a feed of `rows` rows (or the sequences, `unit` "sequence", of a
+// sequence feed): chunks of ceil(rows / n), the last one short, as Paddle's SplitLoDTensor cuts
+// them; fewer chunks than devices is an error.
+StatusOr<std::vector<int64_t>> RowShares(const std::string& name, int64_t rows, int32_t n,
+                                         const std::string& unit = "row") {
   if (n == 1) return std::vector<int64_t>{rows};
   const int64_t devices = n;
   const int64_t step = rows > 0 ? (rows + devices - 1) / devices : 0;
   const int64_t chunks = step > 0 ? (rows + step - 1) / step : 0;
   if (chunks < devices) {
     return InvalidArgument(
-        "feed '" + name + "' has " + std::to_string(rows) + " row(s), which split into " +
+        "feed '" + name + "' has " + std::to_string(rows) + " " + unit + "(s), which split into " +
         std::to_string(chunks) + " chunk(s) of at most " + std::to_string(step) + " for " +
         std::to_string(n) + " devices: every device needs a share (a batch is cut into chunks "
-        "of ceil(rows / devices) rows, as Paddle's ParallelExecutor does); feed more rows or one "
-        "feed map per device");
+        "of ceil(" + unit + "s / devices) " + unit + "s, as Paddle's ParallelExecutor does); "
+        "feed more " + unit + "s or one feed map per device");
   }
   std::vector<int64_t> shares(static_cast<size_t>(n));
   for (int64_t d = 0; d < devices; ++d) {
@@ -79,17 +81,42 @@ Status ParallelRunner::SplitBatch(const FeedMap& batch, int32_t num_devices,
                              " bytes but its dtype and shape need " +
                              std::to_string(static_cast<size_t>(t.numel()) * element));
     }
-    FLEET_ASSIGN_OR_RETURN(std::vector<int64_t> shares, RowShares(name, t.dims[0], num_devices));
+    // A sequence feed is cut between sequences, each device taking whole ones with their rows
+    // and its offsets rebased to 0, so that its samples are those of the dense feeds' rows.
+    const bool sequence = !t.lod.empty();
+    if (sequence) {
+      bool valid = t.lod.front() == 0 && t.lod.back() == t.dims[0];
+      for (size_t k = 1; valid && k < t.lod.size(); ++k) valid = t.lod[k - 1] <= t.lod[k];
+      if (!valid) {
+        return InvalidArgument("feed '" + name + "': its sequence offsets do not match its " +
+                               std::to_string(t.dims[0]) + " rows (they must start at 0, " +
+                               "never decrease and end at the row count)");
+      }
+    }
+    const int64_t samples = sequence ? static_cast<int64_t>(t.lod.size()) - 1 : t.dims[0];
+    FLEET_ASSIGN_OR_RETURN(std::vector<int64_t> shares,
+                           RowShares(name, samples, num_devices, sequence ? "sequence" : "row"));
     const size_t row_bytes = t.dims[0] > 0 ? t.bytes.size() / static_cast<size_t>(t.dims[0]) : 0;
-    size_t offset = 0;
+    int64_t first = 0;  // the device's first sample
     for (size_t d = 0; d < out.size(); ++d) {
+      const int64_t count = shares[d];
+      const int64_t row = sequence ? t.lod[static_cast<size_t>(first)] : first;
+      const int64_t end = sequence ? t.lod[static_cast<size_t>(first + count)] : first + count;
       std::vector<int64_t> dims = t.dims;
-      dims[0] = shares[d];
+      dims[0] = end - row;
       HostTensor& part = out[d][name];
       part.Reshape(t.dtype, dims);
-      if (!part.bytes.empty()) std::memcpy(part.bytes.data(), t.bytes.data() + offset,
-                                           part.bytes.size());
-      offset += static_cast<size_t>(shares[d]) * row_bytes;
+      if (!part.bytes.empty()) {
+        std::memcpy(part.bytes.data(), t.bytes.data() + static_cast<size_t>(row) * row_bytes,
+                    part.bytes.size());
+      }
+      if (sequence) {
+        part.lod.resize(static_cast<size_t>(count) + 1);
+        for (int64_t k = 0; k <= count; ++k) {
+          part.lod[static_cast<size_t>(k)] = t.lod[static_cast<size_t>(first + k)] - row;
+        }
+      }
+      first += count;
     }
   }
   return OkStatus();

@@ -3,6 +3,10 @@
 // its batches here in the same terms, whatever the format, and only this file words them: the
 // training loop appends Describe() to an error of the step.
 //
+// A row here is one sample of the batch, the unit the batch size counts: for a sequence feed
+// (lod_level 1) that is one whole sequence, however many tensor rows it has, so a trainer's or
+// a device's share of sequences is named by the same sample numbers as its dense rows.
+//
 // A batch is recorded as runs: rows that came from consecutive positions of one place (a file,
 // the set of .npy files, the generator). Recording a row costs a comparison and, when it starts a
 // new run, an append to a vector whose storage is kept from batch to batch, so steady-state

@@ -25,7 +25,24 @@ class CsvParser : public LineParser {
   CsvParser(RowLayout layout, bool header, std::vector<std::vector<Target>> targets)
       : layout_(std::move(layout)), header_(header), targets_(std::move(targets)) {}
 
-  bool Parse(std::string_view line, uint8_t* row, LineError& error) override {
+  bool Parse(std::string_view line, std::vector<uint8_t>& record, LineError& error) override {
+    const size_t start = record.size();
+    record.resize(start + layout_.row_bytes);
+    if (ParseRow(line, record.data() + start, error)) return true;
+    record.resize(start);
+    return false;
+  }
+
+  int64_t header_lines() const override { return header_ ? 1 : 0; }
+  const RowLayout& layout() const override { return layout_; }
+
+ private:
+  struct Cell {
+    std::string_view text;
+    size_t column;  // 1-based
+  };
+
+  bool ParseRow(std::string_view line, uint8_t* row, LineError& error) {
     cells_.clear();
     size_t start = 0;
     while (true) {
@@ -84,15 +101,6 @@ class CsvParser : public LineParser {
     return true;
   }
 
-  int64_t header_lines() const override { return header_ ? 1 : 0; }
-  const RowLayout& layout() const override { return layout_; }
-
- private:
-  struct Cell {
-    std::string_view text;
-    size_t column;  // 1-based
-  };
-
   RowLayout layout_;
   bool header_;
   std::vector<std::vector<Target>> targets_;  // per column: the feed values it fills
@@ -113,6 +121,7 @@ StatusOr<std::unique_ptr<LineParser>> MakeCsvParser(
                              "', which is not a feed of the program");
     }
   }
+  FLEET_RETURN_IF_ERROR(RefuseSequenceFeeds(feeds, "csv data"));
   FLEET_ASSIGN_OR_RETURN(RowLayout layout, MakeRowLayout(feeds));
   // Columns of each feed: given, or the next unused ones in feed order.
   std::vector<std::vector<CsvParser::Target>> targets;

@@ -1,5 +1,5 @@
-// The memory and queue datasets: files read line by line into sample rows, batches assembled
-// from the rows under a LastBatch policy.
+// The memory and queue datasets: files read line by line into sample records (line_format.h),
+// batches assembled from the records under a LastBatch policy.
 #include "data/dataset.h"
 
 #include <algorithm>
@@ -122,7 +122,7 @@ std::string FilesText(const std::vector<fs::path>& files) {
   return std::to_string(files.size()) + " files (" + list + ")";
 }
 
-// The samples of a file list, one pass after another: lines parsed into rows, malformed ones
+// The samples of a file list, one pass after another: lines parsed into records, malformed ones
 // failing or skipped.
 class SampleReader {
  public:
@@ -130,8 +130,8 @@ class SampleReader {
                std::atomic<int64_t>& skipped)
       : files_(std::move(files)), parser_(parser), skip_bad_(skip_bad), skipped_(skipped) {}
 
-  // Parses the next sample of this pass into `row`; false when the last file is done.
-  StatusOr<bool> Next(uint8_t* row) {
+  // Appends the next sample of this pass to `records`; false when the last file is done.
+  StatusOr<bool> Next(std::vector<uint8_t>& records) {
     while (true) {
       if (!open_) {
         if (file_ == files_.size()) return false;
@@ -148,7 +148,7 @@ class SampleReader {
       }
       if (reader_.line_no() <= parser_.header_lines() || Blank(line)) continue;
       LineError error;
-      if (parser_.Parse(line, row, error)) {
+      if (parser_.Parse(line, records, error)) {
         ++samples_in_pass_;
         return true;
       }
@@ -205,9 +205,9 @@ class SampleReader {
 class SampleStream {
  public:
   virtual ~SampleStream() = default;
-  // The next sample row of the current epoch and where it was read (`at`), or nullptr when the
-  // epoch is over (the call after that starts the next one). The row stays valid until the next
-  // call.
+  // The next sample record of the current epoch and where it was read (`at`), or nullptr when
+  // the epoch is over (the call after that starts the next one). The record stays valid until
+  // the next call.
   virtual StatusOr<const uint8_t*> Next(RowOrigin& at) = 0;
   virtual int64_t epoch_size() const = 0;  // 0 = not known (yet)
 };
@@ -218,14 +218,14 @@ class QueueStream : public SampleStream {
   QueueStream(std::unique_ptr<LineParser> parser, std::vector<fs::path> files, bool skip_bad,
               std::atomic<int64_t>& skipped)
       : parser_(std::move(parser)),
-        reader_(std::move(files), *parser_, skip_bad, skipped),
-        row_(parser_->layout().row_bytes) {}
+        reader_(std::move(files), *parser_, skip_bad, skipped) {}
 
   StatusOr<const uint8_t*> Next(RowOrigin& at) override {
-    FLEET_ASSIGN_OR_RETURN(bool more, reader_.Next(row_.data()));
+    record_.clear();  // the storage stays: the longest record so far fits without allocating
+    FLEET_ASSIGN_OR_RETURN(bool more, reader_.Next(record_));
     if (more) {
       at = reader_.origin();
-      return static_cast<const uint8_t*>(row_.data());
+      return static_cast<const uint8_t*>(record_.data());
     }
     epoch_size_.store(reader_.samples_in_pass(), std::memory_order_relaxed);
     FLEET_RETURN_IF_ERROR(reader_.Rewind());
@@ -237,14 +237,17 @@ class QueueStream : public SampleStream {
  private:
   std::unique_ptr<LineParser> parser_;
   SampleReader reader_;
-  std::vector<uint8_t> row_;
+  std::vector<uint8_t> record_;
   std::atomic<int64_t> epoch_size_{0};
 };
 
-// The rows of a memory dataset and where each was read: its line, and per file the index of
-// its first row (files are read in order, so a row's file is found by bisection).
+// The records of a memory dataset and where each was read: its line, and per file the index of
+// its first record (files are read in order, so a record's file is found by bisection). Records
+// of a layout with sequence feeds differ in size and each one's start is kept; the others are
+// row_bytes apart.
 struct HeldRows {
   std::vector<uint8_t> bytes;
+  std::vector<size_t> starts;  // sequence layouts only
   std::vector<int64_t> lines;
   std::vector<int64_t> file_first_row;
 };
@@ -254,12 +257,13 @@ class MemoryStream : public SampleStream {
  public:
   MemoryStream(HeldRows rows, size_t row_bytes, bool shuffle, uint64_t seed)
       : rows_(std::move(rows.bytes)),
+        starts_(std::move(rows.starts)),
         lines_(std::move(rows.lines)),
         file_first_row_(std::move(rows.file_first_row)),
         row_bytes_(row_bytes),
         shuffle_(shuffle),
         seed_(seed) {
-    n_ = static_cast<int64_t>(rows_.size() / row_bytes_);
+    n_ = static_cast<int64_t>(starts_.empty() ? rows_.size() / row_bytes_ : starts_.size());
     order_.resize(static_cast<size_t>(n_));
     MakeOrder(0);
   }
@@ -282,9 +286,10 @@ class MemoryStream : public SampleStream {
     pos_ = offset;
   }
 
-  // The i-th sample of the current epoch.
+  // The record of the i-th sample of the current epoch.
   const uint8_t* RowAt(int64_t i) const {
-    return rows_.data() + static_cast<size_t>(order_[static_cast<size_t>(i)]) * row_bytes_;
+    const auto row = static_cast<size_t>(order_[static_cast<size_t>(i)]);
+    return rows_.data() + (starts_.empty() ? row * row_bytes_ : starts_[row]);
   }
 
   // Where the i-th sample of the current epoch was read.
@@ -318,6 +323,7 @@ class MemoryStream : public SampleStream {
   }
 
   std::vector<uint8_t> rows_;
+  std::vector<size_t> starts_;
   std::vector<int64_t> lines_;
   std::vector<int64_t> file_first_row_;
   size_t row_bytes_;
@@ -347,6 +353,7 @@ class Dataset : public DataSource {
       batch_dims_.push_back(std::move(dims));
     }
     tensors_.resize(layout_.feeds.size());
+    sequences_.resize(layout_.feeds.size());
     auto places = std::make_shared<std::vector<std::string>>();
     for (const fs::path& f : files) places->push_back(f.string());
     origin_.SetPlaces(std::move(places), OriginUnit::kLine);
@@ -355,12 +362,19 @@ class Dataset : public DataSource {
   Status Next(int64_t batch_size, exec::FeedMap& feeds) override {
     if (batch_size <= 0) return InvalidArgument("batch size must be > 0");
     for (size_t i = 0; i < layout_.feeds.size(); ++i) {
-      batch_dims_[i][0] = batch_size;
       exec::HostTensor& t = feeds[layout_.feeds[i].name];
+      if (layout_.is_sequence(i)) {
+        // Rows are appended sample by sample; dims[0] is set once the batch is complete.
+        t.dtype = layout_.feeds[i].dtype;
+        t.dims = batch_dims_[i];
+        sequences_[i] = &t;
+        continue;
+      }
+      batch_dims_[i][0] = batch_size;
       t.Reshape(layout_.feeds[i].dtype, batch_dims_[i]);
       tensors_[i] = t.bytes.data();
     }
-    if (last_ == LastBatch::kPad) ReservePad(batch_size);
+    ClearSequences();
     origin_.Begin();
     int64_t r = 0;
     RowOrigin at;
@@ -376,11 +390,13 @@ class Dataset : public DataSource {
                                       std::to_string(batch_size) + ", so every batch is dropped");
           }
           r = 0;  // the partial batch goes; the next epoch fills the batch from its start
+          ClearSequences();
           origin_.ClearRows();
         } else if (last_ == LastBatch::kPad && r > 0) {
+          const auto pad_rows = static_cast<int64_t>(pad_start_.size());
           for (int64_t k = 0; r < batch_size; ++r, ++k) {
-            const size_t pad = static_cast<size_t>(k % pad_rows_);
-            Scatter(pad_.data() + pad * layout_.row_bytes, r);
+            const auto pad = static_cast<size_t>(k % pad_rows);
+            Scatter(pad_.data() + pad_start_[pad], r);
             origin_.Add(pad_origin_[pad].file, pad_origin_[pad].line);
           }
         }
@@ -388,14 +404,15 @@ class Dataset : public DataSource {
       }
       if (last_ == LastBatch::kPad && in_epoch_ < batch_size) {
         // The epoch's first samples, kept to complete its last batch.
-        std::memcpy(pad_.data() + static_cast<size_t>(in_epoch_) * layout_.row_bytes, row,
-                    layout_.row_bytes);
-        pad_origin_[static_cast<size_t>(in_epoch_)] = at;
-        pad_rows_ = in_epoch_ + 1;
+        if (in_epoch_ == 0) ClearPad();
+        KeepForPad(row, at);
       }
       ++in_epoch_;
       Scatter(row, r++);
       origin_.Add(at.file, at.line);
+    }
+    for (exec::HostTensor* t : sequences_) {
+      if (t != nullptr) t->dims[0] = t->lod.back();
     }
     return OkStatus();
   }
@@ -436,31 +453,54 @@ class Dataset : public DataSource {
     in_epoch_ = offset;
     origin_.SkipBatches(batches);
     if (last_ == LastBatch::kPad) {
-      ReservePad(batch_size);
-      pad_rows_ = std::min(offset, batch_size);
-      for (int64_t i = 0; i < pad_rows_; ++i) {
-        std::memcpy(pad_.data() + static_cast<size_t>(i) * layout_.row_bytes, memory_->RowAt(i),
-                    layout_.row_bytes);
-        pad_origin_[static_cast<size_t>(i)] = memory_->OriginAt(i);
+      ClearPad();
+      for (int64_t i = 0; i < std::min(offset, batch_size); ++i) {
+        KeepForPad(memory_->RowAt(i), memory_->OriginAt(i));
       }
     }
     return OkStatus();
   }
 
  private:
-  void Scatter(const uint8_t* row, int64_t r) {
+  // Sample `r` of the batch from `record`: a dense feed's values go to row r of its tensor, a
+  // sequence's rows are appended to its tensor and its end to the offsets.
+  void Scatter(const uint8_t* record, int64_t r) {
     for (size_t i = 0; i < tensors_.size(); ++i) {
+      if (layout_.is_sequence(i)) continue;
       std::memcpy(tensors_[i] + static_cast<size_t>(r) * layout_.bytes[i],
-                  row + layout_.offset[i], layout_.bytes[i]);
+                  record + layout_.offset[i], layout_.bytes[i]);
+    }
+    const uint8_t* rows = record + layout_.row_bytes;
+    for (size_t f : layout_.sequence_order) {
+      const int64_t count = layout_.SequenceRows(record, f);
+      const size_t bytes = static_cast<size_t>(count) * layout_.SequenceRowBytes(f);
+      exec::HostTensor& t = *sequences_[f];
+      t.bytes.insert(t.bytes.end(), rows, rows + bytes);
+      t.lod.push_back(t.lod.back() + count);
+      rows += bytes;
     }
   }
 
-  void ReservePad(int64_t batch_size) {
-    const size_t need = static_cast<size_t>(batch_size) * layout_.row_bytes;
-    if (pad_.size() < need) pad_.resize(need);
-    if (pad_origin_.size() < static_cast<size_t>(batch_size)) {
-      pad_origin_.resize(static_cast<size_t>(batch_size));
+  // Empties the sequence tensors of the batch; their storage is kept.
+  void ClearSequences() {
+    for (exec::HostTensor* t : sequences_) {
+      if (t == nullptr) continue;
+      t->bytes.clear();
+      t->lod.assign(1, 0);
     }
+  }
+
+  // The copies that complete an epoch's last batch (LastBatch::kPad): each record whole, so a
+  // copy takes what its own sample needs.
+  void ClearPad() {
+    pad_.clear();
+    pad_start_.clear();
+    pad_origin_.clear();
+  }
+  void KeepForPad(const uint8_t* record, const RowOrigin& at) {
+    pad_start_.push_back(pad_.size());
+    pad_.insert(pad_.end(), record, record + layout_.RecordBytes(record));
+    pad_origin_.push_back(at);
   }
 
   RowLayout layout_;
@@ -470,11 +510,12 @@ class Dataset : public DataSource {
   bool sharded_;
   std::unique_ptr<std::atomic<int64_t>> skipped_;
   std::vector<std::vector<int64_t>> batch_dims_;
-  std::vector<uint8_t*> tensors_;
-  int64_t in_epoch_ = 0;        // samples of the current epoch handed out
-  std::vector<uint8_t> pad_;    // kPad: the first samples of the current epoch
-  std::vector<RowOrigin> pad_origin_;  // and where they were read
-  int64_t pad_rows_ = 0;
+  std::vector<uint8_t*> tensors_;               // per dense feed: its tensor's storage
+  std::vector<exec::HostTensor*> sequences_;    // per sequence feed: its tensor
+  int64_t in_epoch_ = 0;                        // samples of the current epoch handed out
+  std::vector<uint8_t> pad_;                    // kPad: the first records of the current epoch,
+  std::vector<size_t> pad_start_;               // where each starts in pad_,
+  std::vector<RowOrigin> pad_origin_;           // and where each was read
 };
 
 }  // namespace
@@ -507,15 +548,12 @@ StatusOr<std::unique_ptr<DataSource>> MakeDataset(const std::vector<FeedSpec>& f
   HeldRows rows;
   {
     SampleReader reader(options.files, *parser, options.skip_bad_lines, *skipped);
-    const size_t rb = layout.row_bytes;
+    const bool variable = !layout.sequence_order.empty();
     while (true) {
       const size_t at = rows.bytes.size();
-      rows.bytes.resize(at + rb);
-      FLEET_ASSIGN_OR_RETURN(bool more, reader.Next(rows.bytes.data() + at));
-      if (!more) {
-        rows.bytes.resize(at);
-        break;
-      }
+      FLEET_ASSIGN_OR_RETURN(bool more, reader.Next(rows.bytes));
+      if (!more) break;
+      if (variable) rows.starts.push_back(at);
       const RowOrigin origin = reader.origin();
       // A file without samples starts where the next one does; the bisection passes over it.
       while (rows.file_first_row.size() <= origin.file) {
@@ -526,6 +564,7 @@ StatusOr<std::unique_ptr<DataSource>> MakeDataset(const std::vector<FeedSpec>& f
     if (reader.samples_in_pass() == 0) return reader.NoSamples();
   }
   rows.bytes.shrink_to_fit();
+  rows.starts.shrink_to_fit();
   rows.lines.shrink_to_fit();
   auto stream = std::make_unique<MemoryStream>(std::move(rows), layout.row_bytes, options.shuffle,
                                                options.seed);

@@ -27,6 +27,7 @@ StatusOr<std::unique_ptr<DataSource>> MakeCsvSource(const std::vector<FeedSpec>&
 
 StatusOr<std::unique_ptr<DataSource>> MakeNpySource(
     const std::vector<FeedSpec>& feeds, const std::map<std::string, std::filesystem::path>& files) {
+  FLEET_RETURN_IF_ERROR(RefuseSequenceFeeds(feeds, "npy data"));
   for (const auto& entry : files) {
     const std::string& name = entry.first;  // a lambda may not capture a binding (clang 14)
     if (std::none_of(feeds.begin(), feeds.end(), [&](const FeedSpec& f) { return f.name == name; })) {

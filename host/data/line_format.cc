@@ -16,13 +16,41 @@ StatusOr<RowLayout> MakeRowLayout(const std::vector<FeedSpec>& feeds) {
       return InvalidArgument("feed '" + f.name + "' is " + std::string(ir::DataTypeName(f.dtype)) +
                              "; text data fills float32, float64, int32 and int64 feeds");
     }
+    if (f.lod_level < 0 || f.lod_level > 1) {
+      return InvalidArgument("feed '" + f.name + "' has lod_level " +
+                             std::to_string(f.lod_level) +
+                             "; text data fills dense feeds and sequences (lod_level 1)");
+    }
     const int64_t n = SampleNumel(f);
+    if (f.lod_level > 0 && n == 0) {
+      return InvalidArgument("sequence feed '" + f.name + "' is declared " +
+                             ir::ShapeText(f.dims) + ": its rows hold no values");
+    }
     layout.numel.push_back(n);
     layout.offset.push_back(layout.row_bytes);
-    layout.bytes.push_back(static_cast<size_t>(n) * ir::DataTypeSize(f.dtype));
+    layout.bytes.push_back(f.lod_level > 0 ? sizeof(int64_t)
+                                           : static_cast<size_t>(n) * ir::DataTypeSize(f.dtype));
     layout.row_bytes += layout.bytes.back();
   }
   return layout;
+}
+
+int64_t RowLayout::SequenceRows(const uint8_t* record, size_t feed) const {
+  int64_t rows = 0;
+  std::memcpy(&rows, record + offset[feed], sizeof rows);
+  return rows;
+}
+
+size_t RowLayout::SequenceRowBytes(size_t feed) const {
+  return static_cast<size_t>(numel[feed]) * ir::DataTypeSize(feeds[feed].dtype);
+}
+
+size_t RowLayout::RecordBytes(const uint8_t* record) const {
+  size_t size = row_bytes;
+  for (size_t f : sequence_order) {
+    size += static_cast<size_t>(SequenceRows(record, f)) * SequenceRowBytes(f);
+  }
+  return size;
 }
 
 std::string StoreValue(std::string_view text, ir::DataType dtype, uint8_t* at) {

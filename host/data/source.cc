@@ -34,6 +34,37 @@ std::vector<int64_t> SampleDims(const FeedSpec& spec) {
   return std::vector<int64_t>(spec.dims.begin() + 1, spec.dims.end());
 }
 
+Status RefuseSequenceFeeds(const std::vector<FeedSpec>& feeds, const std::string& source) {
+  for (const FeedSpec& f : feeds) {
+    if (f.lod_level == 0) continue;
+    return InvalidArgument("feed '" + f.name + "' is a sequence (lod_level " +
+                           std::to_string(f.lod_level) + "), which " + source +
+                           " cannot fill: each sample's sequence needs a length of its own, as "
+                           "the counts of MultiSlot files give (data.source = \"multislot\")");
+  }
+  return OkStatus();
+}
+
+void SliceSamples(const exec::HostTensor& batch, int64_t first, int64_t count,
+                  exec::HostTensor& out) {
+  const bool sequence = !batch.lod.empty();
+  const int64_t row = sequence ? batch.lod[static_cast<size_t>(first)] : first;
+  const int64_t end = sequence ? batch.lod[static_cast<size_t>(first + count)] : first + count;
+  std::vector<int64_t> dims = batch.dims;
+  dims[0] = end - row;
+  out.Reshape(batch.dtype, dims);
+  if (!out.bytes.empty()) {
+    const size_t row_bytes = out.bytes.size() / static_cast<size_t>(end - row);
+    std::memcpy(out.bytes.data(), batch.bytes.data() + static_cast<size_t>(row) * row_bytes,
+                out.bytes.size());
+  }
+  if (!sequence) return;
+  out.lod.resize(static_cast<size_t>(count) + 1);
+  for (int64_t k = 0; k <= count; ++k) {
+    out.lod[static_cast<size_t>(k)] = batch.lod[static_cast<size_t>(first + k)] - row;
+  }
+}
+
 int64_t SampleNumel(const FeedSpec& spec) {
   int64_t n = 1;
   for (int64_t d : SampleDims(spec)) n *= d;

@@ -9,7 +9,8 @@
 //   synthetic  an endless, seeded, learnable stream: inputs drawn from N(0, 1), the label feed
 //              computed by a fixed random teacher network from the inputs (see SyntheticOptions)
 //   csv        rows of CSV files, columns mapped to feeds (data/dataset.h)
-//   multislot  Paddle's MultiSlot text files, slots mapped to feeds by name (data/dataset.h)
+//   multislot  Paddle's MultiSlot text files, slots mapped to feeds by name (data/dataset.h);
+//              the only source of sequence feeds (lod_level 1), one sequence per line and slot
 //   npy        one .npy file per feed, first dimension = samples
 // File sources go round their samples in order and start over at the end; data/dataset.h adds
 // shuffling, sharding across trainers, streaming and end-of-epoch policies, data/prefetch.h a
@@ -85,6 +86,17 @@ StatusOr<std::vector<FeedSpec>> FeedSpecs(const ir::Program& program,
 std::vector<int64_t> SampleDims(const FeedSpec& spec);
 int64_t SampleNumel(const FeedSpec& spec);
 
+// OK when every feed is dense; else an error naming the first sequence feed, for a source that
+// cannot give samples lengths of their own (`source`: "csv data"). Only MultiSlot files can.
+Status RefuseSequenceFeeds(const std::vector<FeedSpec>& feeds, const std::string& source);
+
+// Samples [first, first + count) of a batch tensor into `out`, whose storage is reused: those
+// rows of a dense tensor; of a sequence tensor, those sequences with all their rows and the
+// offsets rebased to start at 0. The range must lie within the batch (and a sequence tensor's
+// offsets must be valid, as the sources make them).
+void SliceSamples(const exec::HostTensor& batch, int64_t first, int64_t count,
+                  exec::HostTensor& out);
+
 struct SyntheticOptions {
   uint64_t seed = 1;
   // The feed the teacher computes. "" = the last feed when there are two or more, else none.
@@ -97,7 +109,7 @@ struct SyntheticOptions {
 // The teacher reads every non-label feed (all float) as one flat vector per sample. For an
 // int64 label of shape [-1, 1] or [-1] it is a random one-hidden-layer tanh network whose
 // argmax over `classes` logits is the label; for a float label it is linear plus noise.
-// Errors: an unknown label, an int64 label without classes, a non-float input.
+// Errors: an unknown label, an int64 label without classes, a non-float input, a sequence feed.
 StatusOr<std::unique_ptr<DataSource>> MakeSyntheticSource(const std::vector<FeedSpec>& feeds,
                                                           const SyntheticOptions& options);
 
@@ -109,14 +121,14 @@ struct CsvOptions {
   std::map<std::string, std::vector<int64_t>> columns;
 };
 
-// Reads the whole file at once. Errors are "FILE:LINE:COL: ..." for cells that are not numbers
+// Reads the whole file at once. Sequence feeds are refused. Errors are "FILE:LINE:COL: ..." for cells that are not numbers
 // (or not integers, for an int feed) and rows with another column count than the first;
 // "FILE: ..." for a file with no rows and columns that do not exist.
 StatusOr<std::unique_ptr<DataSource>> MakeCsvSource(const std::vector<FeedSpec>& feeds,
                                                     const CsvOptions& options);
 
 // One .npy file per feed (every feed needs one); each array is [samples, sample dims...] with
-// the feed's dtype, and all have the same number of samples.
+// the feed's dtype, and all have the same number of samples. Sequence feeds are refused.
 StatusOr<std::unique_ptr<DataSource>> MakeNpySource(
     const std::vector<FeedSpec>& feeds, const std::map<std::string, std::filesystem::path>& files);
 

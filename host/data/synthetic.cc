@@ -190,6 +190,7 @@ Status CheckTeacherSize(const std::vector<FeedSpec>& feeds, int label, int64_t c
 
 StatusOr<std::unique_ptr<DataSource>> MakeSyntheticSource(const std::vector<FeedSpec>& feeds,
                                                           const SyntheticOptions& options) {
+  FLEET_RETURN_IF_ERROR(RefuseSequenceFeeds(feeds, "synthetic data"));
   int label = -1;
   if (!options.label.empty()) {
     for (size_t i = 0; i < feeds.size(); ++i) {

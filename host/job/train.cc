@@ -17,20 +17,10 @@
 namespace fleet {
 namespace {
 
-// Rows [rank * rows, (rank + 1) * rows) of every tensor of `global`, into `share` (whose storage
-// is reused from step to step).
+// Samples [rank * rows, (rank + 1) * rows) of every tensor of `global`, into `share` (whose
+// storage is reused from step to step): rows of a dense feed, whole sequences of a sequence feed.
 void ShareOfBatch(const exec::FeedMap& global, int64_t rank, int64_t rows, exec::FeedMap& share) {
-  for (const auto& [name, t] : global) {
-    exec::HostTensor& s = share[name];
-    std::vector<int64_t> dims = t.dims;
-    dims[0] = rows;
-    s.Reshape(t.dtype, dims);
-    const size_t row_bytes = s.bytes.size() / static_cast<size_t>(std::max<int64_t>(rows, 1));
-    if (!s.bytes.empty()) {
-      std::memcpy(s.bytes.data(), t.bytes.data() + static_cast<size_t>(rank) * row_bytes * rows,
-                  s.bytes.size());
-    }
-  }
+  for (const auto& [name, t] : global) data::SliceSamples(t, rank * rows, rows, share[name]);
 }
 
 // [train] check_replicas: every trainer hashes each parameter; the all-reduced MAX and MIN of
