@@ -103,14 +103,24 @@ Status CheckBatchMemory(const Config& config, const std::vector<data::FeedSpec>&
   const Config::Data& d = config.data;
   const int64_t batch_size = config.train.batch_size;
   const std::string key = BatchSizeKey(config, copies, copies_text);
+  // A sequence feed's sample has the length its line gives, unknown before the data is read:
+  // it is counted as one row and its offset, the size of a sample whose sequences average one
+  // row. Longer sequences make a batch larger than this estimate.
   uint64_t sample = 0;
+  bool sequences = false;
   for (const data::FeedSpec& f : feeds) {
     auto bytes = ir::TensorBytes(f.dtype, data::SampleDims(f));
     if (!bytes.ok()) return bytes.status().WithContext("feed '" + f.name + "'");
-    if (__builtin_add_overflow(sample, static_cast<uint64_t>(*bytes), &sample)) {
+    uint64_t size = static_cast<uint64_t>(*bytes);
+    if (f.lod_level > 0) {
+      sequences = true;
+      size += sizeof(int64_t);
+    }
+    if (__builtin_add_overflow(sample, size, &sample)) {
       return InvalidArgument("the feeds' samples take more than 2^64 bytes");
     }
   }
+  const std::string assumed = sequences ? " (sequences counted at one row each)" : "";
   const uint64_t limit = HostMemoryBytes();
   const std::string more_than = ", more than the " + BytesText(limit) +
                                 " of memory this process can use";
@@ -121,7 +131,7 @@ Status CheckBatchMemory(const Config& config, const std::vector<data::FeedSpec>&
       __builtin_mul_overflow(rows, sample, &batch);
   if (batch_overflows || batch > limit) {
     return ResourceExhausted(key + ": a batch of " + std::to_string(rows) + " samples of " +
-                             std::to_string(sample) + " bytes needs " +
+                             std::to_string(sample) + " bytes" + assumed + " needs " +
                              (batch_overflows ? "more than 2^64 bytes" : BytesText(batch)) +
                              more_than);
   }
@@ -134,7 +144,7 @@ Status CheckBatchMemory(const Config& config, const std::vector<data::FeedSpec>&
   if (held_overflows || held > limit) {
     return ResourceExhausted(
         "data.queue_batches = " + std::to_string(d.queue_batches) + ": the reader thread holds " +
-        std::to_string(d.queue_batches) + " batches of " + BytesText(batch) +
+        std::to_string(d.queue_batches) + " batches of " + BytesText(batch) + assumed +
         " ahead; with the batch in use" + (pad ? " and data.last_batch = \"pad\"'s copy" : "") +
         " that is " + (held_overflows ? "more than 2^64 bytes" : BytesText(held)) + more_than);
   }

@@ -28,7 +28,9 @@ StatusOr<std::unique_ptr<data::DataSource>> MakeDataSource(const Config& config,
 // trainers sharing a global batch, the devices of one process), the reader thread of a text
 // dataset holds data.queue_batches more and data.last_batch = "pad" one more. RESOURCE_EXHAUSTED
 // naming the key and the bytes it would need when that overflows or exceeds what the process can
-// use (support/host_memory.h).
+// use (support/host_memory.h). A sequence feed's length is not known before its data is read: a
+// sample's sequence is counted as one row plus its offset, so data whose sequences average more
+// rows than one can need more than the check allowed for (the message says so).
 Status CheckBatchMemory(const Config& config, const std::vector<data::FeedSpec>& feeds,
                         int64_t copies, const std::string& copies_text);
 
