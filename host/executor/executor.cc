@@ -386,6 +386,29 @@ StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
     if (Status s = ops::ApplyLodRules(*schema, ctx); !s.ok()) {
       return Status(s.code(), label + ": " + s.message());
     }
+    // An op's sequence inputs must be the same sequences (one feed's offsets): rows of two slots
+    // do not correspond, even when their capacities happen to agree.
+    {
+      std::string first_var;
+      int first = -1;
+      for (const auto& [slot, names] : op.inputs) {
+        for (const std::string& n : names) {
+          auto it = lod_of.find(n);
+          if (it == lod_of.end()) continue;
+          if (first < 0) {
+            first = it->second;
+            first_var = n;
+          } else if (it->second != first) {
+            return InvalidArgument(
+                label + ": inputs '" + first_var + "' and '" + n +
+                "' hold different sequences (those of feeds '" +
+                p.lod_sources_[static_cast<size_t>(first)].feed + "' and '" +
+                p.lod_sources_[static_cast<size_t>(it->second)].feed +
+                "'), whose rows do not correspond; pool each first (sequence_pool)");
+          }
+        }
+      }
+    }
     // The sequence feed each sequence output follows: its lod_share input, or for a sequence
     // kernel the op's first sequence input.
     auto source_of = [&](const std::string& slot, size_t k) -> int {
@@ -722,21 +745,46 @@ Status Executor::ZeroRows(uint8_t* data, size_t row_bytes, int64_t from, int64_t
   return device_.Memset(options_.device_ordinal, start, 0, bytes, stream_);
 }
 
+std::vector<std::string> PreparedProgram::sequence_feeds() const {
+  std::vector<std::string> out;
+  for (const Binding& f : feeds_) {
+    if (f.lod >= 0) out.push_back(f.name);
+  }
+  return out;
+}
+
 Status Executor::FitSequences(PreparedProgram& p, const FeedMap& feeds) {
-  bool grow = false;
-  FeedShapes shapes = p.feed_shapes_;
+  std::map<std::string, int64_t> rows;
   for (const PreparedProgram::Binding& f : p.feeds_) {
-    if (f.lod < 0) continue;
     auto it = feeds.find(f.name);
-    if (it == feeds.end() || it->second.dims.empty()) continue;  // Run names the error
-    const int64_t rows = it->second.dims[0];
-    if (rows <= f.dims[0]) continue;
-    grow = true;
-    shapes[f.name][0] = SequenceCapacity(rows);
-    Log().info("executor: feed '{}' has {} rows, more than the {} prepared; preparing again for {}",
-               f.name, rows, f.dims[0], shapes[f.name][0]);
+    if (f.lod >= 0 && it != feeds.end() && !it->second.dims.empty()) {
+      rows[f.name] = it->second.dims[0];  // a missing feed: Run says why
+    }
+  }
+  return ReserveSequenceRows(p, rows);
+}
+
+Status Executor::ReserveSequenceRows(PreparedProgram& p,
+                                     const std::map<std::string, int64_t>& rows) {
+  bool grow = false;
+  for (const PreparedProgram::Binding& f : p.feeds_) {
+    auto it = rows.find(f.name);
+    if (f.lod >= 0 && it != rows.end()) grow = grow || it->second > f.dims[0];
   }
   if (!grow) return OkStatus();
+  // Preparing again costs every kernel's prepare, so each sequence feed gets a quarter more
+  // room than this batch needs: a program with many slots settles after a few batches.
+  FeedShapes shapes = p.feed_shapes_;
+  for (const PreparedProgram::Binding& f : p.feeds_) {
+    auto it = rows.find(f.name);
+    if (f.lod < 0 || it == rows.end()) continue;
+    const int64_t need = it->second;
+    shapes[f.name][0] = std::max(f.dims[0], SequenceCapacity(need + need / 4));
+    if (shapes[f.name][0] != f.dims[0]) {
+      Log().debug("executor: feed '{}' has {} rows; preparing for {} (was {})", f.name, need,
+                  shapes[f.name][0], f.dims[0]);
+    }
+  }
   FLEET_ASSIGN_OR_RETURN(std::unique_ptr<PreparedProgram> fresh,
                          Prepare(*p.program_, shapes, p.fetch_names_, p.feed_sequences_));
   // The new preparation continues the old one's runs (random streams, profile).

@@ -32,8 +32,10 @@
 // (SequenceCapacity) and carries its offsets; the rows past the last sequence are padding, kept
 // zero: Run zeroes them in the feed and in every sequence output after its op (FleetTensor.lod
 // has the contract kernels see). A batch with more rows than the capacity makes Run prepare the
-// program again, in place, with room for 25% more; that happens a few times at the start of a
-// job, not per step. Ops take sequences only where their schema says how
+// program again, in place, giving every sequence feed room for a quarter more rows than this
+// batch has; that happens a few times at the start of a job, not per step. Ranks of a collective
+// job must prepare again together (each preparation holds communicator state the ranks create in
+// step), so their training loop agrees on the rows first and calls ReserveSequenceRows. Ops take sequences only where their schema says how
 // (OpSchema::lod_share, sequence_kernel); anything else is refused at prepare, naming the op.
 //
 // Random ops get KernelCallArgs.seed derived from ExecutorOptions::seed, the op's index and its
@@ -102,6 +104,9 @@ class PreparedProgram {
   // more after each run. A resumed job sets it to the number of runs the interrupted job had
   // made, so random kernels continue its streams.
   uint64_t next_launch_index() const { return next_launch_index_; }
+
+  // The sequence feeds (lod_level 1), in feed order.
+  std::vector<std::string> sequence_feeds() const;
   void set_next_launch_index(uint64_t index) { next_launch_index_ = index; }
 
  private:
@@ -200,6 +205,12 @@ class Executor {
   // seen before reuses its preparation. `program` must stay alive and unchanged while cached.
   Status Run(const ir::Program& program, const FeedMap& feeds,
              const std::vector<std::string>& fetch, std::vector<HostTensor>& fetched);
+
+  // Room in `p` for sequence feeds of `rows` rows (by feed name; others keep their capacity):
+  // prepares it again, in place, when one exceeds its capacity, as Run does by itself for the
+  // rows of its feeds. Ranks of a collective job call it with rows they agreed on, so that they
+  // all prepare again at the same step.
+  Status ReserveSequenceRows(PreparedProgram& p, const std::map<std::string, int64_t>& rows);
 
   // Drops every cached preparation (e.g. after changing a program).
   void ClearCache() { cache_.clear(); }

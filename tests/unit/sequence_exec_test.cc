@@ -413,5 +413,25 @@ s = softmax(emb)
       << s.ToString();
 }
 
+// Two slots' rows do not correspond, even with equal rows and capacities.
+TEST_F(SequenceExecTest, AnOpOverTwoSlotsSequencesIsRefused) {
+  ir::Program p;
+  for (const char* name : {"a", "b"}) {
+    ASSERT_TRUE(p.global()
+                    .AddVar({name, ir::DataType::kFloat32, {-1, 2}, false, true, std::nullopt, 1})
+                    .ok());
+  }
+  p.global().ops.push_back(ir::MakeOp("sum", {{"X", {"a", "b"}}}, {{"Out", {"s"}}}));
+  HostTensor t;
+  t.Reshape(ir::DataType::kFloat32, {3, 2});
+  t.lod = {0, 1, 3};
+  std::vector<HostTensor> out;
+  Status s = exec_->Run(p, {{"a", t}, {"b", t}}, {"s"}, out);
+  EXPECT_NE(s.message().find("op #0 (sum): inputs 'a' and 'b' hold different sequences (those "
+                             "of feeds 'a' and 'b')"),
+            std::string::npos)
+      << s.ToString();
+}
+
 }  // namespace
 }  // namespace fleet::exec
