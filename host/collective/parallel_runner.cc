@@ -225,9 +225,13 @@ Status ParallelRunner::DoJob(int32_t d, Job job) {
       return OkStatus();
     }
     case Job::kRun: {
+      PreparedProgram& prepared = *target_->prepared[static_cast<size_t>(d)];
+      if (!sequence_rows_.empty()) {
+        FLEET_RETURN_IF_ERROR(state.executor->ReserveSequenceRows(prepared, sequence_rows_)
+                                  .WithContext(target_->program + " program"));
+      }
       return state.executor
-          ->Run(*target_->prepared[static_cast<size_t>(d)], (*feeds_)[static_cast<size_t>(d)],
-                (*fetched_)[static_cast<size_t>(d)])
+          ->Run(prepared, (*feeds_)[static_cast<size_t>(d)], (*fetched_)[static_cast<size_t>(d)])
           .WithContext(target_->program + " program");
     }
     case Job::kNone:
@@ -371,6 +375,14 @@ Status ParallelRunner::RunSplit(const std::vector<FeedMap>& device_feeds,
     }
   }
   FLEET_ASSIGN_OR_RETURN(Cached * cached, FindOrPrepare(program, shapes, fetch, sequences));
+  sequence_rows_.clear();
+  for (const FeedMap& feeds : device_feeds) {
+    for (const auto& [name, t] : feeds) {
+      if (t.lod.empty() || t.dims.empty()) continue;
+      int64_t& most = sequence_rows_[name];
+      most = std::max(most, t.dims[0]);
+    }
+  }
   fetched.per_device.resize(devices_.size());
   target_ = cached;
   feeds_ = &device_feeds;

@@ -204,6 +204,9 @@ class ParallelRunner {
   std::vector<std::unique_ptr<DeviceState>> devices_;
   std::vector<std::unique_ptr<Cached>> cache_;
   std::vector<FeedMap> split_;  // the split batch, reused from step to step
+  // kRun: rows every device makes room for in each sequence feed (the most any device has), so
+  // that the devices prepare again together (Executor::ReserveSequenceRows).
+  std::map<std::string, int64_t> sequence_rows_;
   Status broken_;               // the failure that aborted the communicators, if any
 
   // The job in hand and its arguments (read by the workers while a job runs).

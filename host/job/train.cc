@@ -53,6 +53,28 @@ Status CheckReplicas(Communicator& world, const exec::Executor& executor,
 // The job's figures in `r`: loss, reported vars and reader_cost as means over the trainers,
 // ips as their sum; lr and batch_cost stay this trainer's. `values` is reused. (GlobalAuc then
 // replaces the mean of each reported auc op's AUC with the AUC of the whole data.)
+// Ranks of a collective job prepare again together when a batch outgrows a sequence feed's
+// capacity, since a preparation holds per-op communicator state the ranks create in step: before
+// each step they agree on the rows of each sequence feed (the most any rank has), one small
+// all-reduce, and make room for them.
+Status AgreeOnSequenceRows(Communicator& world, exec::Executor& executor,
+                           exec::PreparedProgram& prepared, const exec::FeedMap& batch,
+                           const std::vector<std::string>& names, std::vector<int64_t>& rows) {
+  if (names.empty()) return OkStatus();
+  rows.assign(names.size(), 0);
+  for (size_t i = 0; i < names.size(); ++i) {
+    auto it = batch.find(names[i]);
+    if (it != batch.end() && !it->second.dims.empty()) rows[i] = it->second.dims[0];
+  }
+  FLEET_RETURN_IF_ERROR(world
+                            .AllReduceHost(rows.data(), FLEET_DTYPE_INT64,
+                                           static_cast<int64_t>(rows.size()), FLEET_REDUCE_MAX)
+                            .WithContext("the rows of the sequence feeds"));
+  std::map<std::string, int64_t> agreed;
+  for (size_t i = 0; i < names.size(); ++i) agreed[names[i]] = rows[i];
+  return executor.ReserveSequenceRows(prepared, agreed);
+}
+
 Status JobFigures(Communicator& world, StepReport& r, std::vector<double>& values) {
   values.clear();
   values.push_back(r.loss);
@@ -236,6 +258,8 @@ StatusOr<TrainSummary> Train(const Config& config, const frontend::ParsedProgram
       rank == 0 || world == nullptr,
       world == nullptr && rank > 0 ? "trainer" + std::to_string(rank) : ""));
   exec::FeedMap batch;
+  const std::vector<std::string> sequence_feeds = setup.main->sequence_feeds();
+  std::vector<int64_t> sequence_rows;
   std::vector<double> job_values;
   double loss = 0;
   for (int64_t step = first_step; step <= train.steps; ++step) {
@@ -251,6 +275,11 @@ StatusOr<TrainSummary> Train(const Config& config, const frontend::ParsedProgram
     progress.AddReaderTime(SecondsSince(read_start));
     const bool averaged = averages(step);
     exec::PreparedProgram* prepared = averaged ? setup.main.get() : setup.main_local.get();
+    if (world != nullptr) {
+      FLEET_RETURN_IF_ERROR(AgreeOnSequenceRows(*world, *executor, *prepared, batch,
+                                                sequence_feeds, sequence_rows)
+                                .WithContext("step " + std::to_string(step)));
+    }
     if (Status s = executor->Run(*prepared, batch, fetched); !s.ok()) {
       // Name the rows the step ran on: this trainer's share of a global batch.
       const bool share = world_size > 1 && !source->sharded();
