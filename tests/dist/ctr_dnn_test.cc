@@ -1,0 +1,128 @@
+// examples/ctr_dnn as users run it, on data its make_data.py writes: 26 variable-length id slots
+// as sequence tensors. It learns (AUC well above 0.5) in one process, under `launch --nproc 2`
+// and under `launch --servers 2 --workers 2`; two ranks on halves of each batch take the steps of
+// one process on the whole batch, sequences split whole between them and each rank's capacity
+// grown at the same step. Every wait has a deadline.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "rank_process.h"
+
+namespace fleet::dist_test {
+namespace {
+
+namespace fs = std::filesystem;
+using std::chrono::milliseconds;
+
+const std::string kHost = FLEET_HOST_EXE;
+const fs::path kExample = fs::path(FLEET_EXAMPLES_DIR) / "ctr_dnn";
+
+std::vector<nlohmann::json> Records(const fs::path& metrics) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(metrics);
+  std::string line;
+  while (std::getline(in, line)) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+fs::path MetricsOf(const fs::path& file, int t) {
+  if (t == 0) return file;
+  return file.parent_path() /
+         (file.stem().string() + ".trainer" + std::to_string(t) + file.extension().string());
+}
+
+class CtrDnnTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    data_ = fs::temp_directory_path() / ("fleet_ctr_dnn_" + std::to_string(getpid()));
+    fs::remove_all(data_);
+    const std::string cmd = std::string(FLEET_PYTHON3) + " '" + (kExample / "make_data.py").string() +
+                            "' '" + data_.string() + "' --files 2 --lines 1500 > /dev/null";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  }
+  static void TearDownTestSuite() { fs::remove_all(data_); }
+
+  void SetUp() override {
+    dir_ = data_ / ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    fs::create_directories(dir_);
+  }
+
+  // fleet-host with the example's config, its data here, and `sets`.
+  std::vector<std::string> Host(std::vector<std::string> sets) const {
+    std::vector<std::string> args = {kHost, "--config", (kExample / "fleet.toml").string()};
+    sets.push_back("data.filelist=[\"" + (data_ / "part-*.txt").string() + "\"]");
+    sets.push_back("train.log_every=10");
+    for (const auto& s : sets) {
+      args.push_back("--set");
+      args.push_back(s);
+    }
+    return args;
+  }
+
+  std::vector<nlohmann::json> Run(const std::vector<std::string>& launch,
+                                  const std::vector<std::string>& sets, const std::string& name) {
+    std::vector<std::string> all = sets;
+    all.push_back("train.metrics_file=" + (dir_ / (name + ".jsonl")).string());
+    std::vector<std::string> args = Host(all);
+    if (!launch.empty()) {
+      args.push_back("launch");
+      args.insert(args.end(), launch.begin(), launch.end());
+      args.insert(args.end(), {"--log-dir", (dir_ / (name + "_logs")).string(), "--"});
+    }
+    args.insert(args.end(), {"run", (kExample / "ctr_dnn.fleet").string()});
+    RankProcess p(args, {}, dir_ / (name + ".log"));
+    EXPECT_EQ(p.Wait(milliseconds(150000)), 0) << p.Output();
+    return Records(dir_ / (name + ".jsonl"));
+  }
+
+  static fs::path data_;
+  fs::path dir_;
+};
+
+fs::path CtrDnnTest::data_;
+
+void ExpectLearns(const std::vector<nlohmann::json>& records, const std::string& what) {
+  ASSERT_GE(records.size(), 2u) << what;
+  const double auc = records.back()["auc"].get<double>();
+  EXPECT_GT(auc, 0.7) << what;
+  EXPECT_LT(records.back()["loss"].get<double>(), records.front()["loss"].get<double>()) << what;
+}
+
+TEST_F(CtrDnnTest, OneProcessLearns) {
+  ExpectLearns(Run({}, {"train.steps=300"}, "one"), "fleet-host run");
+}
+
+TEST_F(CtrDnnTest, LaunchNproc2LearnsAndMatchesOneProcess) {
+  // Every rank reads every file and keeps its half of each global batch, so the two ranks take
+  // the steps of one process on batches of 64.
+  const std::vector<std::string> sets = {"train.steps=300", "data.shard=false"};
+  std::vector<nlohmann::json> one = Run({}, sets, "one");
+  std::vector<std::string> half = sets;
+  half.push_back("train.batch_size=32");
+  std::vector<nlohmann::json> two = Run({"--nproc", "2"}, half, "two");
+  ExpectLearns(two, "launch --nproc 2");
+  ASSERT_EQ(one.size(), two.size());
+  for (size_t i = 0; i < one.size(); ++i) {
+    const double want = one[i]["loss"].get<double>();
+    EXPECT_NEAR(two[i]["loss"].get<double>(), want, 1e-3 * std::max(1.0, std::abs(want)))
+        << "step " << one[i]["step"];
+  }
+}
+
+TEST_F(CtrDnnTest, LaunchServersWorkersLearns) {
+  Run({"--servers", "2", "--workers", "2"}, {"train.steps=300"}, "ps");
+  for (int t = 0; t < 2; ++t) {
+    ExpectLearns(Records(MetricsOf(dir_ / "ps.jsonl", t)), "trainer " + std::to_string(t));
+  }
+}
+
+}  // namespace
+}  // namespace fleet::dist_test
