@@ -15,9 +15,14 @@
 #include <string>
 #include <vector>
 
+#include "fleet/fleet_abi.h"
+
 namespace {
 
 namespace fs = std::filesystem;
+
+// The ABI this build speaks ("1.5"), as the version line and listings print it.
+const std::string kAbi = std::to_string(FLEET_ABI_MAJOR) + "." + std::to_string(FLEET_ABI_MINOR);
 
 struct Result {
   int exit_code = -1;
@@ -82,7 +87,7 @@ TEST(CliTest, HelpAndVersion) {
 
   Result version = RunHost("--version");
   EXPECT_EQ(version.exit_code, 0);
-  EXPECT_TRUE(Contains(version.out, "(plugin ABI 1.4)")) << version.out;
+  EXPECT_TRUE(Contains(version.out, "(plugin ABI " + kAbi + ")")) << version.out;
 }
 
 TEST(CliTest, UsageErrorsExitWithTwo) {
@@ -112,7 +117,7 @@ TEST(CliTest, PluginsListsTheCpuDevice) {
   for (const auto& p : doc["plugins"]) {
     if (p["name"] != "cpu") continue;
     found = true;
-    EXPECT_EQ(p["abi"], "1.4");
+    EXPECT_EQ(p["abi"], kAbi);
     EXPECT_EQ(fs::path(p["file"].get<std::string>()).parent_path(),
               fs::path(FLEET_BUILD_PLUGIN_DIR));
     // The device, then the kernels component that carries every CPU kernel.

@@ -98,14 +98,18 @@ assert len(toys) == 1, "plugin toy not listed: %s" % json.dumps(doc, indent=2)
 toy = toys[0]
 assert os.path.realpath(toy["file"]) == expected_file, \
     "file %s, expected %s" % (toy["file"], expected_file)
-assert toy["abi"] == "1.4", "abi %r" % toy["abi"]
+assert toy["abi"] == sys.argv[2], "abi %r, expected %s" % (toy["abi"], sys.argv[2])
 assert toy["version"] == "0.1.0", "version %r" % toy["version"]
 kinds = [(c["kind"], c["name"]) for c in toy["components"]]
 assert ("device", "toy") in kinds, "no device component toy: %r" % kinds
 assert not doc["rejected"], "rejections: %r" % doc["rejected"]
 print("e2e: listed %s with components %r" % (toy["file"], kinds))
-' "$1"
+' "$1" "$installed_abi"
 }
+
+# The ABI the plugin was built against: the installed headers' version.
+installed_abi=$(awk '$2 == "FLEET_ABI_MAJOR" {ma = $3} $2 == "FLEET_ABI_MINOR" {mi = $3}
+                     END {print ma "." mi}' "$prefix/include/fleet/fleet_abi.h")
 
 plugin_dir=$(dirname "$toy")
 echo "e2e: $fleet_host plugins --json toy (FLEET_PLUGIN_PATH=$plugin_dir)"

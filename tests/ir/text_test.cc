@@ -338,7 +338,7 @@ TEST(IrText, ParseErrorsNameLineAndColumn) {
   EXPECT_EQ(ParseError("program {\n block 0 {\n  var x : int64[2]\n  var x : int64[2]\n }\n}"),
             "t.ir:4:7: var 'x' is declared twice in block 0");
   EXPECT_EQ(ParseError("program { block 0 { var x : int64[-1] lod_level 2 } }"),
-            "t.ir:1:46: lod_level 2: only levels 0 and 1 are supported");
+            "t.ir:1:49: lod_level 2: only levels 0 and 1 are supported");
   EXPECT_EQ(ParseError("program { block 0 { var x : int64[-2] } }"),
             "t.ir:1:35: expected a dimension (-1 for unknown, or 0 and more), got '-2'");
   EXPECT_EQ(ParseError("program { block 0 { } block 1 parent 1 { } }"),
