@@ -54,7 +54,8 @@ StatusOr<SlotInfos> InferOpShapes(const OpRegistry& registry, const ir::Program&
 
 Status ApplyLodRules(const OpSchema& schema, ShapeContext& ctx) {
   if (schema.sequence_kernel) return OkStatus();
-  for (const auto& [slot, infos] : ctx.inputs) {
+  for (const auto& [input_slot, infos] : ctx.inputs) {
+    const std::string& slot = input_slot;  // a structured binding cannot be captured in C++17
     for (size_t i = 0; i < infos.size(); ++i) {
       if (infos[i].lod_level == 0) continue;
       const bool shared = std::any_of(schema.lod_share.begin(), schema.lod_share.end(),
