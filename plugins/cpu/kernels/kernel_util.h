@@ -6,6 +6,7 @@
 // for the life of the process, as the ABI requires.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <exception>
 #include <string>
@@ -75,9 +76,11 @@ inline FleetStatus* Unimplemented(const std::string& m) {
   return Error(FLEET_CODE_UNIMPLEMENTED, m);
 }
 
+// Sets the OpenMP thread count (used by oneDNN and by ParallelFor) for this launch.
+void UseThreads(const FleetKernelContext* kc);
+
 // Runs `body` (returning FleetStatus*), turning any exception — dnnl::error, std::bad_alloc —
 // into an INTERNAL status, since none may cross the ABI.
-void UseThreads(const FleetKernelContext* kc);
 
 // Also applies the context's thread count (UseThreads), so no kernel body runs an OpenMP
 // region with the default team size.
@@ -95,6 +98,43 @@ FleetStatus* Guard(const FleetKernelContext* kc, F&& body) {
   }
 }
 
+// ---- parallel loops -----------------------------------------------------------------------
+// Every parallel loop of the plugin goes through ParallelFor, so that a small one never forks.
+// Starting and joining an OpenMP team costs microseconds on an idle machine; on a loaded one
+// (other ranks, other jobs) a team member that is not scheduled keeps the others spinning at the
+// join for whole time slices, which made a CTR model of many small ops run 30x slower than on
+// one thread. Below kParallelWork elements of work a loop therefore runs on the calling thread.
+inline constexpr int64_t kParallelWork = int64_t{1} << 14;
+
+// The grain, in items, of a loop whose items each cost about `work` elements.
+inline int64_t GrainFor(int64_t work) {
+  return std::max<int64_t>(1, kParallelWork / std::max<int64_t>(1, work));
+}
+
+// Splits [0, n) into contiguous chunks run on the kernel's threads, or runs f(0, n) inline when n
+// is below two grains. `f(begin, end)` must not throw.
+template <typename F>
+void ParallelFor(const FleetKernelContext* kc, int64_t n, int64_t grain, F&& f) {
+  const int threads = Threads(kc);
+  grain = std::max<int64_t>(1, grain);
+  if (threads <= 1 || n < 2 * grain) {
+    if (n > 0) f(int64_t{0}, n);
+    return;
+  }
+  UseThreads(kc);
+  const int64_t chunks = std::min<int64_t>(threads, n / grain);
+#pragma omp parallel for schedule(static)
+  for (int64_t c = 0; c < chunks; ++c) f(n * c / chunks, n * (c + 1) / chunks);
+}
+
+// Runs f(i) for every i in [0, n), items costing about `work` elements each.
+template <typename F>
+void ParallelForEach(const FleetKernelContext* kc, int64_t n, int64_t work, F&& f) {
+  ParallelFor(kc, n, GrainFor(work), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) f(i);
+  });
+}
+
 // ---- oneDNN -------------------------------------------------------------------------------
 // One CPU engine for the plugin; a stream per thread (created on first use, then reused, so a
 // launch in steady state creates nothing).
@@ -105,8 +145,3 @@ dnnl::memory::data_type DnnlType(int32_t fleet_dtype);
 
 }  // namespace fleet_cpu
 
-namespace fleet_cpu {
-// Sets the OpenMP thread count (used by oneDNN and by parallel loops) for this launch.
-// Call at the start of every launch that runs parallel work.
-void UseThreads(const FleetKernelContext* kc);
-}  // namespace fleet_cpu

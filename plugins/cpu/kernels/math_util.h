@@ -65,21 +65,6 @@ void VisitRows(const StridePlan& p, F&& f) {
   }
 }
 
-// Splits [0, n) into contiguous chunks run on the kernel's threads (OpenMP), or runs f(0, n)
-// inline when n is below two grains. `f(begin, end)` must not throw.
-template <typename F>
-void ParallelFor(const FleetKernelContext* kc, int64_t n, int64_t grain, F&& f) {
-  const int threads = Threads(kc);
-  if (threads <= 1 || n < 2 * grain) {
-    f(int64_t{0}, n);
-    return;
-  }
-  UseThreads(kc);
-  const int64_t chunks = std::min<int64_t>(threads, n / grain);
-#pragma omp parallel for schedule(static)
-  for (int64_t c = 0; c < chunks; ++c) f(n * c / chunks, n * (c + 1) / chunks);
-}
-
 // C[m, n] (+)= sum_k A[m, k] * B[k, n] with arbitrary element strides; the reference path for
 // float64 and for float32 shapes the oneDNN path does not take.
 template <typename T>

@@ -78,9 +78,7 @@ FleetStatus* GroupNorm(void*, const FleetKernelContext* kc, void*) {
     T* var_out = var_t != nullptr ? Data<T>(var_t) : nullptr;
     const double eps = FloatAttr(kc, "epsilon", 1e-5);
     const int64_t width = v.Width();
-    UseThreads(kc);
-#pragma omp parallel for
-    for (int64_t r = 0; r < v.Rows(); ++r) {
+    ParallelForEach(kc, v.Rows(), width, [&](int64_t r) {
       const T* xs = x + r * width;
       T* ys = y + r * width;
       double sum = 0;
@@ -99,7 +97,7 @@ FleetStatus* GroupNorm(void*, const FleetKernelContext* kc, void*) {
       }
       if (mean_out != nullptr) mean_out[r] = static_cast<T>(mean);
       if (var_out != nullptr) var_out[r] = static_cast<T>(slots.saves_inv_std ? inv_std : var);
-    }
+    });
     return nullptr;
   });
 }
@@ -133,13 +131,11 @@ FleetStatus* GroupNormGrad(void*, const FleetKernelContext* kc, void*) {
     auto inv_std_of = [&](int64_t r) {
       return slots.saves_inv_std ? static_cast<double>(var[r]) : NormInvStd(var[r], eps);
     };
-    UseThreads(kc);
     // The parameter gradients first: X@GRAD may share Y@GRAD's buffer.
     if (dscale_t != nullptr || dbias_t != nullptr) {
       T* dscale = dscale_t != nullptr ? Data<T>(dscale_t) : nullptr;
       T* dbias = dbias_t != nullptr ? Data<T>(dbias_t) : nullptr;
-#pragma omp parallel for
-      for (int64_t ch = 0; ch < v.c; ++ch) {
+      ParallelForEach(kc, v.c, v.n * v.s, [&](int64_t ch) {
         double ds_acc = 0, db_acc = 0;
         for (int64_t b = 0; b < v.n; ++b) {
           const int64_t r = v.RowOf(b, ch);
@@ -152,12 +148,11 @@ FleetStatus* GroupNormGrad(void*, const FleetKernelContext* kc, void*) {
         }
         if (dscale != nullptr) dscale[ch] = static_cast<T>(ds_acc);
         if (dbias != nullptr) dbias[ch] = static_cast<T>(db_acc);
-      }
+      });
     }
     if (dxt != nullptr) {
       T* dx = Data<T>(dxt);
-#pragma omp parallel for
-      for (int64_t r = 0; r < v.Rows(); ++r) {
+      ParallelForEach(kc, v.Rows(), width, [&](int64_t r) {
         const T* xs = x + r * width;
         const T* ds = dy + r * width;
         const double inv_std = inv_std_of(r);
@@ -174,7 +169,7 @@ FleetStatus* GroupNormGrad(void*, const FleetKernelContext* kc, void*) {
           dx[r * width + k] = static_cast<T>(
               NormDataGrad(g, xhat, inv_std, sum_g, sum_gx, static_cast<double>(width)));
         }
-      }
+      });
     }
     return nullptr;
   });

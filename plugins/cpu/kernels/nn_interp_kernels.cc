@@ -49,16 +49,14 @@ FleetStatus* Interp(void*, const FleetKernelContext* kc, void*) {
     const T* x = Data<T>(xt);
     T* y = Data<T>(yt);
     const int64_t in_plane = g.rows.in * g.cols.in, out_plane = g.rows.out * g.cols.out;
-    UseThreads(kc);
-#pragma omp parallel for
-    for (int64_t p = 0; p < g.planes; ++p) {
+    ParallelForEach(kc, g.planes, in_plane + out_plane, [&](int64_t p) {
       for (int64_t k = 0; k < g.rows.out; ++k) {
         for (int64_t l = 0; l < g.cols.out; ++l) {
           y[p * out_plane + k * g.cols.out + l] = static_cast<T>(
               fleet::kernel::InterpAt<kNearest>(g.rows, g.cols, x + p * in_plane, k, l));
         }
       }
-    }
+    });
     return nullptr;
   });
 }
@@ -74,16 +72,14 @@ FleetStatus* InterpGrad(void*, const FleetKernelContext* kc, void*) {
     const T* dy = Data<T>(dyt);
     T* dx = Data<T>(dxt);
     const int64_t in_plane = g.rows.in * g.cols.in, out_plane = g.rows.out * g.cols.out;
-    UseThreads(kc);
-#pragma omp parallel for
-    for (int64_t p = 0; p < g.planes; ++p) {
+    ParallelForEach(kc, g.planes, in_plane + out_plane, [&](int64_t p) {
       for (int64_t r = 0; r < g.rows.in; ++r) {
         for (int64_t c = 0; c < g.cols.in; ++c) {
           dx[p * in_plane + r * g.cols.in + c] = static_cast<T>(
               fleet::kernel::InterpGradAt<kNearest>(g.rows, g.cols, dy + p * out_plane, r, c));
         }
       }
-    }
+    });
     return nullptr;
   });
 }

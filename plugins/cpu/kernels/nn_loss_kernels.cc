@@ -130,9 +130,7 @@ FleetStatus* SoftmaxWithCrossEntropy(void*, const FleetKernelContext* kc, void*)
         if (l != ignore && (l < 0 || l >= c)) return BadLabel(kc, r, l, c);
       }
     }
-    UseThreads(kc);
-#pragma omp parallel for
-    for (int64_t r = 0; r < v.pre * post; ++r) {
+    ParallelForEach(kc, v.pre * post, c, [&](int64_t r) {
       const int64_t base = (r / post) * c * post + r % post;
       T mx = -std::numeric_limits<T>::infinity();
       for (int64_t j = 0; j < c; ++j) mx = std::max(mx, xs[base + j * post]);
@@ -155,7 +153,7 @@ FleetStatus* SoftmaxWithCrossEntropy(void*, const FleetKernelContext* kc, void*)
         const int64_t l = IndexAt(label, r);
         ls[r] = l == ignore ? T(0) : -(xs[base + l * post] - mx - log_sum);
       }
-    }
+    });
     return nullptr;
   });
 }
@@ -182,9 +180,7 @@ FleetStatus* SoftmaxWithCrossEntropyGrad(void*, const FleetKernelContext* kc, vo
         if (l != ignore && (l < 0 || l >= c)) return BadLabel(kc, r, l, c);
       }
     }
-    UseThreads(kc);
-#pragma omp parallel for
-    for (int64_t r = 0; r < v.pre * post; ++r) {
+    ParallelForEach(kc, v.pre * post, c, [&](int64_t r) {
       const int64_t base = (r / post) * c * post + r % post;
       if (soft) {
         const T* lab = Data<T>(label);
@@ -192,18 +188,18 @@ FleetStatus* SoftmaxWithCrossEntropyGrad(void*, const FleetKernelContext* kc, vo
           const int64_t k = base + j * post;
           dxs[k] = (sm[k] - lab[k]) * dl[r];
         }
-        continue;
+        return;
       }
       const int64_t l = IndexAt(label, r);
       if (l == ignore) {
         for (int64_t j = 0; j < c; ++j) dxs[base + j * post] = 0;
-        continue;
+        return;
       }
       for (int64_t j = 0; j < c; ++j) {
         const int64_t k = base + j * post;
         dxs[k] = (sm[k] - (j == l ? T(1) : T(0))) * dl[r];
       }
-    }
+    });
     return nullptr;
   });
 }

@@ -65,14 +65,12 @@ FleetStatus* Dropout(void*, const FleetKernelContext* kc, void* state) {
       key = fleet::kernel::DropoutKeyOfStep(kc->seed, step);
     }
     const T keep_prob = static_cast<T>(1.0 - p);
-    UseThreads(kc);
-#pragma omp parallel for
-    for (int64_t i = 0; i < n; ++i) {
+    ParallelForEach(kc, n, 1, [&](int64_t i) {
       const bool keep = fleet::kernel::DropoutUniform(key, i) >= p;
       if (mask != nullptr) mask[i] = keep ? 1 : 0;
       if (!keep || keep_prob == T(0)) out[i] = 0;
       else out[i] = upscale ? x[i] / keep_prob : x[i];
-    }
+    });
     return nullptr;
   });
 }
@@ -127,14 +125,12 @@ FleetStatus* Lookup(void*, const FleetKernelContext* kc, void*) {
     }
     const T* w = Data<T>(wt);
     T* out = Data<T>(Output(kc, "Out"));
-    UseThreads(kc);
-#pragma omp parallel for
-    for (int64_t i = 0; i < n; ++i) {
+    ParallelForEach(kc, n, dim, [&](int64_t i) {
       const int64_t id = IndexAt(ids, i);
       T* row = out + i * dim;
       if (id == pad) std::fill(row, row + dim, T(0));
       else std::copy(w + id * dim, w + (id + 1) * dim, row);
-    }
+    });
     return nullptr;
   });
 }

@@ -57,9 +57,7 @@ FleetStatus* BatchNorm(void*, const FleetKernelContext* kc, void*) {
     const double momentum = FloatAttr(kc, "momentum", 0.9);
     const bool global = GlobalStats(kc);
     const double count = static_cast<double>(v.n * v.s);
-    UseThreads(kc);
-#pragma omp parallel for
-    for (int64_t c = 0; c < v.c; ++c) {
+    ParallelForEach(kc, v.c, v.n * v.s, [&](int64_t c) {
       double mean = mean_in[c], var = var_in[c];
       if (!global) {
         double sum = 0;
@@ -96,7 +94,7 @@ FleetStatus* BatchNorm(void*, const FleetKernelContext* kc, void*) {
       }
       if (saved_mean != nullptr) Data<T>(saved_mean)[c] = static_cast<T>(mean);
       if (saved_var != nullptr) Data<T>(saved_var)[c] = static_cast<T>(inv_std);
-    }
+    });
     return nullptr;
   });
 }
@@ -128,9 +126,7 @@ FleetStatus* BatchNormGrad(void*, const FleetKernelContext* kc, void*) {
     const FleetTensor* dscale_t = Output(kc, "Scale@GRAD");
     const FleetTensor* dbias_t = Output(kc, "Bias@GRAD");
     const double count = static_cast<double>(v.n * v.s);
-    UseThreads(kc);
-#pragma omp parallel for
-    for (int64_t c = 0; c < v.c; ++c) {
+    ParallelForEach(kc, v.c, v.n * v.s, [&](int64_t c) {
       const double m = mean[c];
       const double inv_std = from_running ? 1.0 / std::sqrt(var[c] + eps) : double(var[c]);
       double dbias = 0, dscale = 0;
@@ -144,7 +140,7 @@ FleetStatus* BatchNormGrad(void*, const FleetKernelContext* kc, void*) {
       }
       if (dscale_t != nullptr) Data<T>(dscale_t)[c] = static_cast<T>(dscale);
       if (dbias_t != nullptr) Data<T>(dbias_t)[c] = static_cast<T>(dbias);
-      if (dxt == nullptr) continue;
+      if (dxt == nullptr) return;
       T* dx = Data<T>(dxt);
       const double k0 = scale[c] * inv_std;
       for (int64_t n = 0; n < v.n; ++n) {
@@ -160,7 +156,7 @@ FleetStatus* BatchNormGrad(void*, const FleetKernelContext* kc, void*) {
           }
         }
       }
-    }
+    });
     return nullptr;
   });
 }
@@ -329,9 +325,7 @@ FleetStatus* LayerNorm(void*, const FleetKernelContext* kc, void* state) {
     T* mean_out = Output(kc, "Mean") ? Data<T>(Output(kc, "Mean")) : nullptr;
     T* var_out = Output(kc, "Variance") ? Data<T>(Output(kc, "Variance")) : nullptr;
     const double eps = FloatAttr(kc, "epsilon", 1e-5);
-    UseThreads(kc);
-#pragma omp parallel for
-    for (int64_t i = 0; i < r.left; ++i) {
+    ParallelForEach(kc, r.left, r.right, [&](int64_t i) {
       const T* xs = x + i * r.right;
       T* ys = y + i * r.right;
       double sum = 0;
@@ -349,7 +343,7 @@ FleetStatus* LayerNorm(void*, const FleetKernelContext* kc, void* state) {
       }
       if (mean_out != nullptr) mean_out[i] = static_cast<T>(mean);
       if (var_out != nullptr) var_out[i] = static_cast<T>(var);
-    }
+    });
     return nullptr;
   });
 }
@@ -373,11 +367,9 @@ FleetStatus* LayerNormGrad(void*, const FleetKernelContext* kc, void* state) {
     const FleetTensor* dscale_t = Output(kc, "Scale@GRAD");
     const FleetTensor* dbias_t = Output(kc, "Bias@GRAD");
     const double width = static_cast<double>(r.right);
-    UseThreads(kc);
     if (dxt != nullptr) {
       T* dx = Data<T>(dxt);
-#pragma omp parallel for
-      for (int64_t i = 0; i < r.left; ++i) {
+      ParallelForEach(kc, r.left, r.right, [&](int64_t i) {
         const T* xs = x + i * r.right;
         const T* ds = dy + i * r.right;
         const double inv_std = 1.0 / std::sqrt(var[i] + eps);
@@ -394,13 +386,12 @@ FleetStatus* LayerNormGrad(void*, const FleetKernelContext* kc, void* state) {
           dx[i * r.right + j] =
               static_cast<T>(inv_std * (g - sum_g / width - xhat * sum_gx / width));
         }
-      }
+      });
     }
     if (dscale_t != nullptr || dbias_t != nullptr) {
       T* dscale = dscale_t ? Data<T>(dscale_t) : nullptr;
       T* dbias = dbias_t ? Data<T>(dbias_t) : nullptr;
-#pragma omp parallel for
-      for (int64_t j = 0; j < r.right; ++j) {
+      ParallelForEach(kc, r.right, r.left, [&](int64_t j) {
         double ds_acc = 0, db_acc = 0;
         for (int64_t i = 0; i < r.left; ++i) {
           const double d = dy[i * r.right + j];
@@ -409,7 +400,7 @@ FleetStatus* LayerNormGrad(void*, const FleetKernelContext* kc, void* state) {
         }
         if (dscale != nullptr) dscale[j] = static_cast<T>(ds_acc);
         if (dbias != nullptr) dbias[j] = static_cast<T>(db_acc);
-      }
+      });
     }
     return nullptr;
   });

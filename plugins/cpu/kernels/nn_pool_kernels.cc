@@ -73,9 +73,7 @@ FleetStatus* Pool2dLoops(void*, const FleetKernelContext* kc, void*) {
     const T* x = Data<T>(xt);
     T* y = Data<T>(yt);
     const T full = static_cast<T>(g.win.kernel[0] * g.win.kernel[1]);
-    UseThreads(kc);
-#pragma omp parallel for
-    for (int64_t p = 0; p < g.n * g.c; ++p) {
+    ParallelForEach(kc, g.n * g.c, g.h * g.w, [&](int64_t p) {
       const T* xp = x + p * g.h * g.w;
       T* yp = y + p * g.oh * g.ow;
       for (int64_t i = 0; i < g.oh; ++i) {
@@ -96,7 +94,7 @@ FleetStatus* Pool2dLoops(void*, const FleetKernelContext* kc, void*) {
           yp[i * g.ow + j] = acc;
         }
       }
-    }
+    });
     return nullptr;
   });
 }
@@ -114,9 +112,7 @@ FleetStatus* Pool2dGradLoops(void*, const FleetKernelContext* kc, void*) {
     const T* dy = Data<T>(dyt);
     T* dx = Data<T>(dxt);
     const T full = static_cast<T>(g.win.kernel[0] * g.win.kernel[1]);
-    UseThreads(kc);
-#pragma omp parallel for
-    for (int64_t p = 0; p < g.n * g.c; ++p) {
+    ParallelForEach(kc, g.n * g.c, g.h * g.w, [&](int64_t p) {
       const T* xp = x + p * g.h * g.w;
       const T* dyp = dy + p * g.oh * g.ow;
       T* dxp = dx + p * g.h * g.w;
@@ -147,7 +143,7 @@ FleetStatus* Pool2dGradLoops(void*, const FleetKernelContext* kc, void*) {
           }
         }
       }
-    }
+    });
     return nullptr;
   });
 }

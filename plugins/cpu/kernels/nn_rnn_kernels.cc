@@ -250,7 +250,7 @@ void ForwardCell(const FleetKernelContext* kc, RnnState& st, const RnnPlan& p, c
   // Both biases go in here, except GRU's b_hc: the candidate keeps it on the recurrent side,
   // inside the reset gate's product.
   const int64_t both_biases = p.mode == RnnMode::kGru ? 2 * H : GH;
-  math::ParallelFor(kc, p.seq * B, 64, [&](int64_t begin, int64_t end) {
+  ParallelFor(kc, p.seq * B, 64, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       T* g = gates + r * W;
       #pragma omp simd
@@ -433,7 +433,7 @@ void BackwardCell(const FleetKernelContext* kc, RnnState& st, const RnnPlan& p, 
 
   for (int64_t s = p.seq - 1; s >= 0; --s) {
     const int64_t t = dir == 0 ? s : p.seq - 1 - s;
-    math::ParallelFor(kc, B, 8, [&](int64_t begin, int64_t end) {
+    ParallelFor(kc, B, 8, [&](int64_t begin, int64_t end) {
       for (int64_t b = begin; b < end; ++b) {
         const int64_t r = t * B + b;
         T* gx = dgx + r * GH;

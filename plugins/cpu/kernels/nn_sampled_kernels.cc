@@ -79,11 +79,10 @@ FleetStatus* Hsigmoid(void*, const FleetKernelContext* kc, void*) {
     T* out = Data<T>(Output(kc, "Out"));
     T* pre = Data<T>(Output(kc, "PreOut"));
     UseThreads(kc);
-#pragma omp parallel for
-    for (int64_t i = 0; i < v.n; ++i) {
+    ParallelForEach(kc, v.n, v.dim, [&](int64_t i) {
       out[i] = fk::HsigmoidForwardRow(x + i * v.dim, w, bias, v.dim, IndexAt(label, i),
                                       v.num_classes, v.width, pre + i * v.width);
-    }
+    });
     // Paddle names W itself as W_Out; a distinct W_Out gets a copy of W.
     if (const FleetTensor* wo = Output(kc, "W_Out"); wo != nullptr && wo->data != w) {
       std::copy(w, w + (v.num_classes - 1) * v.dim, Data<T>(wo));
@@ -116,8 +115,7 @@ FleetStatus* HsigmoidGrad(void*, const FleetKernelContext* kc, void*) {
     UseThreads(kc);
     if (dxt != nullptr) {
       T* dx = Data<T>(dxt);
-#pragma omp parallel for
-      for (int64_t i = 0; i < v.n; ++i) {
+      ParallelForEach(kc, v.n, dim, [&](int64_t i) {
         T* row = dx + i * dim;
         std::fill(row, row + dim, T(0));
         const uint64_t leaf = fk::HsigmoidLeaf(IndexAt(label, i), v.num_classes);
@@ -127,7 +125,7 @@ FleetStatus* HsigmoidGrad(void*, const FleetKernelContext* kc, void*) {
           const T* wr = w + fk::HsigmoidNode(leaf, j) * dim;
           for (int64_t d = 0; d < dim; ++d) row[d] += g * wr[d];
         }
-      }
+      });
     }
     T* dw = dwt != nullptr ? Data<T>(dwt) : nullptr;
     T* db = dbt != nullptr ? Data<T>(dbt) : nullptr;
@@ -231,13 +229,12 @@ FleetStatus* Nce(void*, const FleetKernelContext* kc, void*) {
     T* logits = Data<T>(Output(kc, "SampleLogits"));
     T* cost = Data<T>(Output(kc, "Cost"));
     UseThreads(kc);
-#pragma omp parallel for
-    for (int64_t i = 0; i < v.n; ++i) {
+    ParallelForEach(kc, v.n, v.dim * v.cols, [&](int64_t i) {
       const T c = fk::NceForwardRow(x + i * v.dim, w, bias, v.dim, labels + i * v.cols, v.cols,
                                     v.num_true, v.sampler, v.total, v.num_neg,
                                     logits + i * v.cols);
       cost[i] = sw != nullptr ? c * sw[i] : c;
-    }
+    });
     return nullptr;
   });
 }
@@ -275,8 +272,7 @@ FleetStatus* NceGrad(void*, const FleetKernelContext* kc, void*) {
     UseThreads(kc);
     if (const FleetTensor* dxt = Output(kc, "Input@GRAD")) {
       T* dx = Data<T>(dxt);
-#pragma omp parallel for
-      for (int64_t i = 0; i < v.n; ++i) {
+      ParallelForEach(kc, v.n, dim * v.cols, [&](int64_t i) {
         T* row = dx + i * dim;
         std::fill(row, row + dim, T(0));
         for (int64_t k = 0; k < v.cols; ++k) {
@@ -284,7 +280,7 @@ FleetStatus* NceGrad(void*, const FleetKernelContext* kc, void*) {
           const T* wr = w + labels[i * v.cols + k] * dim;
           for (int64_t d = 0; d < dim; ++d) row[d] += g * wr[d];
         }
-      }
+      });
     }
     const FleetTensor* dwt = Output(kc, "Weight@GRAD");
     const FleetTensor* dbt = Output(kc, "Bias@GRAD");

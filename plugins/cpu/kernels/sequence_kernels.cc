@@ -18,6 +18,12 @@ using fleet::kernel::SequencePoolPlan;
 using fleet::kernel::SequencePoolScale;
 using fleet::kernel::SequencePoolType;
 
+// The mean length of a batch's sequences, in rows: the work of one item of a loop over them.
+int64_t RowsPerSequence(const int64_t* lod, int64_t sequences) {
+  if (lod == nullptr || sequences <= 0) return 1;
+  return std::max<int64_t>(1, (lod[sequences] - lod[0]) / sequences);
+}
+
 FleetStatus* Plan(const FleetKernelContext* kc, bool grad, SequencePoolPlan* plan) {
   if (FleetStatus* st = fleet::kernel::ToFleetStatus(
           fleet::kernel::PlanSequencePool(kc, grad, plan),
@@ -44,15 +50,14 @@ FleetStatus* SequencePool(void*, const FleetKernelContext* kc, void*) {
     const FleetTensor* index_t = Output(kc, "MaxIndex");
     int32_t* index = index_t != nullptr ? Data<int32_t>(index_t) : nullptr;
     const int64_t w = p.width;
-#pragma omp parallel for
-    for (int64_t s = 0; s < p.sequences; ++s) {
+    ParallelForEach(kc, p.sequences, w * RowsPerSequence(p.lod, p.sequences), [&](int64_t s) {
       const int64_t begin = p.lod[s], end = p.lod[s + 1];
       T* o = out + s * w;
       int32_t* idx = index != nullptr ? index + s * w : nullptr;
       if (end <= begin) {  // an empty sequence
         std::fill(o, o + w, static_cast<T>(p.pad_value));
         if (idx != nullptr) std::fill(idx, idx + w, -1);
-        continue;
+        return;
       }
       switch (p.type) {
         case SequencePoolType::kMax:
@@ -82,7 +87,7 @@ FleetStatus* SequencePool(void*, const FleetKernelContext* kc, void*) {
           }
         }
       }
-    }
+    });
     return nullptr;
   });
 }
@@ -100,10 +105,9 @@ FleetStatus* SequencePoolGrad(void*, const FleetKernelContext* kc, void*) {
     T* dx = Data<T>(dx_t);
     const int64_t w = p.width;
     std::fill(dx, dx + p.capacity * w, T(0));
-#pragma omp parallel for
-    for (int64_t s = 0; s < p.sequences; ++s) {
+    ParallelForEach(kc, p.sequences, w * RowsPerSequence(p.lod, p.sequences), [&](int64_t s) {
       const int64_t begin = p.lod[s], end = p.lod[s + 1];
-      if (end <= begin) continue;  // pad_value is a constant: no gradient
+      if (end <= begin) return;  // pad_value is a constant: no gradient
       const T* g = dout + s * w;
       switch (p.type) {
         case SequencePoolType::kMax:
@@ -125,7 +129,7 @@ FleetStatus* SequencePoolGrad(void*, const FleetKernelContext* kc, void*) {
           }
         }
       }
-    }
+    });
     return nullptr;
   });
 }
@@ -160,10 +164,9 @@ FleetStatus* SequenceSoftmax(void*, const FleetKernelContext* kc, void*) {
     }
     const T* x = Data<T>(Input(kc, "X"));
     T* out = Data<T>(Output(kc, "Out"));
-#pragma omp parallel for
-    for (int64_t s = 0; s < r.sequences; ++s) {
+    ParallelForEach(kc, r.sequences, r.width * RowsPerSequence(r.lod, r.sequences), [&](int64_t s) {
       fleet::kernel::SequenceSoftmaxRows(x, out, r.lod[s], r.lod[s + 1]);
-    }
+    });
     return nullptr;
   });
 }
@@ -179,10 +182,9 @@ FleetStatus* SequenceSoftmaxGrad(void*, const FleetKernelContext* kc, void*) {
     }
     const T* out = Data<T>(Input(kc, "Out"));
     const T* dout = Data<T>(Input(kc, "Out@GRAD"));
-#pragma omp parallel for
-    for (int64_t s = 0; s < r.sequences; ++s) {
+    ParallelForEach(kc, r.sequences, r.width * RowsPerSequence(r.lod, r.sequences), [&](int64_t s) {
       fleet::kernel::SequenceSoftmaxGradRows(out, dout, Data<T>(dx), r.lod[s], r.lod[s + 1]);
-    }
+    });
     return nullptr;
   });
 }
@@ -196,14 +198,13 @@ FleetStatus* SequenceReverse(void*, const FleetKernelContext* kc, void*) {
     const T* x = Data<T>(Input(kc, "X"));
     T* y = Data<T>(Output(kc, "Y"));
     const int64_t w = r.width;
-#pragma omp parallel for
-    for (int64_t s = 0; s < r.sequences; ++s) {
+    ParallelForEach(kc, r.sequences, w * RowsPerSequence(r.lod, r.sequences), [&](int64_t s) {
       const int64_t begin = r.lod[s], end = r.lod[s + 1];
       for (int64_t row = begin; row < end; ++row) {
         const int64_t from = begin + end - 1 - row;
         std::copy(x + from * w, x + (from + 1) * w, y + row * w);
       }
-    }
+    });
     return nullptr;
   });
 }
@@ -233,8 +234,7 @@ FleetStatus* SequencePad(void*, const FleetKernelContext* kc, void*) {
     T* out = Data<T>(Output(kc, "Out"));
     int64_t* length = Data<int64_t>(Output(kc, "Length"));
     const int64_t w = p.rows.width, len = p.padded_length;
-#pragma omp parallel for
-    for (int64_t s = 0; s < p.rows.sequences; ++s) {
+    ParallelForEach(kc, p.rows.sequences, w * len, [&](int64_t s) {
       const int64_t begin = p.rows.lod[s], end = p.rows.lod[s + 1];
       length[s] = end - begin;
       T* o = out + s * len * w;
@@ -242,7 +242,7 @@ FleetStatus* SequencePad(void*, const FleetKernelContext* kc, void*) {
       for (int64_t t = end - begin; t < len; ++t) {
         for (int64_t j = 0; j < w; ++j) o[t * w + j] = pad[p.pad_width == 1 ? 0 : j];
       }
-    }
+    });
     return nullptr;
   });
 }
@@ -260,26 +260,25 @@ FleetStatus* SequencePadGrad(void*, const FleetKernelContext* kc, void*) {
     T* dx = Data<T>(dx_t);
     const int64_t w = p.rows.width;
     // Rows past padded_length (which the forward op refused) get 0, as on CUDA.
-#pragma omp parallel for
-    for (int64_t s = 0; s < p.rows.sequences; ++s) {
+    ParallelForEach(kc, p.rows.sequences, w * p.padded_length, [&](int64_t s) {
       const int64_t begin = p.rows.lod[s], end = p.rows.lod[s + 1];
       const int64_t kept = std::min(end - begin, p.padded_length);
       const T* g = dout + s * p.padded_length * w;
       std::copy(g, g + kept * w, dx + begin * w);
       std::fill(dx + (begin + kept) * w, dx + end * w, T(0));
-    }
+    });
     return nullptr;
   });
 }
 
 template <typename L, typename O>
-void FillMask(const L* lengths, O* y, const fleet::kernel::SequenceMaskPlan& p) {
-#pragma omp parallel for
-  for (int64_t i = 0; i < p.lengths; ++i) {
+void FillMask(const FleetKernelContext* kc, const L* lengths, O* y,
+              const fleet::kernel::SequenceMaskPlan& p) {
+  ParallelForEach(kc, p.lengths, p.maxlen, [&](int64_t i) {
     for (int64_t j = 0; j < p.maxlen; ++j) {
       y[i * p.maxlen + j] = static_cast<O>(j < static_cast<int64_t>(lengths[i]) ? 1 : 0);
     }
-  }
+  });
 }
 
 // L: the lengths' type (the kernel's dtype); the output type is the op's out_dtype.
@@ -295,11 +294,11 @@ FleetStatus* SequenceMask(void*, const FleetKernelContext* kc, void*) {
     const L* x = Data<L>(Input(kc, "X"));
     const FleetTensor* y = Output(kc, "Y");
     switch (p.out_dtype) {
-      case FLEET_DTYPE_FLOAT32: FillMask(x, Data<float>(y), p); break;
-      case FLEET_DTYPE_FLOAT64: FillMask(x, Data<double>(y), p); break;
-      case FLEET_DTYPE_INT64: FillMask(x, Data<int64_t>(y), p); break;
-      case FLEET_DTYPE_INT32: FillMask(x, Data<int32_t>(y), p); break;
-      default: FillMask(x, Data<bool>(y), p); break;  // bool, the one other dtype planned
+      case FLEET_DTYPE_FLOAT32: FillMask(kc, x, Data<float>(y), p); break;
+      case FLEET_DTYPE_FLOAT64: FillMask(kc, x, Data<double>(y), p); break;
+      case FLEET_DTYPE_INT64: FillMask(kc, x, Data<int64_t>(y), p); break;
+      case FLEET_DTYPE_INT32: FillMask(kc, x, Data<int32_t>(y), p); break;
+      default: FillMask(kc, x, Data<bool>(y), p); break;  // bool, the one other dtype planned
     }
     return nullptr;
   });
@@ -315,12 +314,11 @@ FleetStatus* SequenceExpandAs(void*, const FleetKernelContext* kc, void*) {
     const T* x = Data<T>(Input(kc, "X"));
     T* out = Data<T>(Output(kc, "Out"));
     const int64_t w = r.width;
-#pragma omp parallel for
-    for (int64_t s = 0; s < r.sequences; ++s) {
+    ParallelForEach(kc, r.sequences, w * RowsPerSequence(r.lod, r.sequences), [&](int64_t s) {
       for (int64_t row = r.lod[s]; row < r.lod[s + 1]; ++row) {
         std::copy(x + s * w, x + (s + 1) * w, out + row * w);
       }
-    }
+    });
     return nullptr;
   });
 }
@@ -337,14 +335,13 @@ FleetStatus* SequenceExpandAsGrad(void*, const FleetKernelContext* kc, void*) {
     const T* dout = Data<T>(Input(kc, "Out@GRAD"));
     T* dx = Data<T>(dx_t);
     const int64_t w = r.width;
-#pragma omp parallel for
-    for (int64_t s = 0; s < r.sequences; ++s) {
+    ParallelForEach(kc, r.sequences, w * RowsPerSequence(r.lod, r.sequences), [&](int64_t s) {
       T* g = dx + s * w;
       std::fill(g, g + w, T(0));
       for (int64_t row = r.lod[s]; row < r.lod[s + 1]; ++row) {
         for (int64_t j = 0; j < w; ++j) g[j] += dout[row * w + j];
       }
-    }
+    });
     return nullptr;
   });
 }
