@@ -156,6 +156,21 @@ struct Config {
     bool resume = false;        // start from the newest intact checkpoint in dir, if any
   } checkpoint;
 
+  // An evaluation pass during training (job/evaluation.h): the forward part of the program, with
+  // is_test set, run over files of the [data] source's format every every_steps steps; its
+  // loss and reported vars go into the logged step's line and record as eval_<name>.
+  struct Eval {
+    // Files or glob patterns (absolute), read as [data] reads its filelist (csv or multislot);
+    // empty = no evaluation.
+    std::vector<std::string> filelist;
+    int64_t every_steps = 0;  // >= 0: evaluate after every this many steps; 0 = after the last
+    int64_t batch_size = 0;   // >= 0: 0 = train.batch_size
+    // >= 0: batches per evaluation; 0 = one pass over the files (a partial last batch is left
+    // out). A positive count goes on where the previous evaluation stopped.
+    int64_t batches = 0;
+    std::string where;  // where eval.filelist was set, for messages
+  } eval;
+
   // Where batches come from.
   struct Data {
     std::string source = "synthetic";  // synthetic, csv, multislot, npy

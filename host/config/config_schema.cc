@@ -211,7 +211,7 @@ class Checker {
     Config config;
     CheckKeys(root, "",
               {"plugins", "device", "comm", "transport", "log", "strategy", "passes", "train",
-               "checkpoint", "data", "role"});
+               "checkpoint", "eval", "data", "role"});
     if (const toml::table* t = Table(root, "", "plugins")) ReadPlugins(*t, config.plugins);
     if (const toml::table* t = Table(root, "", "device")) {
       CheckKeys(*t, "device", {"backend", "plugin"});
@@ -288,6 +288,7 @@ class Checker {
       ReadCheckpoint(*t, config.checkpoint);
     }
     if (const toml::table* t = Table(root, "", "data")) ReadData(*t, config.data);
+    if (const toml::table* t = Table(root, "", "eval")) ReadEval(*t, config.eval);
     if (const toml::table* t = Table(root, "", "role")) ReadRole(*t, config.role);
     return config;
   }
@@ -648,6 +649,37 @@ class Checker {
     ReadBool(t, "checkpoint", "resume", out.resume);
     if (const toml::node* n = t.get("resume"); n != nullptr && out.resume && out.dir.empty()) {
       diag_.AtValue(*n, "checkpoint.resume", "needs checkpoint.dir");
+    }
+  }
+
+  void ReadEval(const toml::table& t, Config::Eval& out) {
+    CheckKeys(t, "eval", {"filelist", "every_steps", "batch_size", "batches"});
+    if (const toml::node* n = t.get("filelist")) {
+      out.where = diag_.Where(*n, "eval.filelist");
+      ReadStrings(*n, "eval.filelist",
+                  [&](const toml::node& item, const std::string& path, const std::string& value) {
+                    if (value.empty()) {
+                      diag_.AtValue(item, path, "expected a file path or pattern, got ''");
+                      return;
+                    }
+                    out.filelist.push_back(
+                        Absolute(diag_.IsOverride(item) ? cwd_ : base_dir_, value).string());
+                  });
+    }
+    if (out.filelist.empty()) out.where.clear();  // `filelist = []` evaluates nothing
+    ReadInt(t, "eval", "every_steps", 0, out.every_steps);
+    ReadInt(t, "eval", "batch_size", 0, out.batch_size, kMaxBatch);
+    ReadInt(t, "eval", "batches", 0, out.batches);
+    // A key set to other than its default says evaluations were meant.
+    if (out.filelist.empty()) {
+      for (auto [key, value] : {std::pair{"every_steps", out.every_steps},
+                                std::pair{"batch_size", out.batch_size},
+                                std::pair{"batches", out.batches}}) {
+        const toml::node* n = t.get(key);
+        if (n != nullptr && value != 0) {
+          diag_.AtValue(*n, Join("eval", key), "needs eval.filelist (the files to evaluate on)");
+        }
+      }
     }
   }
 

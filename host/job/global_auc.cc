@@ -117,13 +117,25 @@ bool GlobalAuc::Covers(size_t index) const {
                      [&](const Entry& e) { return e.index == index; });
 }
 
-Status GlobalAuc::Compute(Communicator& world, std::vector<double>& metrics) {
+Status GlobalAuc::Compute(Communicator& world, std::vector<double>& metrics,
+                          const std::map<std::string, exec::HostTensor>* stats) {
   if (entries_.empty()) return OkStatus();
-  // This trainer's histograms, read from the scope (on a GPU, after the step's kernels).
+  // This trainer's histograms, from `stats` or read from the scope (on a GPU, after the step's
+  // kernels).
   size_t at = 0;
+  exec::HostTensor read;
   for (const Entry& e : entries_) {
     for (const std::string* var : {&e.stat_pos, &e.stat_neg}) {
-      FLEET_ASSIGN_OR_RETURN(exec::HostTensor t, executor_.scope().Read(*var));
+      const exec::HostTensor* found = nullptr;
+      if (stats != nullptr) {
+        auto it = stats->find(*var);
+        if (it == stats->end()) return Internal(e.what + ": no statistics '" + *var + "'");
+        found = &it->second;
+      } else {
+        FLEET_ASSIGN_OR_RETURN(read, executor_.scope().Read(*var));
+        found = &read;
+      }
+      const exec::HostTensor& t = *found;
       if (t.dtype != ir::DataType::kInt64 || t.numel() < e.offset + e.buckets) {
         return Internal(e.what + ": the auc statistics '" + *var + "' are " +
                         ir::TypeShapeText(t.dtype, t.dims) + ", not the int64 histograms of " +

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -47,8 +48,10 @@ class GlobalAuc {
 
   // Every rank of `world` must call this at the same steps (one all-reduce of int64 sums for
   // all the covered vars together). Sets metrics[index] of each covered var to the AUC of the
-  // summed statistics; the other entries are left as they are.
-  Status Compute(Communicator& world, std::vector<double>& metrics);
+  // summed statistics; the other entries are left as they are. The statistics are read from
+  // the scope, or from `stats` (by the names of the auc ops' StatPosOut/StatNegOut) when given.
+  Status Compute(Communicator& world, std::vector<double>& metrics,
+                 const std::map<std::string, exec::HostTensor>* stats = nullptr);
 
  private:
   struct Entry {

@@ -82,6 +82,14 @@ Status ProgressLog::Log(int64_t step, const StepReport& r) {
           FormatFixed(r.batch_cost, 5) + "s ips " + FormatFixed(r.ips, 1) + " samples/s eta " +
           FormatFixed(eta, 1) + "s" + (who_.empty() ? "" : " (" + who_ + ")");
   out_ << line << "\n";
+  if (r.eval) {
+    std::string eval_line = "eval at step " + std::to_string(step) + ":";
+    for (size_t i = 0; i < r.eval->names.size(); ++i) {
+      eval_line += " " + r.eval->names[i] + " " + FormatFixed(r.eval->values[i], 6);
+    }
+    out_ << eval_line << " (" << r.eval->samples << " samples, "
+         << FormatFixed(r.eval->seconds, 2) << "s)\n";
+  }
   out_.flush();
 
   // Insertion order: the keys read as the line does.
@@ -94,6 +102,11 @@ Status ProgressLog::Log(int64_t step, const StepReport& r) {
                                  {"reader_cost", r.reader_cost},
                                  {"batch_cost", r.batch_cost},
                                  {"eta_s", eta}});
+  if (r.eval) {
+    for (size_t i = 0; i < r.eval->names.size(); ++i) {
+      scalars.emplace_back("eval_" + r.eval->names[i], r.eval->values[i]);
+    }
+  }
   if (metrics_.is_open()) {
     nlohmann::ordered_json j;
     j["step"] = step;

@@ -12,6 +12,10 @@
 //   batch_cost   seconds per step, all included, averaged over that interval
 //   eta_s        the steps left times batch_cost
 //   elapsed_s    seconds since the loop started
+// A step followed by an evaluation ([eval], job/evaluation.h) also reports eval_loss and
+// eval_<metric> for each reported var the evaluation computes, and prints them on a line of
+// their own:
+//   eval at step 100: loss 0.480112 auc 0.772301 (3000 samples, 0.21s)
 // The metrics record is one JSON object of exactly these keys (and "step"); a value that is
 // not finite is null. The line reads
 //   step 20/200 loss 0.512345 auc 0.731200 lr 0.01 reader_cost 0.00002s batch_cost 0.00310s
@@ -45,6 +49,15 @@ struct TrainSummary {
   std::vector<double> logged_losses;  // the loss of every logged step, in order
 };
 
+// The figures of one evaluation (job/evaluation.h): names ("loss" first, then the reported vars
+// the forward program computes) and their values, in the same order.
+struct EvalReport {
+  std::vector<std::string> names;
+  std::vector<double> values;
+  int64_t samples = 0;  // this process's, or the job's in a collective job
+  double seconds = 0.0;
+};
+
 // The figures of one logged step other than those ProgressLog measures itself.
 struct StepReport {
   double loss = 0.0;
@@ -53,6 +66,7 @@ struct StepReport {
   double ips = 0.0;
   double reader_cost = 0.0;
   double batch_cost = 0.0;
+  std::optional<EvalReport> eval;  // when the step was followed by an evaluation
 };
 
 class ProgressLog {

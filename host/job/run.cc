@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -128,7 +129,12 @@ Status RunTrainer(const Config& config, const Role& role, const frontend::Parsed
           << config.transport.backend << " transport\n";
     }
   }
-  auto summary = Train(config, trainer, registry, selection.device->name, out, dist);
+  std::optional<frontend::ParsedProgram> parsed;  // its main is the forward program [eval] runs
+  if (!config.eval.filelist.empty()) {
+    FLEET_ASSIGN_OR_RETURN(parsed, BuildPrograms(file, Stage::kParsed));
+  }
+  auto summary = Train(config, trainer, registry, selection.device->name, out, dist,
+                       parsed ? &parsed->main : nullptr);
   SetJobStore(nullptr);  // the job's store goes with `job`
   if (ps != nullptr) {
     // A trainer that finished says so; one that failed says that instead, so the servers
@@ -185,6 +191,11 @@ Status RunJob(const JobRequest& request, std::ostream& out,
       return Unimplemented("strategy.collective_mode \"single_process_multi_thread\" drives the "
                            "devices of one process; this job has " +
                            std::to_string(role.world_size) + " trainers");
+    }
+    if (!config.eval.filelist.empty()) {
+      return Unimplemented(config.eval.where +
+                           ": [eval] does not run under strategy.collective_mode "
+                           "\"single_process_multi_thread\" yet; use launch --nproc instead");
     }
     auto summary = TrainOnDevices(config, programs, registry, selection.device->name,
                                   static_cast<int32_t>(config.collective.devices), request.env,

@@ -10,6 +10,7 @@
 #include "data/source.h"
 #include "fleet/fleet_plugin.h"
 #include "job/data_sources.h"
+#include "job/evaluation.h"
 #include "job/global_auc.h"
 #include "job/train_checkpoints.h"
 #include "job/train_state.h"
@@ -50,9 +51,6 @@ Status CheckReplicas(Communicator& world, const exec::Executor& executor,
                   " the trainers hold different values of " + list);
 }
 
-// The job's figures in `r`: loss, reported vars and reader_cost as means over the trainers,
-// ips as their sum; lr and batch_cost stay this trainer's. `values` is reused. (GlobalAuc then
-// replaces the mean of each reported auc op's AUC with the AUC of the whole data.)
 // Ranks of a collective job prepare again together when a batch outgrows a sequence feed's
 // capacity, since a preparation holds per-op communicator state the ranks create in step: before
 // each step they agree on the rows of each sequence feed (the most any rank has), one small
@@ -75,6 +73,9 @@ Status AgreeOnSequenceRows(Communicator& world, exec::Executor& executor,
   return executor.ReserveSequenceRows(prepared, agreed);
 }
 
+// The job's figures in `r`: loss, reported vars and reader_cost as means over the trainers,
+// ips as their sum; lr and batch_cost stay this trainer's. `values` is reused. (GlobalAuc then
+// replaces the mean of each reported auc op's AUC with the AUC of the whole data.)
 Status JobFigures(Communicator& world, StepReport& r, std::vector<double>& values) {
   values.clear();
   values.push_back(r.loss);
@@ -194,7 +195,8 @@ StatusOr<TrainingSetup> PrepareTraining(const Config& config,
 
 StatusOr<TrainSummary> Train(const Config& config, const frontend::ParsedProgram& programs,
                              const PluginRegistry& registry, const std::string& device,
-                             std::ostream& out, const TrainDist& dist) {
+                             std::ostream& out, const TrainDist& dist,
+                             const ir::Program* forward) {
   const Config::Train& train = config.train;
   FLEET_ASSIGN_OR_RETURN(TrainingSetup setup,
                          PrepareTraining(config, programs, registry, device, dist));
@@ -253,6 +255,15 @@ StatusOr<TrainSummary> Train(const Config& config, const frontend::ParsedProgram
     FLEET_ASSIGN_OR_RETURN(global_auc,
                            GlobalAuc::Create(*executor, programs.main, setup.reported));
   }
+  std::unique_ptr<Evaluator> evaluator;
+  if (!config.eval.filelist.empty()) {
+    if (forward == nullptr) {
+      return FailedPrecondition("[eval] needs the forward program, which this caller of Train "
+                                "did not give");
+    }
+    FLEET_ASSIGN_OR_RETURN(evaluator, Evaluator::Create(config, *forward, programs, setup.reported,
+                                                        *executor, rank, world_size));
+  }
   progress.StartAt(first_step);
   FLEET_RETURN_IF_ERROR(progress.Open(
       rank == 0 || world == nullptr,
@@ -289,7 +300,8 @@ StatusOr<TrainSummary> Train(const Config& config, const frontend::ParsedProgram
     }
     FLEET_ASSIGN_OR_RETURN(loss, LossValue(fetched[0], programs.loss));
     FLEET_RETURN_IF_ERROR(CheckLoss(loss, step, programs.loss));
-    if (progress.Due(step)) {
+    const bool evaluate = evaluator != nullptr && evaluator->Due(step);
+    if (progress.Due(step) || evaluate) {
       StepReport report = progress.Measure(step);
       report.loss = loss;
       for (size_t i = 0; i < setup.reported.size(); ++i) {
@@ -303,6 +315,12 @@ StatusOr<TrainSummary> Train(const Config& config, const frontend::ParsedProgram
         FLEET_RETURN_IF_ERROR(JobFigures(*world, report, job_values));
         FLEET_RETURN_IF_ERROR(global_auc->Compute(*world, report.metrics));
         loss = report.loss;
+      }
+      // Measured before and logged after, so the evaluation's time is in no step's cost.
+      if (evaluate) {
+        auto eval = evaluator->Run(world);
+        if (!eval.ok()) return eval.status().WithContext("eval after step " + std::to_string(step));
+        report.eval = std::move(*eval);
       }
       FLEET_RETURN_IF_ERROR(progress.Log(step, report));
       // Between averagings local_sgd's replicas differ by design.

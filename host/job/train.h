@@ -89,8 +89,12 @@ StatusOr<TrainingSetup> PrepareTraining(const Config& config,
 // intact checkpoint is restored first (every trainer of a collective job must find the same
 // one), the data source is moved past the batches it had delivered, and the loop continues
 // with the next step, so the job ends where an uninterrupted one would, bit for bit.
+//
+// With [eval] files, `forward` (the program file's main before backward and optimizer) is
+// evaluated on them as job/evaluation.h says; [eval] without `forward` is an error.
 StatusOr<TrainSummary> Train(const Config& config, const frontend::ParsedProgram& programs,
                              const PluginRegistry& registry, const std::string& device,
-                             std::ostream& out, const TrainDist& dist = {});
+                             std::ostream& out, const TrainDist& dist = {},
+                             const ir::Program* forward = nullptr);
 
 }  // namespace fleet

@@ -102,6 +102,11 @@ void ExpectDefaults(const Config& config) {
   EXPECT_EQ(config.data.bad_lines, "error");
   EXPECT_EQ(config.data.queue_batches, 4);
   EXPECT_EQ(config.data.shard, "auto");
+  EXPECT_TRUE(config.eval.filelist.empty());
+  EXPECT_EQ(config.eval.every_steps, 0);
+  EXPECT_EQ(config.eval.batch_size, 0);
+  EXPECT_EQ(config.eval.batches, 0);
+  EXPECT_EQ(config.eval.where, "");
   EXPECT_EQ(config.role.role, "");
   EXPECT_EQ(config.role.rank, -1);
   EXPECT_EQ(config.role.world_size, 0);
@@ -156,7 +161,9 @@ TEST(ConfigTest, ExampleFileShowsEveryKey) {
                            "min_block_size = ", "split_method = ", "pserver_init = ", "[train]",
                            "steps = ", "batch_size = ", "seed = ", "threads = ", "log_every = ",
                            "metrics_file = ", "profile = ", "save_params_dir = ",
-                           "init_from = ", "check_replicas = ", "[data]", "source = ", "label = ", "classes = ",
+                           "init_from = ", "check_replicas = ", "[eval]", "filelist = ",
+                           "every_steps = ", "batch_size = ", "batches = ", "[data]", "source = ",
+                           "label = ", "classes = ",
                            "filelist = ", "slots = ", "dataset = ", "shuffle = ", "last_batch = ",
                            "bad_lines = ", "queue_batches = ", "shard = ",
                            "[data.files]", "[data.csv]", "path = ", "header = ",
@@ -871,6 +878,28 @@ TEST(ConfigTrainDataTest, CheckpointKeysAndTheirErrors) {
             std::string::npos) << m;
   EXPECT_NE(m.find("fleet.toml:5:1: checkpoint.every_step: unknown key (did you mean "
                    "'checkpoint.every_steps'?)"),
+            std::string::npos) << m;
+}
+
+TEST(ConfigTest, EvalKeys) {
+  auto config = ParseConfig(
+      "[eval]\nfilelist = [\"test/*.txt\"]\nevery_steps = 50\nbatch_size = 128\nbatches = 4\n",
+      "fleet.toml", "/etc/fleet", {});
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->eval.filelist, std::vector<std::string>{"/etc/fleet/test/*.txt"});
+  EXPECT_EQ(config->eval.every_steps, 50);
+  EXPECT_EQ(config->eval.batch_size, 128);
+  EXPECT_EQ(config->eval.batches, 4);
+  EXPECT_EQ(config->eval.where, "fleet.toml:2:12");
+  config = ParseConfig("[eval]\nevery_steps = -1\nbatches = 2\nevry_steps = 1\n", "fleet.toml",
+                       "/etc/fleet", {});
+  ASSERT_FALSE(config.ok());
+  const std::string m = config.status().message();
+  EXPECT_NE(m.find("fleet.toml:2:15: eval.every_steps: expected an integer >= 0, got -1"),
+            std::string::npos) << m;
+  EXPECT_NE(m.find("fleet.toml:3:11: eval.batches: needs eval.filelist"), std::string::npos) << m;
+  EXPECT_NE(m.find("fleet.toml:4:1: eval.evry_steps: unknown key (did you mean "
+                   "'eval.every_steps'?)"),
             std::string::npos) << m;
 }
 
