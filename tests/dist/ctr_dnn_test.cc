@@ -2,7 +2,8 @@
 // as sequence tensors. It learns (AUC well above 0.5) in one process, under `launch --nproc 2`
 // and under `launch --servers 2 --workers 2`; two ranks on halves of each batch take the steps of
 // one process on the whole batch, sequences split whole between them and each rank's capacity
-// grown at the same step. Every wait has a deadline.
+// grown at the same step. The example's [eval] runs on held-out lines in every mode; the two
+// ranks' evaluation, combined, is one process's. Every wait has a deadline.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <unistd.h>
@@ -45,7 +46,8 @@ class CtrDnnTest : public ::testing::Test {
     data_ = fs::temp_directory_path() / ("fleet_ctr_dnn_" + std::to_string(getpid()));
     fs::remove_all(data_);
     const std::string cmd = std::string(FLEET_PYTHON3) + " '" + (kExample / "make_data.py").string() +
-                            "' '" + data_.string() + "' --files 2 --lines 1500 > /dev/null";
+                            "' '" + data_.string() +
+                            "' --files 2 --lines 1500 --eval-lines 1000 > /dev/null";
     ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   }
   static void TearDownTestSuite() { fs::remove_all(data_); }
@@ -59,6 +61,7 @@ class CtrDnnTest : public ::testing::Test {
   std::vector<std::string> Host(std::vector<std::string> sets) const {
     std::vector<std::string> args = {kHost, "--config", (kExample / "fleet.toml").string()};
     sets.push_back("data.filelist=[\"" + (data_ / "part-*.txt").string() + "\"]");
+    sets.push_back("eval.filelist=[\"" + (data_ / "eval" / "part-*.txt").string() + "\"]");
     sets.push_back("train.log_every=10");
     for (const auto& s : sets) {
       args.push_back("--set");
@@ -94,6 +97,9 @@ void ExpectLearns(const std::vector<nlohmann::json>& records, const std::string&
   const double auc = records.back()["auc"].get<double>();
   EXPECT_GT(auc, 0.7) << what;
   EXPECT_LT(records.back()["loss"].get<double>(), records.front()["loss"].get<double>()) << what;
+  // Held-out lines: the model generalises, if less well than it fits.
+  ASSERT_TRUE(records.back().contains("eval_auc")) << what;
+  EXPECT_GT(records.back()["eval_auc"].get<double>(), 0.62) << what;
 }
 
 TEST_F(CtrDnnTest, OneProcessLearns) {
@@ -104,15 +110,28 @@ TEST_F(CtrDnnTest, LaunchNproc2LearnsAndMatchesOneProcess) {
   // Every rank reads every file and keeps its half of each global batch, so the two ranks take
   // the steps of one process on batches of 64.
   const std::vector<std::string> sets = {"train.steps=300", "data.shard=false"};
-  std::vector<nlohmann::json> one = Run({}, sets, "one");
+  // Evaluations of 5 batches of 200 held-out lines: split 100 and 100 between the two ranks.
+  std::vector<std::string> whole = sets;
+  whole.push_back("eval.batch_size=200");
+  std::vector<nlohmann::json> one = Run({}, whole, "one");
   std::vector<std::string> half = sets;
   half.push_back("train.batch_size=32");
+  half.push_back("eval.batch_size=100");
   std::vector<nlohmann::json> two = Run({"--nproc", "2"}, half, "two");
   ExpectLearns(two, "launch --nproc 2");
   ASSERT_EQ(one.size(), two.size());
   for (size_t i = 0; i < one.size(); ++i) {
     const double want = one[i]["loss"].get<double>();
     EXPECT_NEAR(two[i]["loss"].get<double>(), want, 1e-3 * std::max(1.0, std::abs(want)))
+        << "step " << one[i]["step"];
+    ASSERT_EQ(one[i].contains("eval_loss"), two[i].contains("eval_loss")) << one[i]["step"];
+    if (!one[i].contains("eval_loss")) continue;
+    const double eval_loss = one[i]["eval_loss"].get<double>();
+    EXPECT_NEAR(two[i]["eval_loss"].get<double>(), eval_loss, 1e-3 * std::max(1.0, eval_loss))
+        << "step " << one[i]["step"];
+    // From the statistics summed over the ranks: one process's, but for a prediction a
+    // rounding apart that lands in the next of 4096 buckets.
+    EXPECT_NEAR(two[i]["eval_auc"].get<double>(), one[i]["eval_auc"].get<double>(), 1e-3)
         << "step " << one[i]["step"];
   }
 }
