@@ -12,8 +12,8 @@
 // training's AUC nor outlives itself, and checkpoints hold nothing of it. A reported AUC is
 // therefore the AUC of the evaluation's samples. In a collective job every rank evaluates its
 // share of the files and the ranks combine: losses and other values as means weighted by
-// samples, AUCs from the summed statistics (job/global_auc.h). A parameter-server trainer
-// evaluates for itself.
+// samples, AUCs from the summed statistics (job/global_auc.h); so do parameter-server workers
+// over the ring of their figures (TrainDist::figures), or else each evaluates for itself.
 //
 // Threading: an Evaluator belongs to the thread running the training loop.
 #pragma once
@@ -55,7 +55,8 @@ class Evaluator {
   // Whether the loop evaluates after `step`.
   bool Due(int64_t step) const;
 
-  // One evaluation. With `world` every rank must call it at the same steps.
+  // One evaluation. With `world` (the ring the job's figures are summed over) every rank must
+  // call it at the same steps.
   StatusOr<EvalReport> Run(Communicator* world);
 
  private:

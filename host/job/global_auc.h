@@ -1,4 +1,5 @@
-// The AUC a collective job reports: that of the whole data, not the mean of the trainers'.
+// The AUC a job of several trainers reports (collective, or parameter-server workers with a ring
+// of their own): that of the whole data, not the mean of the trainers'.
 //
 // Each trainer's auc op counts its own shard into its bucket statistics (StatPos/StatNeg,
 // persistable int64 histograms: plugins/common/metric_formulas.h), so the AUC it outputs is

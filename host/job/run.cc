@@ -122,6 +122,17 @@ Status RunTrainer(const Config& config, const Role& role, const frontend::Parsed
     dist.host_kernels = ps.get();
     dist.trainer_id = role.rank;
     dist.trainers = role.world_size;
+    // fleet-host launch serves its workers a store (MASTER_ADDR): there they form a ring of
+    // their own, over which they report the job's figures. Without one (another launcher, or a
+    // device other than the CPU) each trainer reports its own.
+    if (role.world_size > 1 && !role.master_addr.empty() && selection.comm != nullptr) {
+      FLEET_ASSIGN_OR_RETURN(job, Job::Open(config, role, selection.comm, selection.device,
+                                            request.env));
+      Status ring = job->collectives()->InitRing(0, static_cast<int32_t>(role.world_size),
+                                                 static_cast<int32_t>(role.rank));
+      if (!ring.ok()) return ring.WithContext("the trainers' ring for the job's figures");
+      FLEET_ASSIGN_OR_RETURN(dist.figures, job->collectives()->Ring(0));
+    }
     dist.pservers = static_cast<int64_t>(role.pserver_endpoints.size());
     if (role.rank == 0) {
       out << "pserver job: " << role.world_size << " trainers, " << role.pserver_endpoints.size()

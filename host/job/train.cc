@@ -204,7 +204,9 @@ StatusOr<TrainSummary> Train(const Config& config, const frontend::ParsedProgram
   data::DataSource* source = setup.source.get();
   std::vector<exec::HostTensor> fetched;
 
-  // A collective job shares out one global batch and reports job-wide figures.
+  // A collective job shares out one global batch and reports job-wide figures over its ring
+  // (`world`); parameter-server trainers report them over theirs when they have one (`figures`:
+  // the collective ring, else dist.figures, else null).
   Communicator* world = nullptr;
   int64_t rank = 0, world_size = 1;
   if (dist.job != nullptr && dist.job->collectives() != nullptr) {
@@ -217,13 +219,14 @@ StatusOr<TrainSummary> Train(const Config& config, const frontend::ParsedProgram
     rank = dist.trainer_id;
     world_size = dist.trainers;
   }
+  Communicator* figures = world != nullptr ? world : dist.figures;
   exec::FeedMap global_batch;
   const std::vector<std::string> params = ParamNames(programs.main);
 
-  // Without a communicator (parameter-server trainers) every trainer reports for itself.
+  // Without a communicator every trainer reports for itself.
   std::string who;
   if (world_size > 1) {
-    who = world != nullptr ? std::to_string(world_size) + " trainers"
+    who = figures != nullptr ? std::to_string(world_size) + " trainers"
                            : "trainer " + std::to_string(rank) + " of " +
                                  std::to_string(world_size);
   }
@@ -251,7 +254,7 @@ StatusOr<TrainSummary> Train(const Config& config, const frontend::ParsedProgram
   ProgressLog progress(train, train.batch_size, who, out, metric_names);
   // Reported AUCs are the whole data's: from the auc ops' statistics summed over trainers.
   std::unique_ptr<GlobalAuc> global_auc;
-  if (world != nullptr) {
+  if (figures != nullptr) {
     FLEET_ASSIGN_OR_RETURN(global_auc,
                            GlobalAuc::Create(*executor, programs.main, setup.reported));
   }
@@ -266,8 +269,8 @@ StatusOr<TrainSummary> Train(const Config& config, const frontend::ParsedProgram
   }
   progress.StartAt(first_step);
   FLEET_RETURN_IF_ERROR(progress.Open(
-      rank == 0 || world == nullptr,
-      world == nullptr && rank > 0 ? "trainer" + std::to_string(rank) : ""));
+      rank == 0 || figures == nullptr,
+      figures == nullptr && rank > 0 ? "trainer" + std::to_string(rank) : ""));
   exec::FeedMap batch;
   const std::vector<std::string> sequence_feeds = setup.main->sequence_feeds();
   std::vector<int64_t> sequence_rows;
@@ -311,14 +314,14 @@ StatusOr<TrainSummary> Train(const Config& config, const frontend::ParsedProgram
       if (setup.lr_var) {
         FLEET_ASSIGN_OR_RETURN(report.lr, LearningRateValue(*executor, *setup.lr_var));
       }
-      if (world != nullptr) {
-        FLEET_RETURN_IF_ERROR(JobFigures(*world, report, job_values));
-        FLEET_RETURN_IF_ERROR(global_auc->Compute(*world, report.metrics));
+      if (figures != nullptr) {
+        FLEET_RETURN_IF_ERROR(JobFigures(*figures, report, job_values));
+        FLEET_RETURN_IF_ERROR(global_auc->Compute(*figures, report.metrics));
         loss = report.loss;
       }
       // Measured before and logged after, so the evaluation's time is in no step's cost.
       if (evaluate) {
-        auto eval = evaluator->Run(world);
+        auto eval = evaluator->Run(figures);
         if (!eval.ok()) return eval.status().WithContext("eval after step " + std::to_string(step));
         report.eval = std::move(*eval);
       }
@@ -334,13 +337,13 @@ StatusOr<TrainSummary> Train(const Config& config, const frontend::ParsedProgram
   if (!train.save_params_dir.empty() && rank == 0) {
     FLEET_RETURN_IF_ERROR(SaveParams(*executor, params, train.save_params_dir));
   }
-  if (world != nullptr) {
-    if (Status s = world->Barrier(); !s.ok()) return s.WithContext("after the last step");
+  if (figures != nullptr) {
+    if (Status s = figures->Barrier(); !s.ok()) return s.WithContext("after the last step");
   }
   // The last step is always logged, so `loss` is the job's mean there (this trainer's own
   // without a communicator, and so is the rate).
   TrainSummary summary =
-      progress.Finish(loss, train.batch_size * (world != nullptr ? world_size : 1));
+      progress.Finish(loss, train.batch_size * (figures != nullptr ? world_size : 1));
   ReportSkippedLines(*source, out);
   if (train.profile) PrintProfile(*setup.main, out);
   return summary;

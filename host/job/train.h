@@ -55,12 +55,12 @@ struct TrainingSetup {
 //
 // A parameter-server trainer has no Job: its RPC ops' kernels come from `host_kernels` (a
 // PsTrainerRuntime), and `trainer_id`/`trainers` say which share of the global batch is its
-// own, as rank/world_size do in a collective job. With no communicator among trainers, each
-// logs its own figures (its lr is null: the servers hold the rate), and each writes its own
-// metrics file when [train] metrics_file is set (trainer 0 the file named, trainer t > 0 the
-// name with ".trainer<t>" before its extension) and its own event file (trainer t > 0 in
-// tensorboard_dir/trainer<t>); trainer 0 writes save_params_dir (the parameters it last
-// received).
+// own, as rank/world_size do in a collective job (its lr is null: the servers hold the rate).
+// With a ring among the trainers (`figures`) it reports the job's figures, which trainer 0
+// writes; with none each logs its own and writes its own metrics file when [train]
+// metrics_file is set (trainer 0 the file named, trainer t > 0 the name with ".trainer<t>"
+// before its extension) and its own event file (trainer t > 0 in tensorboard_dir/trainer<t>).
+// Trainer 0 writes save_params_dir (the parameters it last received).
 struct TrainDist {
   Job* job = nullptr;                      // with collectives() for a collective job
   const ir::Program* main_local = nullptr; // local_sgd's step without averaging, or null
@@ -69,6 +69,9 @@ struct TrainDist {
   int64_t trainer_id = 0;                  // used with host_kernels
   int64_t trainers = 1;
   int64_t pservers = 0;                    // servers of a parameter-server job (with host_kernels)
+  // A parameter-server trainer's ring among the trainers, or null: the loss, metrics and AUCs
+  // it reports are then the job's (as a collective job's are), and trainer 0 writes them.
+  Communicator* figures = nullptr;
   // checkpoint::ProgramHash of the optimized programs (before transpiling, so every rank and
   // every server of a job computes the same); "" = the hash of the programs Train is given.
   std::string program_hash;

@@ -23,9 +23,8 @@ Status Launch::Prepare() {
   FLEET_RETURN_IF_ERROR(ValidateLaunchOptions(o_));
   signals_.emplace();  // before the server starts, so its thread inherits the blocked mask
   if (o_.ps) {
-    // Servers and workers talk over the servers' endpoints; no store to serve. The job
-    // secret (from the environment, or made here when every server is local) gives the
-    // transport its token.
+    // Servers and workers talk over the servers' endpoints. The job secret (from the
+    // environment, or made here when every server is local) gives the transport its token.
     StatusOr<std::string> given = JobSecretFromEnvironment();
     if (!given.ok()) return given.status().WithContext("the job secret");
     job_secret_ = *given;
@@ -38,6 +37,17 @@ Status Launch::Prepare() {
         if (!secret.ok()) return secret.status().WithContext("making the job secret");
         job_secret_ = *secret;
       }
+    }
+    // The workers, all on this machine, also meet at a store served here: they form a ring of
+    // their own for the job's figures (the global AUC of every worker's data, job/train.h).
+    if (o_.workers > 1) {
+      master_addr_ = "127.0.0.1";
+      auto server = TcpStoreServer::Start(master_addr_, 0, {}, job_secret_);
+      if (!server.ok()) {
+        return server.status().WithContext("cannot serve the workers' rendezvous store");
+      }
+      server_ = std::move(*server);
+      master_port_ = server_->port();
     }
   } else if (o_.master_host.empty()) {
     master_addr_ = "127.0.0.1";

@@ -150,6 +150,11 @@ void Launch::PlanParameterServer() {
              {"LOCAL_WORLD_SIZE", local_world},
              {"FLEET_JOB_ID", o_.job_id},
              {"FLEET_RESTART_COUNT", std::to_string(o_.restart)}};
+    if (server_ != nullptr) {  // the workers' store (Launch::Prepare)
+      c.env.insert(c.env.end(), {{"MASTER_ADDR", master_addr_},
+                                 {"MASTER_PORT", std::to_string(master_port_)},
+                                 {"FLEET_MASTER_SERVED", "1"}});
+    }
     if (!job_secret_.empty()) c.env.emplace_back("FLEET_JOB_SECRET", job_secret_);
   }
 }

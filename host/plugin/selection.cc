@@ -112,6 +112,19 @@ StatusOr<Selection> LoadSelected(const Config& config, PluginRegistry& registry)
     FLEET_ASSIGN_OR_RETURN(selection.transport,
                            Resolve(config, registry, FLEET_COMPONENT_TRANSPORT,
                                    "transport.backend", config.transport));
+    // The trainers of a CPU job sum their figures over a ring of their own (job/train.h),
+    // which training does not need: a communicator that does not load, or does not reduce
+    // host memory, only leaves each trainer reporting its own figures.
+    if (selection.device->name == "cpu") {
+      auto comm = Resolve(config, registry, FLEET_COMPONENT_COMMUNICATOR, "comm.backend",
+                          config.comm);
+      if (!comm.ok()) {
+        selection.warnings.push_back("the trainers report their own figures, not the job's: " +
+                                     comm.status().message());
+      } else if (CommReducesMemoryOf(**comm, "cpu")) {
+        selection.comm = *comm;
+      }
+    }
   }
   for (const std::string& name : config.plugins.load) {
     auto plugin = registry.Load(name);

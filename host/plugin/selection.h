@@ -29,7 +29,9 @@ StatusOr<CommPlacement> PlaceCommunicator(const ComponentRecord& comm, std::stri
 
 struct Selection {
   const ComponentRecord* device = nullptr;
-  const ComponentRecord* comm = nullptr;       // only when the strategy needs one
+  // Collective jobs' communicator; in a CPU parameter-server job, the trainers' ring for the
+  // job's figures when it loads (else null, with a warning).
+  const ComponentRecord* comm = nullptr;
   bool comm_staged = false;                    // comm reaches the device through host memory
   const ComponentRecord* transport = nullptr;  // only when the strategy needs one
   std::vector<std::string> warnings;           // optional plugins that failed, and why

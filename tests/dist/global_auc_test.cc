@@ -1,6 +1,7 @@
-// The AUC a 2-trainer collective job reports is the AUC of the whole data: the auc op's
-// statistics summed over the trainers (host/job/global_auc.h), checked against one process
-// that trains on the same global batches.
+// The AUC a 2-trainer job reports is the AUC of the whole data: the auc op's statistics summed
+// over the trainers (host/job/global_auc.h), checked against one process that trains on the
+// same global batches, in a collective job and on parameter servers (whose trainers sum over a
+// ring of their own).
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -124,6 +125,44 @@ TEST_F(GlobalAucTest, TwoTrainersReportTheAucOfTheWholeData) {
   EXPECT_GT(std::abs(mean - whole), 1e-4) << "mean " << mean << " whole " << whole;
   // One process has no trainers to average over: its "auc_mean" is its AUC.
   EXPECT_EQ(Column(dir_ / "one.jsonl", "auc_mean").back(), whole);
+}
+
+// Two workers of a synchronous parameter-server job take one process's steps on the global
+// batch (the servers average their gradients), and over the ring fleet-host launch gives them
+// report that process's AUC, not trainer 0's.
+TEST_F(GlobalAucTest, ParameterServerTrainersReportTheAucOfTheWholeData) {
+  {
+    RankProcess one(RunArgs({"train.batch_size=64",
+                             "train.metrics_file=" + (dir_ / "one.jsonl").string()}),
+                    {}, dir_ / "one.log");
+    ASSERT_EQ(one.Wait(milliseconds(60000)), 0) << one.Output();
+  }
+  std::vector<std::string> args = {kHost,   "launch", "--servers", "1",
+                                   "--workers", "2",  "--log-dir", (dir_ / "logs").string(),
+                                   "--"};
+  for (const std::string& a : RunArgs({"train.batch_size=32", "transport.timeout_s=30",
+                                       "comm.timeout_s=30",
+                                       "train.metrics_file=" + (dir_ / "ps.jsonl").string()})) {
+    if (a != kHost) args.push_back(a);
+  }
+  RankProcess ps(args, {}, dir_ / "ps.log");
+  ASSERT_EQ(ps.Wait(milliseconds(90000)), 0) << ps.Output();
+  // Trainer 0 writes the job's records; no trainer writes its own.
+  EXPECT_FALSE(fs::exists(dir_ / "ps.trainer1.jsonl"));
+  const std::vector<double> one = Column(dir_ / "one.jsonl", "auc");
+  const std::vector<double> two = Column(dir_ / "ps.jsonl", "auc");
+  ASSERT_EQ(one.size(), 8u);
+  ASSERT_EQ(two.size(), one.size());
+  for (size_t i = 0; i < one.size(); ++i) {
+    // The servers' averaged gradient rounds unlike one process's: a prediction may land in
+    // the next of 4096 buckets.
+    EXPECT_NEAR(two[i], one[i], 1e-4) << "step " << i + 1;
+  }
+  const double mean = Column(dir_ / "ps.jsonl", "auc_mean").back();
+  EXPECT_GT(std::abs(mean - one.back()), 2e-4) << "mean " << mean << " whole " << one.back();
+  const std::vector<double> loss_one = Column(dir_ / "one.jsonl", "loss");
+  const std::vector<double> loss_two = Column(dir_ / "ps.jsonl", "loss");
+  EXPECT_NEAR(loss_two.back(), loss_one.back(), 1e-4);
 }
 
 }  // namespace

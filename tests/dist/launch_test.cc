@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -771,11 +772,15 @@ TEST_F(LaunchTest, PsJobGivesServersAndWorkersTheirRoles) {
     EXPECT_EQ(env["PADDLE_TRAINERS_NUM"], "2");
     EXPECT_EQ(env["LOCAL_WORLD_SIZE"], "4");
     EXPECT_EQ(env["FLEET_JOB_ID"], "psjob");
-    // Unlike Paddle's launch_ps, no server's address leaks into a worker.
+    // Unlike Paddle's launch_ps, no server's address leaks into a worker. The master is the
+    // workers' own store, served by the launcher (the caller's MASTER_ADDR is replaced).
     for (const char* gone : {"POD_IP", "PADDLE_PORT", "PADDLE_PSERVER_ID", "RANK",
-                             "MASTER_ADDR", "MASTER_PORT", "FLEET_MPI_SYMMETRIC"}) {
+                             "FLEET_MPI_SYMMETRIC"}) {
       EXPECT_EQ(env.count(gone), 0u) << gone;
     }
+    EXPECT_EQ(env["MASTER_ADDR"], "127.0.0.1");
+    EXPECT_GT(std::atoi(env["MASTER_PORT"].c_str()), 0) << env["MASTER_PORT"];
+    EXPECT_EQ(env["FLEET_MASTER_SERVED"], "1");
     std::string expected;
     for (int k = 0; k < 3; ++k) {
       expected += "worker " + std::to_string(i) + " line " + std::to_string(k) + "\n";
