@@ -5,7 +5,9 @@ and `--runs` times each, examples/ctr_dnn/ctr_dnn.fleet in one fleet-host proces
 variable-length slots as sequence tensors through embedding + sequence_pool) and its PyTorch
 twin bench/torch_ctr_dnn.py (nn.EmbeddingBag over offsets) on the same files, with the same
 batch, thread count, network and optimizer. The table gives the median samples/s of each over
-the timed steps (after `--warmup`) and the ratio fleet/torch.
+the timed steps (after `--warmup`) and the ratio fleet/torch. In the same runs
+fleet_reader_bench --ctr parses the same files as the example's feeds (MultiSlot, 26
+variable-length slots), so the table also says how far the reader outruns the step it feeds.
 
   /usr/bin/python3 bench/ctr_dnn.py [--fleet-host build/bin/fleet-host] [--runs 5]
 
@@ -87,18 +89,30 @@ def main():
         data_dir = os.path.join(work, "data")
         subprocess.run([sys.executable, os.path.join(EXAMPLE, "make_data.py"), data_dir,
                         "--lines", str(args.lines)], check=True, stdout=subprocess.DEVNULL)
-        fleet, torch, aucs = [], [], []
+        fleet, torch, aucs, reads = [], [], [], {}
+        reader = os.path.join(os.path.dirname(args.fleet_host), "fleet_reader_bench")
         for _ in range(args.runs):
             rate, auc = run_fleet(args, work, data_dir)
             fleet.append(rate)
             aucs.append(auc)
             torch.append(run_torch(args, data_dir))
+            out = subprocess.run([reader, "--ctr", data_dir, "--batch", str(args.batch),
+                                  "--reps", "1"], check=True, capture_output=True, text=True)
+            for line in out.stdout.splitlines():
+                j = json.loads(line)
+                reads.setdefault(j["case"], []).append(j["samples_per_s"])
     f, t = statistics.median(fleet), statistics.median(torch)
     print(f"CTR-DNN, batch {args.batch}, {args.threads} thread(s), median of {args.runs} runs")
     print("| case | fleet samples/s | torch samples/s | fleet/torch |")
     print("|---|---:|---:|---:|")
     print(f"| CTR-DNN 26 slots x [10000, 10], 3x fc-400 | {f:,.0f} | {t:,.0f} | {f / t:.2f} |")
     print(f"fleet's AUC at the last step of each run: {aucs}")
+    print()
+    print("| reading the same files (fleet_reader_bench --ctr) | samples/s | x the step |")
+    print("|---|---:|---:|")
+    for case, values in reads.items():
+        r = statistics.median(values)
+        print(f"| {case} | {r:,.0f} | {r / f:.1f} |")
 
 
 if __name__ == "__main__":
