@@ -85,24 +85,25 @@ StatusOr<std::unique_ptr<data::DataSource>> MakeDataSource(const Config& config,
 namespace {
 
 // "train.batch_size = 64 (x 2 trainers)"
-std::string BatchSizeKey(const Config& config, int64_t copies, const std::string& copies_text) {
-  return "train.batch_size = " + std::to_string(config.train.batch_size) +
+std::string BatchSizeKey(const Config& config, int64_t copies, const std::string& copies_text,
+                         std::string_view key) {
+  return std::string(key) + " = " + std::to_string(config.train.batch_size) +
          (copies > 1 ? " (x " + std::to_string(copies) + " " + copies_text + ")" : "");
 }
 
 }  // namespace
 
 Status NameBatchSize(const Status& status, const Config& config, int64_t copies,
-                     const std::string& copies_text) {
+                     const std::string& copies_text, std::string_view key) {
   if (status.code() != Code::kResourceExhausted) return status;
-  return status.WithContext(BatchSizeKey(config, copies, copies_text));
+  return status.WithContext(BatchSizeKey(config, copies, copies_text, key));
 }
 
 Status CheckBatchMemory(const Config& config, const std::vector<data::FeedSpec>& feeds,
-                        int64_t copies, const std::string& copies_text) {
+                        int64_t copies, const std::string& copies_text, std::string_view key_name) {
   const Config::Data& d = config.data;
   const int64_t batch_size = config.train.batch_size;
-  const std::string key = BatchSizeKey(config, copies, copies_text);
+  const std::string key = BatchSizeKey(config, copies, copies_text, key_name);
   // A sequence feed's sample has the length its line gives, unknown before the data is read:
   // it is counted as one row and its offset, the size of a sample whose sequences average one
   // row. Longer sequences make a batch larger than this estimate.

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "config/config.h"
@@ -31,13 +32,16 @@ StatusOr<std::unique_ptr<data::DataSource>> MakeDataSource(const Config& config,
 // use (support/host_memory.h). A sequence feed's length is not known before its data is read: a
 // sample's sequence is counted as one row plus its offset, so data whose sequences average more
 // rows than one can need more than the check allowed for (the message says so).
+// `key` names the batch size in messages: an evaluation's is config.train.batch_size of a copy,
+// named "eval.batch_size".
 Status CheckBatchMemory(const Config& config, const std::vector<data::FeedSpec>& feeds,
-                        int64_t copies, const std::string& copies_text);
+                        int64_t copies, const std::string& copies_text,
+                        std::string_view key = "train.batch_size");
 
 // `status` from preparing a program for batches of train.batch_size * `copies` rows: when it is
 // RESOURCE_EXHAUSTED (the program's tensors do not fit), the key that sized them is named too.
 Status NameBatchSize(const Status& status, const Config& config, int64_t copies,
-                     const std::string& copies_text);
+                     const std::string& copies_text, std::string_view key = "train.batch_size");
 
 // The width of the prediction a label is compared with: the last dim of the other input of the
 // first op in `main` that reads `label` (e.g. cross_entropy's X). 0 when it cannot be told.

@@ -112,15 +112,22 @@ StatusOr<std::unique_ptr<Evaluator>> Evaluator::Create(const Config& config,
     e->stats_.push_back({feed, out, fetches.size()});
     fetches.push_back(out);
   }
+  // The eval batch sizes memory as the training batch does: checked before anything is drawn
+  // or prepared for it (a global draw holds every trainer's share).
+  Config sized = EvalDataConfig(config);
+  sized.train.batch_size = e->batch_size_;
+  FLEET_ASSIGN_OR_RETURN(e->source_, MakeDataSource(sized, programs, feeds, rank, trainers));
+  e->global_draw_ = trainers > 1 && !e->source_->sharded();
+  FLEET_RETURN_IF_ERROR(CheckBatchMemory(sized, feeds, e->global_draw_ ? trainers : 1,
+                                         "trainers", "eval.batch_size"));
   auto prepared = executor.Prepare(e->program_, shapes, fetches, sequences);
-  if (!prepared.ok()) return prepared.status().WithContext("eval: the forward program");
+  if (!prepared.ok()) {
+    return NameBatchSize(prepared.status().WithContext("eval: the forward program"), sized, 1, "",
+                         "eval.batch_size");
+  }
   e->prepared_ = std::move(*prepared);
   FLEET_ASSIGN_OR_RETURN(e->global_auc_,
                          GlobalAuc::Create(executor, e->program_, e->reported_));
-
-  FLEET_ASSIGN_OR_RETURN(e->source_,
-                         MakeDataSource(EvalDataConfig(config), programs, feeds, rank, trainers));
-  e->global_draw_ = trainers > 1 && !e->source_->sharded();
   e->rank_ = rank;
   e->trainers_ = trainers;
   const int64_t draw = e->global_draw_ ? e->batch_size_ * trainers : e->batch_size_;

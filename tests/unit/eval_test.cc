@@ -181,6 +181,15 @@ TEST_F(EvalTest, RefusesWhatCannotBeEvaluated) {
             std::string::npos) << s.ToString();
 
   c = BaseConfig();
+  c.eval.filelist = {data_.string()};
+  c.eval.batch_size = int64_t{1} << 40;  // sizes no allocation: refused before any
+  s = Run(c, "0.1");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), Code::kResourceExhausted) << s.ToString();
+  EXPECT_NE(s.message().find("eval.batch_size = 1099511627776"), std::string::npos)
+      << s.ToString();
+
+  c = BaseConfig();
   c.data = Config::Data{};  // synthetic
   c.eval.filelist = {data_.string()};
   s = Run(c, "0.1");
