@@ -87,6 +87,15 @@ StatusOr<std::unique_ptr<Evaluator>> Evaluator::Create(const Config& config,
     e->reported_.push_back(r);
     fetches.push_back(r.var);
   }
+  // Records carry eval_<name> beside the reported names: none may be one of them.
+  std::set<std::string> eval_keys = {"eval_loss"};
+  for (const ReportedVar& r : e->reported_) eval_keys.insert("eval_" + r.name);
+  for (const ReportedVar& r : reported) {
+    if (eval_keys.count(r.name) != 0) {
+      return InvalidArgument(r.what + ": '" + r.name + "' is also the record key of an "
+                             "evaluation's figure (" + where + ")");
+    }
+  }
   auto pruned = checkpoint::PruneForInference(forward, {}, fetches);
   if (!pruned.ok()) return pruned.status().WithContext("eval: the forward program");
   e->program_ = std::move(pruned->program);

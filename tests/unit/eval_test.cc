@@ -74,9 +74,10 @@ class EvalTest : public ::testing::Test {
     return c;
   }
 
-  // Trains kProgram (LR replaced by `lr`) under `config`, with the forward program for [eval].
-  Status Run(const Config& config, const std::string& lr) {
-    std::string text = kProgram;
+  // Trains kProgram with `extra` appended (LR replaced by `lr`) under `config`, with the
+  // forward program for [eval].
+  Status Run(const Config& config, const std::string& lr, const std::string& extra = "") {
+    std::string text = std::string(kProgram) + extra;
     text.replace(text.find("LR"), 2, lr);
     const fs::path program = dir_.Write("model.fleet", text);
     auto optimized = BuildPrograms(program, Stage::kOptimized);
@@ -196,6 +197,14 @@ TEST_F(EvalTest, RefusesWhatCannotBeEvaluated) {
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("[eval] reads files in the format of data.source, which must then be "
                              "\"csv\" or \"multislot\", not \"synthetic\""),
+            std::string::npos) << s.ToString();
+
+  c = BaseConfig();
+  c.eval.filelist = {data_.string()};
+  c.train.fetch = {"eval_auc"};  // a var of that name would take the evaluation's AUC's key
+  s = Run(c, "0.1", "eval_auc = scale(avg, scale=1.0)\n");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("'eval_auc' is also the record key of an evaluation's figure"),
             std::string::npos) << s.ToString();
 
   c = BaseConfig();
