@@ -126,12 +126,21 @@ Status RunTrainer(const Config& config, const Role& role, const frontend::Parsed
     // their own, over which they report the job's figures. Without one (another launcher, or a
     // device other than the CPU) each trainer reports its own.
     if (role.world_size > 1 && !role.master_addr.empty() && selection.comm != nullptr) {
-      FLEET_ASSIGN_OR_RETURN(job, Job::Open(config, role, selection.comm, selection.device,
-                                            request.env));
-      Status ring = job->collectives()->InitRing(0, static_cast<int32_t>(role.world_size),
-                                                 static_cast<int32_t>(role.rank));
-      if (!ring.ok()) return ring.WithContext("the trainers' ring for the job's figures");
-      FLEET_ASSIGN_OR_RETURN(dist.figures, job->collectives()->Ring(0));
+      Status ring = [&]() -> Status {
+        FLEET_ASSIGN_OR_RETURN(job, Job::Open(config, role, selection.comm, selection.device,
+                                              request.env));
+        FLEET_RETURN_IF_ERROR(job->collectives()->InitRing(
+            0, static_cast<int32_t>(role.world_size), static_cast<int32_t>(role.rank)));
+        FLEET_ASSIGN_OR_RETURN(dist.figures, job->collectives()->Ring(0));
+        return OkStatus();
+      }();
+      if (!ring.ok()) {
+        // As after a failed step: the servers end the job now rather than at their deadline.
+        ring = ring.WithContext("the trainers' ring for the job's figures");
+        (void)ps->Abort(ring.ToString());
+        ps->Close();
+        return ring.WithContext(file + " (trainer " + std::to_string(role.rank) + ")");
+      }
     }
     dist.pservers = static_cast<int64_t>(role.pserver_endpoints.size());
     if (role.rank == 0) {
