@@ -99,7 +99,8 @@ FleetStatus* Guard(const FleetKernelContext* kc, F&& body) {
 }
 
 // ---- parallel loops -----------------------------------------------------------------------
-// Every parallel loop of the plugin goes through ParallelFor, so that a small one never forks.
+// The plugin's parallel loops go through ParallelFor, so that a small one never forks (the
+// float64 reference convolutions keep OpenMP loops of their own: each item is a whole plane).
 // Starting and joining an OpenMP team costs microseconds on an idle machine; on a loaded one
 // (other ranks, other jobs) a team member that is not scheduled keeps the others spinning at the
 // join for whole time slices, which made a CTR model of many small ops run 30x slower than on
