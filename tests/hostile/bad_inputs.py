@@ -619,6 +619,7 @@ CONFIG_KEYS = {
               "log_every": "int", "metrics_file": "str", "profile": "bool",
               "save_params_dir": "str", "init_from": "str", "check_replicas": "bool"},
     "checkpoint": {"dir": "str", "every_steps": "int", "keep": "int", "resume": "bool"},
+    "eval": {"filelist": "strlist", "every_steps": "int", "batch_size": "int", "batches": "int"},
     "data": {"source": "str", "label": "str", "classes": "int", "filelist": "strlist",
              "slots": "strlist", "dataset": "str", "shuffle": "bool", "last_batch": "str",
              "bad_lines": "str", "queue_batches": "int", "shard": "str"},
@@ -733,6 +734,7 @@ def gen_config(ctx: Context) -> List[Case]:
                           ("an unknown key under [device]", "[device]\nbackend = \"cpu\"\nx = 1\n", False),
                           ("an unknown key in [data.csv]", "[data.csv]\nnope = 1\n", False),
                           ("an unknown key in [checkpoint]", "[checkpoint]\ndri = \"x\"\n", False),
+                          ("an unknown key in [eval]", "[eval]\nevery_step = 1\n", False),
                           ("an unknown key under [role]", "[role]\nranks = 1\n", False),
                           ("an unknown table under [plugins]", "[plugins.nope]\nx = 1\n", False),
                           ("a dotted key in a known table", "[train]\nsteps.x = 1\n", False)):
