@@ -652,19 +652,27 @@ class Checker {
     }
   }
 
+  // Files or glob patterns, made absolute: relative to the config file, or to the current
+  // directory when given with --set.
+  void ReadFileList(const toml::node& node, std::string_view path,
+                    std::vector<std::string>& out) {
+    ReadStrings(node, path,
+                [&](const toml::node& item, const std::string& item_path,
+                    const std::string& value) {
+                  if (value.empty()) {
+                    diag_.AtValue(item, item_path, "expected a file path or pattern, got ''");
+                    return;
+                  }
+                  out.push_back(
+                      Absolute(diag_.IsOverride(item) ? cwd_ : base_dir_, value).string());
+                });
+  }
+
   void ReadEval(const toml::table& t, Config::Eval& out) {
     CheckKeys(t, "eval", {"filelist", "every_steps", "batch_size", "batches"});
     if (const toml::node* n = t.get("filelist")) {
       out.where = diag_.Where(*n, "eval.filelist");
-      ReadStrings(*n, "eval.filelist",
-                  [&](const toml::node& item, const std::string& path, const std::string& value) {
-                    if (value.empty()) {
-                      diag_.AtValue(item, path, "expected a file path or pattern, got ''");
-                      return;
-                    }
-                    out.filelist.push_back(
-                        Absolute(diag_.IsOverride(item) ? cwd_ : base_dir_, value).string());
-                  });
+      ReadFileList(*n, "eval.filelist", out.filelist);
     }
     if (out.filelist.empty()) out.where.clear();  // `filelist = []` evaluates nothing
     ReadInt(t, "eval", "every_steps", 0, out.every_steps);
@@ -800,15 +808,7 @@ class Checker {
     }
     ReadInt(t, "data", "classes", 0, out.classes, kMaxBatch);
     if (const toml::node* n = t.get("filelist")) {
-      ReadStrings(*n, "data.filelist",
-                  [&](const toml::node& item, const std::string& path, const std::string& value) {
-                    if (value.empty()) {
-                      diag_.AtValue(item, path, "expected a file path or pattern, got ''");
-                      return;
-                    }
-                    out.filelist.push_back(
-                        Absolute(diag_.IsOverride(item) ? cwd_ : base_dir_, value).string());
-                  });
+      ReadFileList(*n, "data.filelist", out.filelist);
     }
     if (const toml::node* n = t.get("slots")) {
       ReadStrings(*n, "data.slots",
