@@ -117,11 +117,9 @@ bool GlobalAuc::Covers(size_t index) const {
                      [&](const Entry& e) { return e.index == index; });
 }
 
-Status GlobalAuc::Compute(Communicator& world, std::vector<double>& metrics,
-                          const std::map<std::string, exec::HostTensor>* stats) {
-  if (entries_.empty()) return OkStatus();
-  // This trainer's histograms, from `stats` or read from the scope (on a GPU, after the step's
-  // kernels).
+Status GlobalAuc::Add(const exec::Scope& scope,
+                      const std::map<std::string, exec::HostTensor>* stats) {
+  // The histograms from `stats`, or read from the scope (on a GPU, after the step's kernels).
   size_t at = 0;
   exec::HostTensor read;
   for (const Entry& e : entries_) {
@@ -132,7 +130,7 @@ Status GlobalAuc::Compute(Communicator& world, std::vector<double>& metrics,
         if (it == stats->end()) return Internal(e.what + ": no statistics '" + *var + "'");
         found = &it->second;
       } else {
-        FLEET_ASSIGN_OR_RETURN(read, executor_.scope().Read(*var));
+        FLEET_ASSIGN_OR_RETURN(read, scope.Read(*var));
         found = &read;
       }
       const exec::HostTensor& t = *found;
@@ -141,16 +139,16 @@ Status GlobalAuc::Compute(Communicator& world, std::vector<double>& metrics,
                         ir::TypeShapeText(t.dtype, t.dims) + ", not the int64 histograms of " +
                         std::to_string(e.buckets) + " buckets its op was prepared with");
       }
-      std::memcpy(sums_.data() + at, t.data<int64_t>() + e.offset,
-                  static_cast<size_t>(e.buckets) * sizeof(int64_t));
+      const int64_t* counts = t.data<int64_t>() + e.offset;
+      for (int64_t b = 0; b < e.buckets; ++b) sums_[at + static_cast<size_t>(b)] += counts[b];
       at += static_cast<size_t>(e.buckets);
     }
   }
-  FLEET_RETURN_IF_ERROR(world
-                            .AllReduceHost(sums_.data(), FLEET_DTYPE_INT64,
-                                           static_cast<int64_t>(sums_.size()), FLEET_REDUCE_SUM)
-                            .WithContext("the global AUC's statistics"));
-  at = 0;
+  return OkStatus();
+}
+
+Status GlobalAuc::FromSums(std::vector<double>& metrics) {
+  size_t at = 0;
   for (Entry& e : entries_) {
     const size_t bytes = static_cast<size_t>(e.buckets) * sizeof(int64_t);
     std::memcpy(e.feeds[kPos].bytes.data(), sums_.data() + at, bytes);
@@ -163,6 +161,26 @@ Status GlobalAuc::Compute(Communicator& world, std::vector<double>& metrics,
     FLEET_ASSIGN_OR_RETURN(metrics[e.index], ScalarValue(fetched_[0], e.what));
   }
   return OkStatus();
+}
+
+Status GlobalAuc::Compute(Communicator& world, std::vector<double>& metrics,
+                          const std::map<std::string, exec::HostTensor>* stats) {
+  if (entries_.empty()) return OkStatus();
+  std::fill(sums_.begin(), sums_.end(), int64_t{0});
+  FLEET_RETURN_IF_ERROR(Add(executor_.scope(), stats));
+  FLEET_RETURN_IF_ERROR(world
+                            .AllReduceHost(sums_.data(), FLEET_DTYPE_INT64,
+                                           static_cast<int64_t>(sums_.size()), FLEET_REDUCE_SUM)
+                            .WithContext("the global AUC's statistics"));
+  return FromSums(metrics);
+}
+
+Status GlobalAuc::ComputeOverDevices(const std::vector<const exec::Scope*>& scopes,
+                                     std::vector<double>& metrics) {
+  if (entries_.empty()) return OkStatus();
+  std::fill(sums_.begin(), sums_.end(), int64_t{0});
+  for (const exec::Scope* scope : scopes) FLEET_RETURN_IF_ERROR(Add(*scope, nullptr));
+  return FromSums(metrics);
 }
 
 }  // namespace fleet

@@ -54,6 +54,12 @@ class GlobalAuc {
   Status Compute(Communicator& world, std::vector<double>& metrics,
                  const std::map<std::string, exec::HostTensor>* stats = nullptr);
 
+  // The same for the devices of one process (strategy.collective_mode
+  // "single_process_multi_thread"): the statistics of every scope in `scopes` (each device's,
+  // all prepared with `main`) summed on the host, with no communicator.
+  Status ComputeOverDevices(const std::vector<const exec::Scope*>& scopes,
+                            std::vector<double>& metrics);
+
  private:
   struct Entry {
     size_t index = 0;          // in the reported vars
@@ -67,6 +73,10 @@ class GlobalAuc {
   };
 
   explicit GlobalAuc(exec::Executor& executor) : executor_(executor) {}
+  // Adds the covered ops' histograms, from `stats` or else read from `scope`, into sums_.
+  Status Add(const exec::Scope& scope, const std::map<std::string, exec::HostTensor>* stats);
+  // Sets each covered metric to the AUC its auc op computes from sums_.
+  Status FromSums(std::vector<double>& metrics);
 
   exec::Executor& executor_;
   std::vector<Entry> entries_;

@@ -11,6 +11,7 @@
 #include "data/source.h"
 #include "fleet/fleet_plugin.h"
 #include "job/data_sources.h"
+#include "job/global_auc.h"
 #include "job/metrics.h"
 #include "job/pipeline.h"
 #include "job/train_state.h"
@@ -92,6 +93,11 @@ StatusOr<TrainSummary> TrainOnDevices(const Config& config,
   }
   const std::optional<std::string> lr_var = LearningRateVar(programs.main);
 
+  // Reported AUCs are the whole batch's: from the devices' statistics summed (job/global_auc.h).
+  FLEET_ASSIGN_OR_RETURN(std::unique_ptr<GlobalAuc> global_auc,
+                         GlobalAuc::Create(runner->executor(0), programs.main, reported));
+  std::vector<const exec::Scope*> scopes;
+  for (int32_t d = 0; d < num_devices; ++d) scopes.push_back(&runner->executor(d).scope());
   std::vector<std::string> metric_names;
   for (const ReportedVar& r : reported) metric_names.push_back(r.name);
   ProgressLog progress(train, rows, std::to_string(num_devices) + " devices", out, metric_names);
@@ -126,7 +132,7 @@ StatusOr<TrainSummary> TrainOnDevices(const Config& config,
     }
     FLEET_RETURN_IF_ERROR(CheckLoss(loss, step, programs.loss));
     if (progress.Due(step)) {
-      // Reported vars, as the loss: the mean over devices.
+      // Reported vars, as the loss: the mean over devices (AUCs: of the summed statistics).
       StepReport report = progress.Measure(step);
       report.loss = loss;
       report.metrics.assign(reported.size(), 0.0);
@@ -138,6 +144,7 @@ StatusOr<TrainSummary> TrainOnDevices(const Config& config,
           report.metrics[i] += v / num_devices;
         }
       }
+      FLEET_RETURN_IF_ERROR(global_auc->ComputeOverDevices(scopes, report.metrics));
       if (lr_var) {
         FLEET_ASSIGN_OR_RETURN(report.lr, LearningRateValue(runner->executor(0), *lr_var));
       }

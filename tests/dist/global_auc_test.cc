@@ -127,6 +127,34 @@ TEST_F(GlobalAucTest, TwoTrainersReportTheAucOfTheWholeData) {
   EXPECT_EQ(Column(dir_ / "one.jsonl", "auc_mean").back(), whole);
 }
 
+// The devices of one process (single_process_multi_thread) sum their statistics on the host.
+TEST_F(GlobalAucTest, DevicesOfOneProcessReportTheAucOfTheWholeBatch) {
+  {
+    RankProcess one(RunArgs({"train.batch_size=64",
+                             "train.metrics_file=" + (dir_ / "one.jsonl").string()}),
+                    {}, dir_ / "one.log");
+    ASSERT_EQ(one.Wait(milliseconds(60000)), 0) << one.Output();
+  }
+  {
+    RankProcess devices(RunArgs({"train.batch_size=32", "strategy.mode=collective",
+                                 "strategy.collective_mode=single_process_multi_thread",
+                                 "strategy.devices=2",
+                                 "train.metrics_file=" + (dir_ / "devices.jsonl").string()}),
+                        {}, dir_ / "devices.log");
+    ASSERT_EQ(devices.Wait(milliseconds(60000)), 0) << devices.Output();
+  }
+  const std::vector<double> one = Column(dir_ / "one.jsonl", "auc");
+  const std::vector<double> two = Column(dir_ / "devices.jsonl", "auc");
+  ASSERT_EQ(one.size(), 8u);
+  ASSERT_EQ(two.size(), one.size());
+  for (size_t i = 0; i < one.size(); ++i) {
+    EXPECT_NEAR(two[i], one[i], 1e-12) << "step " << i + 1;
+  }
+  // The mean of the devices' own AUCs misses it.
+  const double mean = Column(dir_ / "devices.jsonl", "auc_mean").back();
+  EXPECT_GT(std::abs(mean - one.back()), 1e-4) << "mean " << mean << " whole " << one.back();
+}
+
 // Two workers of a synchronous parameter-server job take one process's steps on the global
 // batch (the servers average their gradients), and over the ring fleet-host launch gives them
 // report that process's AUC, not trainer 0's.
