@@ -69,6 +69,15 @@ class GlobalAucTest : public ::testing::Test {
     return args;
   }
 
+  // The baseline: one process on the global batch of 64, its records in one.jsonl.
+  void RunOneProcess(const std::vector<std::string>& sets) const {
+    std::vector<std::string> all = {"train.batch_size=64",
+                                    "train.metrics_file=" + (dir_ / "one.jsonl").string()};
+    all.insert(all.end(), sets.begin(), sets.end());
+    RankProcess one(RunArgs(all), {}, dir_ / "one.log");
+    ASSERT_EQ(one.Wait(milliseconds(60000)), 0) << one.Output();
+  }
+
   // The value of `key` in every record of a metrics file.
   static std::vector<double> Column(const fs::path& metrics, const std::string& key) {
     std::vector<double> out;
@@ -85,12 +94,7 @@ class GlobalAucTest : public ::testing::Test {
 // so the sum histogram of its window is what gets summed.
 TEST_F(GlobalAucTest, TwoTrainersReportTheAucOfTheWholeData) {
   const std::string fetch = "train.fetch=[\"auc_0.tmp_1\"]";
-  {
-    RankProcess one(RunArgs({"train.batch_size=64", fetch,
-                             "train.metrics_file=" + (dir_ / "one.jsonl").string()}),
-                    {}, dir_ / "one.log");
-    ASSERT_EQ(one.Wait(milliseconds(60000)), 0) << one.Output();
-  }
+  ASSERT_NO_FATAL_FAILURE(RunOneProcess({fetch}));
   std::vector<std::unique_ptr<RankProcess>> ranks;
   for (int r = 0; r < 2; ++r) {
     const std::map<std::string, std::string> env = {{"PADDLE_TRAINER_ID", std::to_string(r)},
@@ -129,12 +133,7 @@ TEST_F(GlobalAucTest, TwoTrainersReportTheAucOfTheWholeData) {
 
 // The devices of one process (single_process_multi_thread) sum their statistics on the host.
 TEST_F(GlobalAucTest, DevicesOfOneProcessReportTheAucOfTheWholeBatch) {
-  {
-    RankProcess one(RunArgs({"train.batch_size=64",
-                             "train.metrics_file=" + (dir_ / "one.jsonl").string()}),
-                    {}, dir_ / "one.log");
-    ASSERT_EQ(one.Wait(milliseconds(60000)), 0) << one.Output();
-  }
+  ASSERT_NO_FATAL_FAILURE(RunOneProcess({}));
   {
     RankProcess devices(RunArgs({"train.batch_size=32", "strategy.mode=collective",
                                  "strategy.collective_mode=single_process_multi_thread",
@@ -159,12 +158,7 @@ TEST_F(GlobalAucTest, DevicesOfOneProcessReportTheAucOfTheWholeBatch) {
 // batch (the servers average their gradients), and over the ring fleet-host launch gives them
 // report that process's AUC, not trainer 0's.
 TEST_F(GlobalAucTest, ParameterServerTrainersReportTheAucOfTheWholeData) {
-  {
-    RankProcess one(RunArgs({"train.batch_size=64",
-                             "train.metrics_file=" + (dir_ / "one.jsonl").string()}),
-                    {}, dir_ / "one.log");
-    ASSERT_EQ(one.Wait(milliseconds(60000)), 0) << one.Output();
-  }
+  ASSERT_NO_FATAL_FAILURE(RunOneProcess({}));
   std::vector<std::string> args = {kHost,   "launch", "--servers", "1",
                                    "--workers", "2",  "--log-dir", (dir_ / "logs").string(),
                                    "--"};
