@@ -115,6 +115,7 @@ void RegisterNnOps(OpRegistry& registry) {
   RegisterNnSampledOps(registry);
   RegisterNnRnnOps(registry);
   RegisterSequenceOps(registry);
+  RegisterSequenceOffsetOps(registry);
   RegisterNnMetricOps(registry);
 }
 

@@ -25,6 +25,8 @@ void RegisterNnDeconvOps(OpRegistry& registry); // nn_deconv_ops.cc: conv2d_tran
 void RegisterNnSampledOps(OpRegistry& registry);  // nn_sampled_ops.cc: hierarchical_sigmoid, nce
 void RegisterNnRnnOps(OpRegistry& registry);      // nn_rnn_ops.cc: rnn (LSTM, GRU, simple RNN)
 void RegisterSequenceOps(OpRegistry& registry);   // sequence_ops.cc: sequence_pool
+void RegisterSequenceOffsetOps(OpRegistry& registry);  // sequence_offset_ops.cc: concat, slice,
+                                                       // unpad, expand
 void RegisterNnMetricOps(OpRegistry& registry);   // nn_metric_ops.cc: auc
 
 
@@ -56,6 +58,13 @@ ir::Op GradOp(const ir::Op& fwd, std::string type, const std::vector<std::string
 
 // Two dims agree unless both are known and differ.
 bool DimsMatch(int64_t a, int64_t b);
+
+// Sequence ops (sequence_ops.cc). Input `slot` must hold sequences; `what` says what the op does
+// with them.
+Status RequireSequences(const ShapeContext& c, std::string_view slot, std::string_view what);
+// A sequence kernel sees every sequence input's offsets, so an input that must be dense says so
+// rather than being silently read as rows.
+Status RequireDense(const ShapeContext& c, std::string_view slot, std::string_view why);
 
 
 }  // namespace fleet::ops

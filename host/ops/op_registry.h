@@ -111,6 +111,23 @@ using ShapeFn = std::function<Status(ShapeContext&)>;
 // every input gradient it can compute.
 using GradFn = std::function<std::vector<ir::Op>(const ir::Op& forward)>;
 
+// What an op whose sequence output has offsets of its own (OpSchema::derive_lod) makes them
+// from, at run time, before its kernel launches. Filled by the executor, and by the conformance
+// harness, which runs kernels without one.
+struct LodDeriveInputs {
+  const ir::Op* op = nullptr;
+  // Per input slot, per var: the offsets that var carries in this run, or nullptr when dense.
+  std::map<std::string, std::vector<const std::vector<int64_t>*>, std::less<>> offsets;
+  // Per slot of OpSchema::derive_reads, per var: its values (int32 and int64 read as int64).
+  std::map<std::string, std::vector<std::vector<int64_t>>, std::less<>> values;
+  int64_t capacity = 0;   // rows the output holds: its dims[0] from the shape function
+  int64_t sequences = 0;  // the output's sequences, from the shape function
+};
+// Writes the output's sequences + 1 offsets; an error for values the op cannot take (a slice
+// past its sequence, a length over the padded length) names the op, the slot and the sequence.
+// The caller checks the result rises from 0 to at most `capacity` as well.
+using LodDeriveFn = std::function<Status(const LodDeriveInputs&, std::vector<int64_t>& offsets)>;
+
 struct OpSchema {
   std::string type;
   std::vector<SlotSpec> inputs;
@@ -135,8 +152,22 @@ struct OpSchema {
   //    declare FLEET_KERNEL_FLAG_SEQUENCES are chosen; the shape function sets lod_level and
   //    sequences of its outputs, and a sequence output shares the offsets of the op's first
   //    sequence input.
+  //    A sequence kernel's output may instead follow an input listed for it in `lod_share`
+  //    (sequence_concat_grad: X@GRAD k follows X k).
   std::vector<std::pair<std::string, std::string>> lod_share;
   bool sequence_kernel = false;
+  // A sequence kernel whose inputs may hold different sequences (those of several feeds, or an
+  // input and an output with offsets of its own): it reads each tensor's own offsets, so the
+  // executor does not require its sequence inputs to share one set.
+  bool mixed_sequences = false;
+  // A sequence kernel whose output slot `derive_lod` has offsets of its own (sequence_concat,
+  // sequence_slice, sequence_unpad). The shape function sets that output's dims[0] to the most
+  // rows it can hold and its sequences; before each launch the executor calls `derive_offsets`
+  // with the inputs' offsets and the values of the slots in `derive_reads`, which it reads to
+  // the host (on a device without host memory that waits for the stream: the lengths are data).
+  std::string derive_lod;
+  std::vector<std::string> derive_reads;
+  LodDeriveFn derive_offsets;
   // Run by the host over the job's transport (a parameter-server RPC op: send, recv, barriers,
   // listen_and_serv), never by a device kernel. A transport addresses variables by name, which
   // the kernel ABI does not carry, so the executor hands these kernels, besides the schema's

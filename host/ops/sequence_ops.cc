@@ -5,9 +5,8 @@
 // over that sequence's rows. sequence_mask is a dense op (lengths in, masks out) kept here with
 // its family.
 //
-// A sequence output shares the offsets of the op's first sequence input (the executor's rule),
-// so only ops whose output keeps those rows and sequences are here; ops that make new offsets
-// (sequence_expand with another LoD, sequence_concat, sequence_slice, sequence_unpad) are not.
+// A sequence output here shares the offsets of the op's first sequence input (the executor's
+// rule); the ops that make offsets of their own are in sequence_offset_ops.cc.
 // Shapes that would depend on the lengths of a batch (sequence_pad's and sequence_mask's -1 =
 // the longest) are refused: buffers are sized when the program is prepared.
 #include "ops/nn_util.h"
@@ -85,27 +84,6 @@ void RegisterSequencePool(OpRegistry& registry) {
   RegisterBuiltin(registry, std::move(g));
 }
 
-
-// Input `slot` must hold sequences; `what` says what the op does with them.
-Status RequireSequences(const ShapeContext& c, std::string_view slot, std::string_view what) {
-  const TensorInfo& t = c.Input(slot);
-  if (t.lod_level != 1) {
-    return c.Error("input " + std::string(slot) + " '" + std::string(c.op().InputOne(slot)) +
-                   "' is dense; " + c.op().type + " " + std::string(what) +
-                   " (a var declared with lod_level=1, or one that follows such a var's "
-                   "sequences)");
-  }
-  if (t.dims.empty()) return c.Error("input " + std::string(slot) + " must have a rows dimension");
-  return OkStatus();
-}
-
-// A sequence kernel sees every sequence input's offsets, so an input that must be dense says so
-// here rather than being silently read as rows.
-Status RequireDense(const ShapeContext& c, std::string_view slot, std::string_view why) {
-  if (c.Input(slot).lod_level == 0) return OkStatus();
-  return c.Error("input " + std::string(slot) + " '" + std::string(c.op().InputOne(slot)) +
-                 "' holds sequences, but " + c.op().type + " takes it dense: " + std::string(why));
-}
 
 // ---- sequence_softmax -------------------------------------------------------------------------
 
@@ -350,6 +328,24 @@ void RegisterSequenceExpandAs(OpRegistry& registry) {
 }
 
 }  // namespace
+
+Status RequireSequences(const ShapeContext& c, std::string_view slot, std::string_view what) {
+  const TensorInfo& t = c.Input(slot);
+  if (t.lod_level != 1) {
+    return c.Error("input " + std::string(slot) + " '" + std::string(c.op().InputOne(slot)) +
+                   "' is dense; " + c.op().type + " " + std::string(what) +
+                   " (a var declared with lod_level=1, or one that follows such a var's "
+                   "sequences)");
+  }
+  if (t.dims.empty()) return c.Error("input " + std::string(slot) + " must have a rows dimension");
+  return OkStatus();
+}
+
+Status RequireDense(const ShapeContext& c, std::string_view slot, std::string_view why) {
+  if (c.Input(slot).lod_level == 0) return OkStatus();
+  return c.Error("input " + std::string(slot) + " '" + std::string(c.op().InputOne(slot)) +
+                 "' holds sequences, but " + c.op().type + " takes it dense: " + std::string(why));
+}
 
 void RegisterSequenceOps(OpRegistry& registry) {
   RegisterSequencePool(registry);
