@@ -159,6 +159,12 @@ PreparedProgram::~PreparedProgram() {
       Log().warn("executor: freeing the offsets buffer of '{}': {}", l.feed, s.message());
     }
   }
+  for (Derivation& d : derivations_) {
+    for (Derivation::Read& r : d.reads) {
+      if (r.staging != nullptr) (void)device_->HostFree(r.staging);
+    }
+    if (d.copied != nullptr) (void)device_->EventDestroy(d.copied);
+  }
   if (feeds_copied_ != nullptr) (void)device_->EventDestroy(feeds_copied_);
   calls_.clear();  // kernel state may point into the arena
   if (arena_ != nullptr) {
@@ -178,6 +184,7 @@ void PreparedProgram::Swap(PreparedProgram& o) {
   std::swap(feed_shapes_, o.feed_shapes_);
   std::swap(feed_sequences_, o.feed_sequences_);
   std::swap(lod_sources_, o.lod_sources_);
+  std::swap(derivations_, o.derivations_);
   std::swap(paddings_, o.paddings_);
   std::swap(fetch_names_, o.fetch_names_);
   std::swap(infos_, o.infos_);
@@ -387,8 +394,9 @@ StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
       return Status(s.code(), label + ": " + s.message());
     }
     // An op's sequence inputs must be the same sequences (one feed's offsets): rows of two slots
-    // do not correspond, even when their capacities happen to agree.
-    {
+    // do not correspond, even when their capacities happen to agree. Kernels that read each
+    // tensor's own offsets (mixed_sequences) are the exception.
+    if (!schema->mixed_sequences) {
       std::string first_var;
       int first = -1;
       for (const auto& [slot, names] : op.inputs) {
@@ -401,8 +409,8 @@ StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
           } else if (it->second != first) {
             return InvalidArgument(
                 label + ": inputs '" + first_var + "' and '" + n +
-                "' hold different sequences (those of feeds '" +
-                p.lod_sources_[static_cast<size_t>(first)].feed + "' and '" +
+                "' hold different sequences (those of '" +
+                p.lod_sources_[static_cast<size_t>(first)].feed + "' and of '" +
                 p.lod_sources_[static_cast<size_t>(it->second)].feed +
                 "'), whose rows do not correspond; pool each first (sequence_pool)");
           }
@@ -414,7 +422,9 @@ StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
     auto source_of = [&](const std::string& slot, size_t k) -> int {
       std::string in_slot;
       size_t in_index = 0;
-      if (schema->sequence_kernel) {
+      const bool shared = std::any_of(schema->lod_share.begin(), schema->lod_share.end(),
+                                      [&](const auto& pair) { return pair.first == slot; });
+      if (schema->sequence_kernel && !shared) {
         for (const auto& [s, names] : op.inputs) {
           for (size_t j = 0; j < names.size() && in_slot.empty(); ++j) {
             if (lod_of.count(names[j]) > 0) {
@@ -458,7 +468,50 @@ StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
           return InvalidArgument(label + ": output " + slot + " '" + names[k] +
                                  "': " + bytes.status().message());
         }
-        if (info.lod_level != 0) {
+        if (info.lod_level != 0 && slot == schema->derive_lod) {
+          // Offsets of its own, made before each launch.
+          if (info.dims.empty() || info.sequences < 0) {
+            return Internal(label + ": output " + slot + " '" + names[k] +
+                            "' holds sequences of its own, but the shape function gave no "
+                            "rows or sequences");
+          }
+          if (v != nullptr && v->persistable) {
+            return InvalidArgument(label + ": output " + slot + " '" + names[k] +
+                                   "' would hold sequences, but it is persistable");
+          }
+          PreparedProgram::LodSource source;
+          source.feed = names[k];
+          source.sequences = info.sequences;
+          source.capacity = info.dims[0];
+          PreparedProgram::Derivation d;
+          d.op = i;
+          d.source = static_cast<int>(p.lod_sources_.size());
+          d.schema = schema;
+          for (const auto& [in_slot, in_names] : op.inputs) {
+            std::vector<int> sources;
+            for (const std::string& n : in_names) {
+              auto it = lod_of.find(n);
+              sources.push_back(it == lod_of.end() ? -1 : it->second);
+            }
+            d.inputs.emplace_back(in_slot, std::move(sources));
+          }
+          for (const std::string& read_slot : schema->derive_reads) {
+            for (const std::string& n : op.Input(read_slot)) {
+              const ops::TensorInfo& r = infos[n];
+              if (r.dtype != ir::DataType::kInt64 && r.dtype != ir::DataType::kInt32) {
+                return Internal(label + ": " + read_slot + " '" + n + "' is read for offsets "
+                                "but is not int64 or int32");
+              }
+              int64_t count = 1;
+              for (int64_t dim : r.dims) count *= dim;
+              d.reads.push_back({read_slot, n, nullptr, r.dtype, count, nullptr});
+            }
+          }
+          d.values.resize(d.reads.size());
+          lod_of[names[k]] = d.source;
+          p.lod_sources_.push_back(std::move(source));
+          p.derivations_.push_back(std::move(d));
+        } else if (info.lod_level != 0) {
           const int source = source_of(slot, k);
           if (source < 0) {
             return Internal(label + ": output " + slot + " '" + names[k] +
@@ -685,6 +738,19 @@ StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
                                                           sizeof(int64_t)));
     }
   }
+  for (PreparedProgram::Derivation& d : p.derivations_) {
+    for (PreparedProgram::Derivation::Read& r : d.reads) {
+      r.data = p.data_[r.var];
+      if (stream_ != nullptr) {
+        FLEET_ASSIGN_OR_RETURN(r.staging,
+                               device_.HostAlloc(static_cast<size_t>(r.count) *
+                                                 ir::DataTypeSize(r.dtype)));
+      }
+    }
+    if (stream_ != nullptr) {
+      FLEET_ASSIGN_OR_RETURN(d.copied, device_.EventCreate(options_.device_ordinal));
+    }
+  }
   // Offsets for the kernels that read them, and the padding rows each op's outputs leave.
   p.paddings_.resize(p.calls_.size());
   for (size_t i = 0; i < p.calls_.size(); ++i) {
@@ -732,6 +798,67 @@ StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
   }
   prepared->op_seconds_.assign(prepared->calls_.size(), 0.0);
   return prepared;
+}
+
+Status Executor::Derive(PreparedProgram& p, PreparedProgram::Derivation& d) {
+  const int32_t ordinal = options_.device_ordinal;
+  PreparedProgram::LodSource& out = p.lod_sources_[static_cast<size_t>(d.source)];
+  ops::LodDeriveInputs in;
+  in.op = &p.program_->global().ops[d.op];
+  in.capacity = out.capacity;
+  in.sequences = out.sequences;
+  for (const auto& [slot, sources] : d.inputs) {
+    auto& offsets = in.offsets[slot];
+    for (int source : sources) {
+      offsets.push_back(source < 0 ? nullptr
+                                   : &p.lod_sources_[static_cast<size_t>(source)].offsets);
+    }
+  }
+  // The values are data an earlier op may have just written: a device must finish first.
+  if (!d.reads.empty() && !host_memory_) {
+    for (const PreparedProgram::Derivation::Read& r : d.reads) {
+      const size_t bytes = static_cast<size_t>(r.count) * ir::DataTypeSize(r.dtype);
+      if (bytes > 0) {
+        FLEET_RETURN_IF_ERROR(device_.CopyToHost(ordinal, r.staging, r.data, bytes, stream_));
+      }
+    }
+    FLEET_RETURN_IF_ERROR(device_.StreamSynchronize(stream_));
+    d.pending = false;
+  }
+  for (size_t k = 0; k < d.reads.size(); ++k) {
+    const PreparedProgram::Derivation::Read& r = d.reads[k];
+    const void* src = host_memory_ ? r.data : r.staging;
+    std::vector<int64_t>& values = d.values[k];
+    values.resize(static_cast<size_t>(r.count));
+    for (size_t e = 0; e < values.size(); ++e) {
+      values[e] = r.dtype == ir::DataType::kInt64 ? static_cast<const int64_t*>(src)[e]
+                                                  : static_cast<const int32_t*>(src)[e];
+    }
+    in.values[r.slot].push_back(values);
+  }
+  FLEET_RETURN_IF_ERROR(d.schema->derive_offsets(in, out.offsets));
+  // The kernels trust offsets as they trust a feed's: checked like one.
+  const std::vector<int64_t>& o = out.offsets;
+  bool valid = static_cast<int64_t>(o.size()) == out.sequences + 1 && o[0] == 0 &&
+               o.back() <= out.capacity;
+  for (size_t s = 1; valid && s < o.size(); ++s) valid = o[s] >= o[s - 1];
+  if (!valid) {
+    return Internal(d.schema->type + ": the offsets made for '" + out.feed +
+                    "' do not rise from 0 to at most its " + std::to_string(out.capacity) +
+                    " rows over " + std::to_string(out.sequences) + " sequences");
+  }
+  const size_t bytes = o.size() * sizeof(int64_t);
+  if (host_memory_) {
+    std::memcpy(out.data, o.data(), bytes);
+    return OkStatus();
+  }
+  // The staging buffer may still feed the previous run's copy.
+  if (d.pending) FLEET_RETURN_IF_ERROR(device_.EventSynchronize(d.copied));
+  std::memcpy(out.staging, o.data(), bytes);
+  FLEET_RETURN_IF_ERROR(device_.CopyToDevice(ordinal, out.data, out.staging, bytes, stream_));
+  FLEET_RETURN_IF_ERROR(device_.EventRecord(d.copied, stream_));
+  d.pending = true;
+  return OkStatus();
 }
 
 Status Executor::ZeroRows(uint8_t* data, size_t row_bytes, int64_t from, int64_t to) {
@@ -878,9 +1005,17 @@ Status Executor::Run(PreparedProgram& p, const FeedMap& feeds, std::vector<HostT
       }
     }
   }
+  size_t next_derivation = 0;
   for (size_t i = 0; i < p.calls_.size(); ++i) {
     std::chrono::steady_clock::time_point start;
     if (options_.profile) start = std::chrono::steady_clock::now();
+    for (; next_derivation < p.derivations_.size() && p.derivations_[next_derivation].op == i;
+         ++next_derivation) {
+      Status s = Derive(p, p.derivations_[next_derivation]);
+      if (!s.ok()) {
+        return Status(s.code(), OpLabel(i, p.program_->global().ops[i]) + ": " + s.message());
+      }
+    }
     Status s = p.calls_[i]->Launch(p.next_launch_index_);
     if (!s.ok()) return Status(s.code(), "op #" + std::to_string(i) + ": " + s.message());
     for (const PreparedProgram::Padding& pad : p.paddings_[i]) {

@@ -122,14 +122,36 @@ class PreparedProgram {
     void* staging = nullptr;  // page-locked copy on the host (devices without host memory)
     int lod = -1;             // index in lod_sources_ for a sequence tensor
   };
-  // The offsets of one sequence feed, shared by every var that follows its sequences.
+  // The offsets of one sequence feed, or of the output of an op that makes offsets of its own
+  // (a Derivation), shared by every var that follows its sequences.
   struct LodSource {
-    std::string feed;
+    std::string feed;              // the feed, or the derived output var
     int64_t sequences = 0;
     int64_t capacity = 0;          // rows the preparation holds
     int64_t* data = nullptr;       // sequences + 1 offsets in the arena
     void* staging = nullptr;       // page-locked copy (devices without host memory)
     std::vector<int64_t> offsets;  // this run's offsets, on the host
+  };
+  // An op whose output has offsets of its own (OpSchema::derive_lod): Run makes them just
+  // before the op launches, from its inputs' offsets and the values of derive_reads.
+  struct Derivation {
+    size_t op = 0;
+    int source = -1;  // the output's offsets, in lod_sources_
+    const ops::OpSchema* schema = nullptr;
+    // Per input slot, each var's index in lod_sources_, or -1 for a dense var.
+    std::vector<std::pair<std::string, std::vector<int>>> inputs;
+    struct Read {  // a var of a derive_reads slot
+      std::string slot;
+      std::string var;
+      const void* data = nullptr;
+      ir::DataType dtype = ir::DataType::kInvalid;
+      int64_t count = 0;
+      void* staging = nullptr;  // page-locked copy (devices without host memory)
+    };
+    std::vector<Read> reads;
+    std::vector<std::vector<int64_t>> values;  // per read, refilled every run
+    FleetEvent* copied = nullptr;  // after the last copy of the offsets' staging buffer
+    bool pending = false;          // `copied` was recorded and not waited for yet
   };
   // Rows [rows, capacity) of a sequence output, zeroed after its op.
   struct Padding {
@@ -151,6 +173,7 @@ class PreparedProgram {
   FeedShapes feed_shapes_;
   FeedSequences feed_sequences_;
   std::vector<LodSource> lod_sources_;
+  std::vector<Derivation> derivations_;  // in op order
   std::vector<std::vector<Padding>> paddings_;  // per op
   std::vector<std::string> fetch_names_;
   std::map<std::string, ops::TensorInfo, std::less<>> infos_;
@@ -224,6 +247,8 @@ class Executor {
  private:
   // Prepares `p` again, in place, when a sequence feed has more rows than its capacity.
   Status FitSequences(PreparedProgram& p, const FeedMap& feeds);
+  // Makes the offsets of derivation `d` of `p` for this run (before its op launches).
+  Status Derive(PreparedProgram& p, PreparedProgram::Derivation& d);
   // Zeroes rows [from, to) of `data`, on the stream for devices.
   Status ZeroRows(uint8_t* data, size_t row_bytes, int64_t from, int64_t to);
 

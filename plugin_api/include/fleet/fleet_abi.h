@@ -146,8 +146,10 @@ typedef struct FleetTensor {
    * launch, so a kernel never has to write them. Only a kernel that declares
    * FLEET_KERNEL_FLAG_SEQUENCES (fleet_kernels.h) is handed offsets; every other kernel sees
    * lod == NULL, lod_count == 0 and a dense tensor of dims[0] rows, which is right for ops that
-   * treat rows alone (the host allows sequences only into ops whose schema says so). Read only
-   * when FLEET_HAS_FIELD(t, FleetTensor, lod_count). */
+   * treat rows alone (the host allows sequences only into ops whose schema says so). The
+   * offsets of an output are the host's too: a kernel reads them and never writes them (for an
+   * op whose output has sequences of its own, such as sequence_concat, the host makes them
+   * before the launch). Read only when FLEET_HAS_FIELD(t, FleetTensor, lod_count). */
   const int64_t* lod;
   int64_t lod_count;
 } FleetTensor;
