@@ -237,4 +237,100 @@ PlanStatus PlanSequenceExpandAs(const FleetKernelContext* kc, bool grad, Sequenc
   return PlanOk();
 }
 
+PlanStatus PlanSequenceConcat(const FleetKernelContext* kc, bool grad, SequenceConcatPlan* plan) {
+  const std::string op = OpName(kc);
+  const char* out_slot = grad ? "Out@GRAD" : "Out";
+  PlanStatus st = PlanSequenceRows(kc, grad ? Input(kc, out_slot) : Output(kc, out_slot),
+                                   out_slot, &plan->out);
+  if (!st.ok()) return st;
+  plan->inputs = static_cast<int64_t>(InputCount(kc, "X"));
+  if (plan->inputs == 0) return PlanInvalid(op + ": X needs at least one input");
+  int64_t rows = 0;
+  for (int64_t k = 0; k < plan->inputs; ++k) {
+    const FleetTensor* x = Input(kc, "X", static_cast<size_t>(k));
+    SequenceRows r;
+    st = PlanSequenceRows(kc, x, "X", &r);
+    if (!st.ok()) return st;
+    if (r.sequences != plan->out.sequences || r.width != plan->out.width ||
+        x->dtype != (grad ? Input(kc, out_slot) : Output(kc, out_slot))->dtype) {
+      return PlanInvalid(op + ": X #" + std::to_string(k) + " " + DimsText(x) + " with " +
+                         std::to_string(r.sequences) + " sequences does not match " + out_slot +
+                         "'s " + std::to_string(plan->out.sequences) +
+                         " sequences of rows of " + std::to_string(plan->out.width) +
+                         " values and its dtype");
+    }
+    rows += r.capacity;
+    if (grad && k < static_cast<int64_t>(OutputCount(kc, "X@GRAD"))) {
+      const FleetTensor* dx = Output(kc, "X@GRAD", static_cast<size_t>(k));
+      if (dx != nullptr && !SameDims(dx, x)) {
+        return PlanInvalid(op + ": X@GRAD #" + std::to_string(k) + " must have X's shape " +
+                           DimsText(x));
+      }
+    }
+  }
+  if (plan->out.capacity < rows) {
+    return PlanInvalid(op + ": " + out_slot + " holds " + std::to_string(plan->out.capacity) +
+                       " rows, fewer than the inputs' " + std::to_string(rows));
+  }
+  return PlanOk();
+}
+
+PlanStatus PlanSequenceSlice(const FleetKernelContext* kc, bool grad, SequenceSlicePlan* plan) {
+  const std::string op = OpName(kc);
+  const FleetTensor* x = Input(kc, "X");
+  PlanStatus st = PlanSequenceRows(kc, x, "X", &plan->x);
+  if (!st.ok()) return st;
+  const char* out_slot = grad ? "Out@GRAD" : "Out";
+  const FleetTensor* out = grad ? Input(kc, out_slot) : Output(kc, out_slot);
+  st = PlanSequenceRows(kc, out, out_slot, &plan->out);
+  if (!st.ok()) return st;
+  if (plan->out.sequences != plan->x.sequences || plan->out.width != plan->x.width ||
+      plan->out.capacity > plan->x.capacity) {
+    return PlanInvalid(op + ": " + out_slot + " " + DimsText(out) + " must hold X's " +
+                       std::to_string(plan->x.sequences) + " sequences in at most X's rows " +
+                       DimsText(x));
+  }
+  for (const char* slot : {"Offset", "Length"}) {
+    const FleetTensor* t = Input(kc, slot);
+    if (t == nullptr || t->dtype != FLEET_DTYPE_INT64 || Numel(t) != plan->x.sequences) {
+      return PlanInvalid(op + ": " + slot + " must be int64 with one value per sequence (" +
+                         std::to_string(plan->x.sequences) + ")");
+    }
+  }
+  const FleetTensor* dx = grad ? Output(kc, "X@GRAD") : nullptr;
+  if (dx != nullptr && !SameDims(dx, x)) {
+    return PlanInvalid(op + ": X@GRAD must have X's shape " + DimsText(x));
+  }
+  return PlanOk();
+}
+
+PlanStatus PlanSequenceUnpad(const FleetKernelContext* kc, bool grad, SequenceUnpadPlan* plan) {
+  const std::string op = OpName(kc);
+  const char* out_slot = grad ? "Out@GRAD" : "Out";
+  const FleetTensor* out = grad ? Input(kc, out_slot) : Output(kc, out_slot);
+  PlanStatus st = PlanSequenceRows(kc, out, out_slot, &plan->out);
+  if (!st.ok()) return st;
+  const FleetTensor* x = Input(kc, "X");
+  if (x == nullptr || x->ndim < 2) return PlanInvalid(op + ": X must be [S, L, ...]");
+  int64_t step = 1;
+  for (int32_t d = 2; d < x->ndim; ++d) step *= x->dims[d];
+  plan->padded_length = x->dims[1];
+  if (plan->out.sequences != x->dims[0] || plan->out.width != step ||
+      plan->out.capacity < x->dims[0] * x->dims[1]) {
+    return PlanInvalid(op + ": " + out_slot + " " + DimsText(out) + " must hold " +
+                       std::to_string(x->dims[0]) + " sequences of the steps of X " +
+                       DimsText(x));
+  }
+  const FleetTensor* length = Input(kc, "Length");
+  if (length == nullptr || length->dtype != FLEET_DTYPE_INT64 || Numel(length) != x->dims[0]) {
+    return PlanInvalid(op + ": Length must be int64 with one value per sequence (" +
+                       std::to_string(x->dims[0]) + ")");
+  }
+  const FleetTensor* dx = grad ? Output(kc, "X@GRAD") : nullptr;
+  if (dx != nullptr && !SameDims(dx, x)) {
+    return PlanInvalid(op + ": X@GRAD must have X's shape " + DimsText(x));
+  }
+  return PlanOk();
+}
+
 }  // namespace fleet::kernel

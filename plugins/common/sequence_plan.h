@@ -1,5 +1,6 @@
 // Planning and formulas of the sequence kernels (sequence_pool, sequence_softmax,
-// sequence_reverse, sequence_pad, sequence_mask, sequence_expand_as and their grads), shared by
+// sequence_reverse, sequence_pad, sequence_mask, sequence_expand_as / sequence_expand,
+// sequence_concat, sequence_slice, sequence_unpad and their grads), shared by
 // the CPU and the CUDA plugin so the two read offsets, attributes and shapes the same way.
 //
 // A sequence tensor arrives with FleetTensor.lod: lod_count = sequences + 1 offsets in the
@@ -95,9 +96,40 @@ struct SequenceMaskPlan {
 // sequence_mask: X (int32 or int64 lengths) -> Y = X.dims + [maxlen] of out_dtype.
 PlanStatus PlanSequenceMask(const FleetKernelContext* kc, SequenceMaskPlan* plan);
 
-// sequence_expand_as (grad = false: X [S, ...], Y (sequences) -> Out with Y's rows) and its grad
-// (X, Y, Out@GRAD -> X@GRAD [S, ...]). rows: Y's offsets and capacity, X's row width.
+// sequence_expand_as and sequence_expand (grad = false: X [S, ...], Y (sequences) -> Out with
+// Y's rows) and their grads (X, Y, Out@GRAD -> X@GRAD [S, ...]). rows: Y's offsets and
+// capacity, X's row width.
 PlanStatus PlanSequenceExpandAs(const FleetKernelContext* kc, bool grad, SequenceRows* rows);
+
+// ---- ops whose output has offsets of its own (the host makes them before the launch) ----------
+
+// sequence_concat (grad = false: X[0..n) -> Out) and sequence_concat_grad
+// (X[0..n), Out@GRAD -> X@GRAD[0..n)): sequence s of Out is sequence s of X[0], then of X[1]...
+// Every tensor carries its own offsets; `out` holds Out's (Out@GRAD's), `inputs` the count n.
+struct SequenceConcatPlan {
+  SequenceRows out;
+  int64_t inputs = 0;
+};
+PlanStatus PlanSequenceConcat(const FleetKernelContext* kc, bool grad, SequenceConcatPlan* plan);
+
+// sequence_slice (grad = false: X, Offset, Length -> Out) and sequence_slice_grad
+// (X, Offset, Length, Out@GRAD -> X@GRAD): sequence s of Out is rows [Offset[s],
+// Offset[s] + Length[s]) of sequence s of X. Offset and Length are int64, one per sequence; the
+// host checked them against X's offsets when it made Out's.
+struct SequenceSlicePlan {
+  SequenceRows x;
+  SequenceRows out;
+};
+PlanStatus PlanSequenceSlice(const FleetKernelContext* kc, bool grad, SequenceSlicePlan* plan);
+
+// sequence_unpad (grad = false: X [S, L, ...], Length -> Out) and sequence_unpad_grad
+// (X, Length, Out@GRAD -> X@GRAD [S, L, ...]): sequence s of Out is X[s, :Length[s]]; Out's
+// offsets hold the lengths, which the host checked against L.
+struct SequenceUnpadPlan {
+  SequenceRows out;            // its width is that of one step of X: the product of dims[2:]
+  int64_t padded_length = 0;  // L
+};
+PlanStatus PlanSequenceUnpad(const FleetKernelContext* kc, bool grad, SequenceUnpadPlan* plan);
 
 // The sequence that holds `row`: the s with lod[s] <= row < lod[s + 1] (empty sequences are
 // skipped), or -1 for a padding row (row >= lod[sequences]). A binary search, for kernels that

@@ -36,6 +36,7 @@ void AddNnKernels(KernelList& list) {
   AddNnNormKernels(list);
   AddNnMiscKernels(list);
   AddSequenceKernels(list);
+  AddSequenceOffsetKernels(list);
   AddNnExtKernels(list);
   AddNnInterpKernels(list);
   AddNnDeconvKernels(list);

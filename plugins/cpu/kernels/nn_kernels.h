@@ -18,6 +18,8 @@ void AddNnPoolKernels(KernelList& list);   // nn_pool_kernels.cc
 void AddNnNormKernels(KernelList& list);   // nn_norm_kernels.cc
 void AddNnMiscKernels(KernelList& list);   // nn_misc_kernels.cc
 void AddSequenceKernels(KernelList& list); // sequence_kernels.cc: sequence_pool
+void AddSequenceOffsetKernels(KernelList& list);  // sequence_offset_kernels.cc: concat, slice,
+                                                  // unpad
 void AddNnExtKernels(KernelList& list);    // nn_ext_kernels.cc: group_norm, instance_norm
 void AddNnInterpKernels(KernelList& list); // nn_interp_kernels.cc: bilinear/nearest_interp_v2
 void AddNnDeconvKernels(KernelList& list); // nn_deconv_kernels.cc: conv2d_transpose

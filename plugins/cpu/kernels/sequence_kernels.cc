@@ -1,5 +1,5 @@
 // Sequence kernels: sequence_pool, sequence_softmax, sequence_reverse, sequence_pad,
-// sequence_expand_as (with their grads) over the offsets of a sequence tensor (FleetTensor.lod),
+// sequence_expand_as and sequence_expand (with their grads) over the offsets of a sequence tensor (FleetTensor.lod),
 // and sequence_mask; the planning is shared with the CUDA plugin in plugins/common. Padding
 // rows of a sequence output are left as they are: the host zeroes them after the launch.
 #include <algorithm>
@@ -378,6 +378,10 @@ void AddSequenceKernels(KernelList& list) {
   floats("sequence_expand_as", SequenceExpandAs<float>, SequenceExpandAs<double>);
   ints("sequence_expand_as", SequenceExpandAs<int64_t>, SequenceExpandAs<int32_t>);
   floats("sequence_expand_as_grad", SequenceExpandAsGrad<float>, SequenceExpandAsGrad<double>);
+  // sequence_expand over a dense X is sequence_expand_as (host/ops/sequence_offset_ops.cc).
+  floats("sequence_expand", SequenceExpandAs<float>, SequenceExpandAs<double>);
+  ints("sequence_expand", SequenceExpandAs<int64_t>, SequenceExpandAs<int32_t>);
+  floats("sequence_expand_grad", SequenceExpandAsGrad<float>, SequenceExpandAsGrad<double>);
   // Dense lengths in, dense masks out: no offsets, so no sequence flag.
   Add(list, "sequence_mask", FLEET_DTYPE_INT64, SequenceMask<int64_t>);
   Add(list, "sequence_mask", FLEET_DTYPE_INT32, SequenceMask<int32_t>);

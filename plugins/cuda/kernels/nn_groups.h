@@ -24,6 +24,7 @@ void AddNnLossKernels(KernelList& list);  // nn_loss.cu
 void AddNnLossExtKernels(KernelList& list);  // nn_loss_ext.cu
 void AddNnMiscKernels(KernelList& list);  // nn_misc.cu
 void AddNnSequenceKernels(KernelList& list);  // nn_sequence.cu: sequence_pool
+void AddNnSequenceOffsetKernels(KernelList& list);  // nn_sequence_offset.cu: concat, slice, unpad
 void AddNnExtKernels(KernelList& list);   // nn_ext.cu: group_norm, instance_norm
 void AddNnInterpKernels(KernelList& list);  // nn_interp.cu: bilinear/nearest_interp_v2
 void AddNnSampledKernels(KernelList& list);  // nn_sampled.cu: hierarchical_sigmoid, nce

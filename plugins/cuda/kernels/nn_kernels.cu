@@ -111,6 +111,7 @@ void AddNnKernels(KernelList& list) {
   AddNnLossExtKernels(list);
   AddNnMiscKernels(list);
   AddNnSequenceKernels(list);
+  AddNnSequenceOffsetKernels(list);
   AddNnExtKernels(list);
   AddNnInterpKernels(list);
   AddNnSampledKernels(list);

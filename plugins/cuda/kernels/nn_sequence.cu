@@ -1,6 +1,6 @@
 // CUDA kernels of the sequence ops (sequence_pool, sequence_softmax, sequence_reverse,
-// sequence_pad, sequence_expand_as with their grads, and sequence_mask), with the CPU plugin's
-// semantics (plugins/cpu/kernels/sequence_kernels.cc; planning shared in
+// sequence_pad, sequence_expand_as / sequence_expand with their grads, and sequence_mask), with
+// the CPU plugin's semantics (plugins/cpu/kernels/sequence_kernels.cc; planning shared in
 // plugins/common/sequence_plan.h).
 //
 // Where a result is a sum or a scan of a sequence (pool, softmax, expand_as_grad), one thread
@@ -389,6 +389,11 @@ void AddNnSequenceKernels(KernelList& list) {
   floats("sequence_expand_as", SequenceExpandAs<float>, SequenceExpandAs<double>, nullptr);
   ints("sequence_expand_as", SequenceExpandAs<int64_t>, SequenceExpandAs<int32_t>, nullptr);
   floats("sequence_expand_as_grad", SequenceExpandAsGrad<float>, SequenceExpandAsGrad<double>,
+         nullptr);
+  // sequence_expand over a dense X is sequence_expand_as (host/ops/sequence_offset_ops.cc).
+  floats("sequence_expand", SequenceExpandAs<float>, SequenceExpandAs<double>, nullptr);
+  ints("sequence_expand", SequenceExpandAs<int64_t>, SequenceExpandAs<int32_t>, nullptr);
+  floats("sequence_expand_grad", SequenceExpandAsGrad<float>, SequenceExpandAsGrad<double>,
          nullptr);
   Add(list, "sequence_mask", FLEET_DTYPE_INT64, SequenceMask<int64_t>);
   Add(list, "sequence_mask", FLEET_DTYPE_INT32, SequenceMask<int32_t>);
