@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <list>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -262,19 +263,63 @@ Status OpRunner::RunOn(const std::string& device_name, const ir::Op& op, VarMap&
   }
   FLEET_RETURN_IF_ERROR(schema->infer_shape(shapes));
   FLEET_RETURN_IF_ERROR(ops::ApplyLodRules(*schema, shapes));
+
+  // The offsets of each sequence output, by the executor's rules: made by the op
+  // (derive_lod), those of the input lod_share pairs it with, or the first sequence input's.
+  std::vector<const std::vector<int64_t>*> out_lods;  // per output tensor, in slot order
+  std::list<std::vector<int64_t>> derived;            // what the op made
+  auto OutputOffsets = [&](const std::string& slot,
+                           size_t k) -> StatusOr<const std::vector<int64_t>*> {
+    if (slot == schema->derive_lod) {
+      ops::LodDeriveInputs in;
+      in.op = &op;
+      const ops::TensorInfo& info = shapes.outputs[slot][k];
+      in.capacity = info.dims.empty() ? 0 : info.dims[0];
+      in.sequences = info.sequences;
+      for (size_t s = 0; s < in_slots.size(); ++s) in.offsets[in_slots[s].name] = in_lods[s];
+      for (const std::string& read : schema->derive_reads) {
+        for (const std::string& n : op.Input(read)) {
+          const HostTensor& t = vars.at(n);
+          std::vector<int64_t> values(static_cast<size_t>(t.numel()));
+          for (size_t e = 0; e < values.size(); ++e) {
+            values[e] = t.dtype == ir::DataType::kInt64
+                            ? reinterpret_cast<const int64_t*>(t.bytes.data())[e]
+                            : reinterpret_cast<const int32_t*>(t.bytes.data())[e];
+          }
+          in.values[read].push_back(std::move(values));
+        }
+      }
+      derived.emplace_back();
+      FLEET_RETURN_IF_ERROR(schema->derive_offsets(in, derived.back()));
+      return &derived.back();
+    }
+    for (const auto& [out_slot, in_slot] : schema->lod_share) {
+      if (out_slot != slot) continue;
+      for (size_t s = 0; s < in_slots.size(); ++s) {
+        if (in_slots[s].name != in_slot || in_lods[s].empty()) continue;
+        return in_lods[s][k < in_lods[s].size() ? k : 0];
+      }
+    }
+    return first_lod;
+  };
   for (const auto& spec : schema->outputs) {
     auto it = shapes.outputs.find(spec.name);
     if (it == shapes.outputs.end() || it->second.empty()) continue;
     SlotShapes slot{spec.name, {}};
-    for (const auto& info : it->second) {
+    for (size_t k = 0; k < it->second.size(); ++k) {
+      const ops::TensorInfo& info = it->second[k];
       for (int64_t d : info.dims) {
         if (d < 0) {
           return Internal(op.type + ": output " + spec.name + " has unknown shape " +
                           DimsText(info.dims) + " after inference from known inputs");
         }
       }
+      out_lods.push_back(nullptr);
+      if (info.lod_level != 0) {
+        FLEET_ASSIGN_OR_RETURN(out_lods.back(), OutputOffsets(spec.name, k));
+      }
       const int64_t lod_count =
-          info.lod_level != 0 && first_lod != nullptr ? static_cast<int64_t>(first_lod->size()) : 0;
+          out_lods.back() != nullptr ? static_cast<int64_t>(out_lods.back()->size()) : 0;
       slot.tensors.push_back({info.dtype, info.dims, lod_count});
     }
     out_slots.push_back(std::move(slot));
@@ -336,12 +381,6 @@ Status OpRunner::RunOn(const std::string& device_name, const ir::Op& op, VarMap&
     if (bytes > 0) FLEET_RETURN_IF_ERROR(device.CopyToDevice(0, p, lod.data(), bytes));
     return static_cast<const int64_t*>(p);
   };
-  const int64_t* first_lod_data = nullptr;
-  if (first_lod != nullptr) {
-    auto p = device_lod(*first_lod);
-    if (p.ok()) first_lod_data = *p;
-    else status = p.status();
-  }
   for (size_t s = 0; s < in_slots.size() && status.ok(); ++s) {
     for (size_t i = 0; i < in_tensors[s].size() && status.ok(); ++i) {
       const HostTensor& t = *in_tensors[s][i];
@@ -357,7 +396,8 @@ Status OpRunner::RunOn(const std::string& device_name, const ir::Op& op, VarMap&
     }
   }
   std::vector<std::vector<void*>> out_ptrs(out_slots.size());
-  for (size_t s = 0; s < out_slots.size() && status.ok(); ++s) {
+  for (size_t s = 0, out_index = 0; s < out_slots.size() && status.ok();
+       out_index += out_slots[s].tensors.size(), ++s) {
     for (size_t i = 0; i < out_slots[s].tensors.size() && status.ok(); ++i) {
       const TensorShape& shape = out_slots[s].tensors[i];
       int64_t n = 1;
@@ -366,7 +406,11 @@ Status OpRunner::RunOn(const std::string& device_name, const ir::Op& op, VarMap&
       if (!p.ok()) { status = p.status(); break; }
       out_ptrs[s].push_back(*p);
       call->SetData(true, s, i, *p);
-      if (shape.lod_count > 0) call->SetLod(true, s, i, first_lod_data);
+      if (const std::vector<int64_t>* lod = out_lods[out_index + i]; lod != nullptr) {
+        auto d = device_lod(*lod);
+        if (!d.ok()) { status = d.status(); break; }
+        call->SetLod(true, s, i, *d);
+      }
     }
   }
   if (status.ok() && scratch_bytes > 0) {
@@ -376,7 +420,8 @@ Status OpRunner::RunOn(const std::string& device_name, const ir::Op& op, VarMap&
   }
   if (status.ok()) status = call->Launch(/*launch_index=*/0);
   if (status.ok()) status = device.Synchronize(0);
-  for (size_t s = 0; s < out_slots.size() && status.ok(); ++s) {
+  for (size_t s = 0, out_index = 0; s < out_slots.size() && status.ok();
+       out_index += out_slots[s].tensors.size(), ++s) {
     const auto& names = op.Output(out_slots[s].name);
     for (size_t i = 0; i < out_ptrs[s].size() && status.ok(); ++i) {
       HostTensor t;
@@ -385,6 +430,9 @@ Status OpRunner::RunOn(const std::string& device_name, const ir::Op& op, VarMap&
       t.bytes.resize(static_cast<size_t>(t.numel()) * ir::DataTypeSize(t.dtype));
       if (!t.bytes.empty()) {
         status = device.CopyToHost(0, t.bytes.data(), out_ptrs[s][i], t.bytes.size());
+      }
+      if (const std::vector<int64_t>* lod = out_lods[out_index + i]; lod != nullptr) {
+        vars[names[i] + ".lod"] = MakeTensor<int64_t>({static_cast<int64_t>(lod->size())}, *lod);
       }
       vars[names[i]] = std::move(t);
     }

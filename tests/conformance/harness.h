@@ -100,7 +100,8 @@ class OpRunner {
 
   // Runs `op`: looks its schema up, infers output shapes from the input tensors in `vars`,
   // chooses the device's kernel, copies inputs in, prepares and launches, copies outputs back
-  // into `vars` (by var name). `seed` is the per-op seed random kernels see.
+  // into `vars` (by var name), and a sequence output's offsets as the int64 var "<name>.lod".
+  // `seed` is the per-op seed random kernels see.
   // On a device other than the CPU the op also runs on the CPU plugin with the same inputs and
   // seed, and every output must agree with the CPU's (float32 within 1e-4 relative, float64
   // within 1e-9, other dtypes exactly), or Run fails naming the output; random ops (a "seed"

@@ -113,6 +113,48 @@ def sequence_expand_as(inputs, attrs):
     return {"Out": out}
 
 
+def _rows(parts, like):
+    if parts:
+        return np.concatenate(parts, axis=0)
+    return np.zeros((0,) + like.shape[1:], dtype=like.dtype)
+
+
+def sequence_concat(inputs, attrs):
+    xs = inputs["X"]
+    lods = [[int(v) for v in lod.astype(np.int64)] for lod in inputs["Lods"]]
+    parts, out_lod = [], [0]
+    for s in range(len(lods[0]) - 1):
+        for x, lod in zip(xs, lods):
+            parts.append(x[lod[s]:lod[s + 1]])
+        out_lod.append(out_lod[-1] + sum(lod[s + 1] - lod[s] for lod in lods))
+    return {"Out": _rows(parts, xs[0]), "OutLod": np.array(out_lod, dtype=np.int64)}
+
+
+def sequence_slice(inputs, attrs):
+    x = inputs["X"][0]
+    lod = _lod(inputs)
+    offset = inputs["Offset"][0].reshape(-1).astype(np.int64)
+    length = inputs["Length"][0].reshape(-1).astype(np.int64)
+    parts, out_lod = [], [0]
+    for s in range(len(lod) - 1):
+        begin = lod[s] + offset[s]
+        assert offset[s] + length[s] <= lod[s + 1] - lod[s], "the test slices past a sequence"
+        parts.append(x[begin:begin + length[s]])
+        out_lod.append(out_lod[-1] + int(length[s]))
+    return {"Out": _rows(parts, x), "OutLod": np.array(out_lod, dtype=np.int64)}
+
+
+def sequence_unpad(inputs, attrs):
+    x = inputs["X"][0]
+    length = inputs["Length"][0].reshape(-1).astype(np.int64)
+    parts = [x[s, :length[s]] for s in range(x.shape[0])]
+    out = _rows(parts, x[0])
+    if x.ndim == 2:
+        out = out.reshape(-1, 1)
+    out_lod = np.concatenate([[0], np.cumsum(length)]).astype(np.int64)
+    return {"Out": out, "OutLod": out_lod}
+
+
 REFERENCES = {
     "sequence_pool": sequence_pool,
     "sequence_softmax": sequence_softmax,
@@ -120,4 +162,8 @@ REFERENCES = {
     "sequence_pad": sequence_pad,
     "sequence_mask": sequence_mask,
     "sequence_expand_as": sequence_expand_as,
+    "sequence_expand": sequence_expand_as,  # over a dense X, the same op
+    "sequence_concat": sequence_concat,
+    "sequence_slice": sequence_slice,
+    "sequence_unpad": sequence_unpad,
 }
