@@ -42,7 +42,8 @@ using BuiltinTable = std::map<std::string, Builtin, std::less<>>;
 // accuracy, reductions, matmul, reshape, transpose, flatten, concat.
 void AddLayerBuiltins(BuiltinTable& table);
 // sequence_layers.cc (from AddLayerBuiltins): sequence_softmax, sequence_reverse,
-// sequence_pad, sequence_mask, sequence_expand_as.
+// sequence_pad, sequence_mask, sequence_expand_as, sequence_expand, sequence_concat,
+// sequence_slice, sequence_unpad.
 void AddSequenceLayerBuiltins(BuiltinTable& table);
 // objects.cc: ParamAttr, initializers, regularizers, gradient clipping, optimizers, schedules.
 void AddObjectBuiltins(BuiltinTable& table);

@@ -1,5 +1,6 @@
 // The sequence layers besides sequence_pool (layers.cc): sequence_softmax, sequence_reverse,
-// sequence_pad, sequence_mask and sequence_expand_as, each one op as fluid.layers writes it.
+// sequence_pad, sequence_mask, sequence_expand_as, sequence_expand, sequence_concat,
+// sequence_slice and sequence_unpad, each one op as fluid.layers writes it.
 // See docs/program.md.
 #include <optional>
 
@@ -115,6 +116,43 @@ StatusOr<Value> SequenceExpandAs(State& s, const Args& a) {
   return OneOpLayer(s, a, "sequence_expand_as", {{"X", {x}}, {"Y", {y}}}, {"Out"});
 }
 
+// sequence_expand(x, y, ref_level=-1, name=None): row s of a dense x repeated over y's
+// sequence s (an x of sequences is refused by the op, saying why).
+StatusOr<Value> SequenceExpand(State& s, const Args& a) {
+  FLEET_ASSIGN_OR_RETURN(std::string x, a.Var("x"));
+  FLEET_ASSIGN_OR_RETURN(std::string y, a.Var("y"));
+  FLEET_ASSIGN_OR_RETURN(int64_t ref_level, a.Int("ref_level", -1));
+  FLEET_RETURN_IF_ERROR(SequenceVar(s, a, "y", y).status());
+  return OneOpLayer(s, a, "sequence_expand", {{"X", {x}}, {"Y", {y}}}, {"Out"},
+                    {{"ref_level", static_cast<int32_t>(ref_level)}});
+}
+
+// sequence_concat(input, name=None): sequence i of the result joins sequence i of each input.
+StatusOr<Value> SequenceConcat(State& s, const Args& a) {
+  FLEET_ASSIGN_OR_RETURN(std::vector<std::string> input, a.Vars("input"));
+  for (const std::string& v : input) FLEET_RETURN_IF_ERROR(SequenceVar(s, a, "input", v).status());
+  return OneOpLayer(s, a, "sequence_concat", {{"X", input}}, {"Out"});
+}
+
+// sequence_slice(input, offset, length, name=None): rows [offset[i], offset[i] + length[i]) of
+// sequence i; offset and length are int64 vars of one value per sequence.
+StatusOr<Value> SequenceSlice(State& s, const Args& a) {
+  FLEET_ASSIGN_OR_RETURN(std::string input, a.Var("input"));
+  FLEET_ASSIGN_OR_RETURN(std::string offset, a.Var("offset"));
+  FLEET_ASSIGN_OR_RETURN(std::string length, a.Var("length"));
+  FLEET_RETURN_IF_ERROR(SequenceVar(s, a, "input", input).status());
+  return OneOpLayer(s, a, "sequence_slice",
+                    {{"X", {input}}, {"Offset", {offset}}, {"Length", {length}}}, {"Out"});
+}
+
+// sequence_unpad(x, length, name=None): sequences from a padded [S, L, ...] x, sequence i being
+// x[i, :length[i]].
+StatusOr<Value> SequenceUnpad(State& s, const Args& a) {
+  FLEET_ASSIGN_OR_RETURN(std::string x, a.Var("x"));
+  FLEET_ASSIGN_OR_RETURN(std::string length, a.Var("length"));
+  return OneOpLayer(s, a, "sequence_unpad", {{"X", {x}}, {"Length", {length}}}, {"Out"});
+}
+
 }  // namespace
 
 void AddSequenceLayerBuiltins(BuiltinTable& t) {
@@ -126,6 +164,11 @@ void AddSequenceLayerBuiltins(BuiltinTable& t) {
   add("sequence_pad", {{"x", true}, {"pad_value", true}, {"maxlen"}, {"name"}}, SequencePad);
   add("sequence_mask", {{"x", true}, {"maxlen"}, {"dtype"}, {"name"}}, SequenceMask);
   add("sequence_expand_as", {{"x", true}, {"y", true}, {"name"}}, SequenceExpandAs);
+  add("sequence_expand", {{"x", true}, {"y", true}, {"ref_level"}, {"name"}}, SequenceExpand);
+  add("sequence_concat", {{"input", true}, {"name"}}, SequenceConcat);
+  add("sequence_slice", {{"input", true}, {"offset", true}, {"length", true}, {"name"}},
+      SequenceSlice);
+  add("sequence_unpad", {{"x", true}, {"length", true}, {"name"}}, SequenceUnpad);
 }
 
 }  // namespace fleet::frontend
