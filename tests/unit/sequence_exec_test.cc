@@ -428,7 +428,139 @@ TEST_F(SequenceExecTest, AnOpOverTwoSlotsSequencesIsRefused) {
   std::vector<HostTensor> out;
   Status s = exec_->Run(p, {{"a", t}, {"b", t}}, {"s"}, out);
   EXPECT_NE(s.message().find("op #0 (sum): inputs 'a' and 'b' hold different sequences (those "
-                             "of feeds 'a' and 'b')"),
+                             "of 'a' and of 'b')"),
+            std::string::npos)
+      << s.ToString();
+}
+
+// ---- ops whose output has offsets of its own ---------------------------------------------------
+
+// The rows of `t` from `begin` to `end`, flattened.
+std::vector<float> Rows(const HostTensor& t, int64_t begin, int64_t end) {
+  const int64_t width = t.dims[0] > 0 ? t.numel() / t.dims[0] : 0;
+  return std::vector<float>(t.data<float>() + begin * width, t.data<float>() + end * width);
+}
+
+// sequence_concat of two feeds' sequences: the joined offsets and rows come back with the
+// fetch, pooling follows them, the capacity grows with the feeds, and training through
+// sequence_concat_grad moves each table by what its ids were counted.
+TEST_F(SequenceExecTest, ConcatJoinsTheSequencesOfTwoFeeds) {
+  frontend::ParsedProgram p = Build(R"(
+a = data("a", shape=[-1, 1], dtype="int64", lod_level=1)
+b = data("b", shape=[-1, 1], dtype="int64", lod_level=1)
+ea = embedding(a, size=[20, 2])
+eb = embedding(b, size=[20, 2])
+joined = sequence_concat([ea, eb])
+pooled = sequence_pool(joined, "sum")
+loss = mean(pooled)
+minimize(loss, optimizer=sgd(learning_rate=1.0))
+)");
+  const std::vector<float> wa = Param("embedding_0.w_0"), wb = Param("embedding_1.w_0");
+  const std::vector<std::vector<std::vector<int64_t>>> a_batches = {
+      {{1, 2}, {}, {3}}, {std::vector<int64_t>(40, 5), {6}, {}}};
+  const std::vector<std::vector<std::vector<int64_t>>> b_batches = {
+      {{4}, {5, 6}, {}}, {{7}, {}, std::vector<int64_t>(30, 8)}};
+  std::vector<float> ta = wa, tb = wb;  // the tables as SGD should leave them
+  for (size_t batch = 0; batch < a_batches.size(); ++batch) {
+    const auto& as = a_batches[batch];
+    const auto& bs = b_batches[batch];
+    FeedMap feeds{{"a", Sequences(as)}, {"b", Sequences(bs)}};
+    std::vector<HostTensor> out;
+    ASSERT_TRUE(exec_->Run(p.main, feeds, {"sequence_concat_0.tmp_0", "sequence_pool_0.tmp_0"},
+                           out)
+                    .ok());
+    std::vector<int64_t> lod = {0};
+    for (size_t s = 0; s < as.size(); ++s) {
+      lod.push_back(lod.back() + static_cast<int64_t>(as[s].size() + bs[s].size()));
+    }
+    ASSERT_EQ(out[0].lod, lod);
+    ASSERT_EQ(out[0].dims, (std::vector<int64_t>{lod.back(), 2}));
+    for (size_t s = 0; s < as.size(); ++s) {
+      std::vector<float> want;
+      for (int64_t id : as[s]) want.insert(want.end(), &ta[id * 2], &ta[id * 2 + 2]);
+      for (int64_t id : bs[s]) want.insert(want.end(), &tb[id * 2], &tb[id * 2 + 2]);
+      EXPECT_EQ(Rows(out[0], lod[s], lod[s + 1]), want) << "batch " << batch << " sequence " << s;
+      for (int j = 0; j < 2; ++j) {
+        float sum = 0;
+        for (size_t r = 0; r < want.size() / 2; ++r) sum += want[r * 2 + static_cast<size_t>(j)];
+        EXPECT_NEAR(out[1].data<float>()[s * 2 + static_cast<size_t>(j)], sum, 1e-5);
+      }
+    }
+    // d loss / d row of id = (times the id was used) / (sequences * 2), for each element.
+    const float scale = 1.0f / static_cast<float>(as.size() * 2);
+    for (const auto& seq : as) {
+      for (int64_t id : seq) {
+        ta[id * 2] -= scale;
+        ta[id * 2 + 1] -= scale;
+      }
+    }
+    for (const auto& seq : bs) {
+      for (int64_t id : seq) {
+        tb[id * 2] -= scale;
+        tb[id * 2 + 1] -= scale;
+      }
+    }
+    const std::vector<float> got_a = Param("embedding_0.w_0"), got_b = Param("embedding_1.w_0");
+    for (size_t i = 0; i < ta.size(); ++i) {
+      EXPECT_NEAR(got_a[i], ta[i], 1e-4) << "batch " << batch << " table a element " << i;
+      EXPECT_NEAR(got_b[i], tb[i], 1e-4) << "batch " << batch << " table b element " << i;
+    }
+  }
+}
+
+constexpr const char* kUnpadSlice = R"(
+x = data("x", shape=[-1, 4, 2], dtype="float32")
+len = data("len", shape=[-1], dtype="int64")
+off = data("off", shape=[-1, 1], dtype="int64")
+n = data("n", shape=[-1, 1], dtype="int64")
+seq = sequence_unpad(x, length=len)
+part = sequence_slice(seq, offset=off, length=n)
+pooled = sequence_pool(part, "sum")
+)";
+
+HostTensor Int64s(std::vector<int64_t> dims, const std::vector<int64_t>& values) {
+  HostTensor t;
+  t.Reshape(ir::DataType::kInt64, std::move(dims));
+  std::copy(values.begin(), values.end(), t.data<int64_t>());
+  return t;
+}
+
+// sequence_unpad makes sequences from lengths that are data, sequence_slice cuts each, and a
+// slice past its sequence stops the step naming the op, the sequence and the values.
+TEST_F(SequenceExecTest, UnpadAndSliceMakeOffsetsFromData) {
+  frontend::ParsedProgram p = Build(kUnpadSlice);
+  HostTensor x;
+  x.Reshape(ir::DataType::kFloat32, {3, 4, 2});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>(i);
+  FeedMap feeds{{"x", x},
+                {"len", Int64s({3}, {2, 0, 4})},
+                {"off", Int64s({3, 1}, {1, 0, 1})},
+                {"n", Int64s({3, 1}, {1, 0, 2})}};
+  std::vector<HostTensor> out;
+  ASSERT_TRUE(exec_->Run(p.main, feeds,
+                         {"sequence_unpad_0.tmp_0", "sequence_slice_0.tmp_0",
+                          "sequence_pool_0.tmp_0"},
+                         out)
+                  .ok());
+  EXPECT_EQ(out[0].lod, (std::vector<int64_t>{0, 2, 2, 6}));
+  EXPECT_EQ(out[0].dims, (std::vector<int64_t>{6, 2}));
+  // Sequence 0 is x[0, :2], sequence 2 is x[2, :4].
+  EXPECT_EQ(Rows(out[0], 0, 2), (std::vector<float>{0, 1, 2, 3}));
+  EXPECT_EQ(Rows(out[0], 2, 6), (std::vector<float>{16, 17, 18, 19, 20, 21, 22, 23}));
+  EXPECT_EQ(out[1].lod, (std::vector<int64_t>{0, 1, 1, 3}));
+  EXPECT_EQ(Rows(out[1], 0, 3), (std::vector<float>{2, 3, 18, 19, 20, 21}));
+  EXPECT_EQ(Rows(out[2], 0, 3), (std::vector<float>{2, 3, 0, 0, 38, 40}));
+
+  feeds["n"] = Int64s({3, 1}, {1, 0, 4});
+  Status s = exec_->Run(p.main, feeds, {"sequence_pool_0.tmp_0"}, out);
+  EXPECT_NE(s.message().find("(sequence_slice): sequence_slice: sequence 2 of X "
+                             "'sequence_unpad_0.tmp_0' has 4 rows, so Offset 1 and Length 4"),
+            std::string::npos)
+      << s.ToString();
+  feeds["n"] = Int64s({3, 1}, {1, 0, 2});
+  feeds["len"] = Int64s({3}, {2, 0, 5});
+  s = exec_->Run(p.main, feeds, {"sequence_pool_0.tmp_0"}, out);
+  EXPECT_NE(s.message().find("sequence_unpad: Length[2] of 'len' is 5, outside [0, 4]"),
             std::string::npos)
       << s.ToString();
 }
