@@ -212,14 +212,13 @@ Status RunJob(const JobRequest& request, std::ostream& out,
                            "devices of one process; this job has " +
                            std::to_string(role.world_size) + " trainers");
     }
+    std::optional<frontend::ParsedProgram> parsed;  // its main is the forward program of [eval]
     if (!config.eval.filelist.empty()) {
-      return Unimplemented(config.eval.where +
-                           ": [eval] does not run under strategy.collective_mode "
-                           "\"single_process_multi_thread\" yet; use launch --nproc instead");
+      FLEET_ASSIGN_OR_RETURN(parsed, BuildPrograms(file, Stage::kParsed));
     }
     auto summary = TrainOnDevices(config, programs, registry, selection.device->name,
                                   static_cast<int32_t>(config.collective.devices), request.env,
-                                  out);
+                                  out, parsed ? &parsed->main : nullptr);
     return summary.ok() ? OkStatus() : summary.status().WithContext(file);
   }
   // Every process of a job hashes the same programs: the optimized ones, before each role's

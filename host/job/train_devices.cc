@@ -11,6 +11,7 @@
 #include "data/source.h"
 #include "fleet/fleet_plugin.h"
 #include "job/data_sources.h"
+#include "job/evaluation.h"
 #include "job/global_auc.h"
 #include "job/metrics.h"
 #include "job/pipeline.h"
@@ -24,7 +25,7 @@ StatusOr<TrainSummary> TrainOnDevices(const Config& config,
                                       const PluginRegistry& registry, const std::string& device,
                                       int32_t num_devices,
                                       const std::map<std::string, std::string>& env,
-                                      std::ostream& out) {
+                                      std::ostream& out, const ir::Program* forward) {
   const Config::Train& train = config.train;
   if (programs.loss.empty() || !programs.optimizer) {
     return InvalidArgument(
@@ -98,6 +99,15 @@ StatusOr<TrainSummary> TrainOnDevices(const Config& config,
                          GlobalAuc::Create(runner->executor(0), programs.main, reported));
   std::vector<const exec::Scope*> scopes;
   for (int32_t d = 0; d < num_devices; ++d) scopes.push_back(&runner->executor(d).scope());
+  std::unique_ptr<Evaluator> evaluator;
+  if (!config.eval.filelist.empty()) {
+    if (forward == nullptr) {
+      return FailedPrecondition("[eval] needs the forward program, which this caller of "
+                                "TrainOnDevices did not give");
+    }
+    FLEET_ASSIGN_OR_RETURN(evaluator, Evaluator::Create(config, *forward, programs, reported,
+                                                        runner->executor(0), 0, 1));
+  }
   std::vector<std::string> metric_names;
   for (const ReportedVar& r : reported) metric_names.push_back(r.name);
   ProgressLog progress(train, rows, std::to_string(num_devices) + " devices", out, metric_names);
@@ -131,7 +141,8 @@ StatusOr<TrainSummary> TrainOnDevices(const Config& config,
       loss += l / num_devices;
     }
     FLEET_RETURN_IF_ERROR(CheckLoss(loss, step, programs.loss));
-    if (progress.Due(step)) {
+    const bool evaluate = evaluator != nullptr && evaluator->Due(step);
+    if (progress.Due(step) || evaluate) {
       // Reported vars, as the loss: the mean over devices (AUCs: of the summed statistics).
       StepReport report = progress.Measure(step);
       report.loss = loss;
@@ -147,6 +158,11 @@ StatusOr<TrainSummary> TrainOnDevices(const Config& config,
       FLEET_RETURN_IF_ERROR(global_auc->ComputeOverDevices(scopes, report.metrics));
       if (lr_var) {
         FLEET_ASSIGN_OR_RETURN(report.lr, LearningRateValue(runner->executor(0), *lr_var));
+      }
+      if (evaluate) {
+        auto eval = evaluator->Run(nullptr);
+        if (!eval.ok()) return eval.status().WithContext("eval after step " + std::to_string(step));
+        report.eval = std::move(*eval);
       }
       FLEET_RETURN_IF_ERROR(progress.Log(step, report));
     }

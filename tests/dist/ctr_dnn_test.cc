@@ -130,6 +130,33 @@ TEST_F(CtrDnnTest, LaunchNproc2LearnsAndMatchesOneProcess) {
   }
 }
 
+// Two devices of one process (single_process_multi_thread) hold the same parameters after
+// every step, and the first evaluates for both: the same evaluations as one process training
+// on the same global batches.
+TEST_F(CtrDnnTest, DevicesOfOneProcessEvaluateAsOneProcess) {
+  const std::vector<std::string> sets = {"train.steps=100", "data.shard=false",
+                                         "eval.batch_size=200"};
+  std::vector<nlohmann::json> one = Run({}, sets, "one");
+  std::vector<std::string> devices = sets;
+  devices.insert(devices.end(), {"train.batch_size=32", "strategy.mode=collective",
+                                 "strategy.collective_mode=single_process_multi_thread",
+                                 "strategy.devices=2"});
+  std::vector<nlohmann::json> two = Run({}, devices, "devices");
+  ASSERT_EQ(one.size(), two.size());
+  size_t evaluations = 0;
+  for (size_t i = 0; i < one.size(); ++i) {
+    ASSERT_EQ(one[i].contains("eval_loss"), two[i].contains("eval_loss")) << one[i]["step"];
+    if (!one[i].contains("eval_loss")) continue;
+    ++evaluations;
+    const double eval_loss = one[i]["eval_loss"].get<double>();
+    EXPECT_NEAR(two[i]["eval_loss"].get<double>(), eval_loss, 1e-3 * std::max(1.0, eval_loss))
+        << "step " << one[i]["step"];
+    EXPECT_NEAR(two[i]["eval_auc"].get<double>(), one[i]["eval_auc"].get<double>(), 1e-3)
+        << "step " << one[i]["step"];
+  }
+  EXPECT_EQ(evaluations, 1u);  // every 100 steps, and after the last
+}
+
 // The workers report the job's figures (over the ring fleet-host launch gives them): trainer 0
 // writes them all.
 TEST_F(CtrDnnTest, LaunchServersWorkersLearns) {
