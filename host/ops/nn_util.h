@@ -26,7 +26,7 @@ void RegisterNnSampledOps(OpRegistry& registry);  // nn_sampled_ops.cc: hierarch
 void RegisterNnRnnOps(OpRegistry& registry);      // nn_rnn_ops.cc: rnn (LSTM, GRU, simple RNN)
 void RegisterSequenceOps(OpRegistry& registry);   // sequence_ops.cc: sequence_pool
 void RegisterSequenceOffsetOps(OpRegistry& registry);  // sequence_offset_ops.cc: concat, slice,
-                                                       // unpad, expand
+                                                       // unpad
 void RegisterNnMetricOps(OpRegistry& registry);   // nn_metric_ops.cc: auc
 
 

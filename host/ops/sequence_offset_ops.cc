@@ -3,8 +3,7 @@
 // sequence_unpad turns a padded [S, L, ...] tensor back into sequences. Their outputs are
 // sized for the most rows they can hold (the sum of the inputs' rows; X's rows; S * L), and
 // the executor makes their offsets before each launch with the functions here, which the
-// conformance harness calls too. sequence_expand is here as Paddle's companion of
-// sequence_expand_as: with a dense X it is that op, and Out follows Y's sequences.
+// conformance harness calls too.
 #include "ops/nn_util.h"
 #include "ops/tensor_ops_util.h"
 
@@ -305,77 +304,12 @@ void RegisterSequenceUnpad(OpRegistry& registry) {
   RegisterBuiltin(registry, std::move(g));
 }
 
-// ---- sequence_expand --------------------------------------------------------------------------
-
-// Paddle's sequence_expand over a level-1 Y: row s of a dense X is repeated over sequence s of
-// Y. With X holding sequences, Out would hold one sequence per row of Y, a count that changes
-// with every batch, while outputs are sized when the program is prepared: refused.
-Status CheckSequenceExpand(const ShapeContext& c) {
-  FLEET_RETURN_IF_ERROR(RequireSequences(c, "Y", "repeats X's rows over Y's sequences"));
-  FLEET_RETURN_IF_ERROR(RequireDense(
-      c, "X", "Out would hold one sequence per row of Y, a number that changes with the batch; "
-              "pool X to one row per sequence first (sequence_pool)"));
-  const int64_t level = c.IntAttr("ref_level");
-  if (level != -1 && level != 0) {
-    return c.Error("ref_level " + std::to_string(level) + " names no level of Y: sequence "
-                   "tensors have one level here (use -1 or 0)");
-  }
-  const TensorInfo& x = c.Input("X");
-  const TensorInfo& y = c.Input("Y");
-  if (x.dims.empty()) return c.Error("X must have a rows dimension, got a scalar");
-  if (!DimsMatch(x.dims[0], y.sequences)) {
-    return c.Error("X has " + std::to_string(x.dims[0]) + " rows but Y holds " +
-                   std::to_string(y.sequences) + " sequences (one row of X per sequence)");
-  }
-  return OkStatus();
-}
-
-void RegisterSequenceExpand(OpRegistry& registry) {
-  const std::vector<AttrSpec> attrs = {{"ref_level", int32_t{-1}}};
-  OpSchema s;
-  s.type = "sequence_expand";
-  s.summary = "Out has Y's rows and sequences; every row of sequence s is X[s]";
-  s.inputs = {{"X"}, {"Y", false, false, true}};
-  s.outputs = {{"Out"}};
-  s.attrs = attrs;
-  s.sequence_kernel = true;
-  s.infer_shape = [](ShapeContext& c) {
-    FLEET_RETURN_IF_ERROR(CheckSequenceExpand(c));
-    TensorInfo out = c.Input("X");
-    out.dims[0] = c.Input("Y").dims[0];
-    out.lod_level = 1;
-    out.sequences = c.Input("Y").sequences;
-    c.Output("Out") = out;
-    return OkStatus();
-  };
-  s.grad = [](const ir::Op& fwd) {
-    return std::vector<ir::Op>{GradOp(fwd, "sequence_expand_grad", {"X", "Y"}, {"Out"}, {"X"})};
-  };
-  RegisterBuiltin(registry, std::move(s));
-
-  OpSchema g;
-  g.type = "sequence_expand_grad";
-  g.summary = "X@GRAD[s] = the sum of Out@GRAD over the rows of sequence s of Y";
-  g.inputs = {{"X"}, {"Y", false, false, true}, {"Out@GRAD"}};
-  g.outputs = {{"X@GRAD", true}};
-  g.attrs = attrs;
-  g.kernel_dtype_slot = "Out@GRAD";
-  g.sequence_kernel = true;
-  g.infer_shape = [](ShapeContext& c) {
-    FLEET_RETURN_IF_ERROR(CheckSequenceExpand(c));
-    if (c.HasOutput("X@GRAD")) c.Output("X@GRAD") = c.Input("X");
-    return OkStatus();
-  };
-  RegisterBuiltin(registry, std::move(g));
-}
-
 }  // namespace
 
 void RegisterSequenceOffsetOps(OpRegistry& registry) {
   RegisterSequenceConcat(registry);
   RegisterSequenceSlice(registry);
   RegisterSequenceUnpad(registry);
-  RegisterSequenceExpand(registry);
 }
 
 }  // namespace fleet::ops

@@ -1,9 +1,9 @@
 // Sequence ops: ops over sequence tensors (lod_level 1) whose kernels read the offsets
 // (OpSchema::sequence_kernel). sequence_pool turns each sequence into one row; sequence_softmax
 // and sequence_reverse work within each sequence; sequence_pad writes the sequences into a
-// dense [sequences, padded_length, ...] tensor; sequence_expand_as repeats one row per sequence
-// over that sequence's rows. sequence_mask is a dense op (lengths in, masks out) kept here with
-// its family.
+// dense [sequences, padded_length, ...] tensor; sequence_expand_as and sequence_expand repeat
+// one row per sequence over that sequence's rows. sequence_mask is a dense op (lengths in, masks
+// out) kept here with its family.
 //
 // A sequence output here shares the offsets of the op's first sequence input (the executor's
 // rule); the ops that make offsets of their own are in sequence_offset_ops.cc.
@@ -272,12 +272,27 @@ void RegisterSequenceMask(OpRegistry& registry) {
   RegisterBuiltin(registry, std::move(s));
 }
 
-// ---- sequence_expand_as -----------------------------------------------------------------------
+// ---- sequence_expand_as, sequence_expand ------------------------------------------------------
 
-// X dense with one row per sequence of Y; Y a sequence tensor.
-Status CheckSequenceExpandAs(const ShapeContext& c) {
+// X dense with one row per sequence of Y; Y a sequence tensor. Paddle's sequence_expand over a
+// level-1 Y is the same op when X is dense; with X of sequences its Out would hold one sequence
+// per row of Y, a count that changes with every batch while outputs are sized when the program
+// is prepared: refused.
+Status CheckSequenceExpand(const ShapeContext& c) {
   FLEET_RETURN_IF_ERROR(RequireSequences(c, "Y", "repeats X's rows over Y's sequences"));
-  FLEET_RETURN_IF_ERROR(RequireDense(c, "X", "one row per sequence of Y"));
+  const bool expand_as = c.op().type.rfind("sequence_expand_as", 0) == 0;
+  FLEET_RETURN_IF_ERROR(RequireDense(
+      c, "X",
+      expand_as ? "one row per sequence of Y"
+                : "Out would hold one sequence per row of Y, a number that changes with the "
+                  "batch; pool X to one row per sequence first (sequence_pool)"));
+  if (!expand_as) {
+    const int64_t level = c.IntAttr("ref_level");
+    if (level != -1 && level != 0) {
+      return c.Error("ref_level " + std::to_string(level) + " names no level of Y: sequence "
+                     "tensors have one level here (use -1 or 0)");
+    }
+  }
   const TensorInfo& x = c.Input("X");
   const TensorInfo& y = c.Input("Y");
   if (x.dims.empty()) return c.Error("X must have a rows dimension, got a scalar");
@@ -288,15 +303,18 @@ Status CheckSequenceExpandAs(const ShapeContext& c) {
   return OkStatus();
 }
 
-void RegisterSequenceExpandAs(OpRegistry& registry) {
+// sequence_expand_as (no attributes) or sequence_expand (ref_level) and its grad.
+void RegisterSequenceExpand(OpRegistry& registry, const std::string& type,
+                            const std::vector<AttrSpec>& attrs) {
   OpSchema s;
-  s.type = "sequence_expand_as";
+  s.type = type;
   s.summary = "Out has Y's rows and sequences; every row of sequence s is X[s]";
   s.inputs = {{"X"}, {"Y", false, false, true}};
   s.outputs = {{"Out"}};
+  s.attrs = attrs;
   s.sequence_kernel = true;
   s.infer_shape = [](ShapeContext& c) {
-    FLEET_RETURN_IF_ERROR(CheckSequenceExpandAs(c));
+    FLEET_RETURN_IF_ERROR(CheckSequenceExpand(c));
     const TensorInfo& x = c.Input("X");
     const TensorInfo& y = c.Input("Y");
     TensorInfo out{x.dtype, x.dims};
@@ -306,21 +324,21 @@ void RegisterSequenceExpandAs(OpRegistry& registry) {
     c.Output("Out") = out;
     return OkStatus();
   };
-  s.grad = [](const ir::Op& fwd) {
-    return std::vector<ir::Op>{
-        GradOp(fwd, "sequence_expand_as_grad", {"X", "Y"}, {"Out"}, {"X"})};
+  s.grad = [type](const ir::Op& fwd) {
+    return std::vector<ir::Op>{GradOp(fwd, type + "_grad", {"X", "Y"}, {"Out"}, {"X"})};
   };
   RegisterBuiltin(registry, std::move(s));
 
   OpSchema g;
-  g.type = "sequence_expand_as_grad";
+  g.type = type + "_grad";
   g.summary = "X@GRAD[s] = the sum of Out@GRAD over the rows of sequence s (0 when empty)";
   g.inputs = {{"X"}, {"Y", false, false, true}, {"Out@GRAD"}};
   g.outputs = {{"X@GRAD", true}};
+  g.attrs = attrs;
   g.kernel_dtype_slot = "Out@GRAD";
   g.sequence_kernel = true;
   g.infer_shape = [](ShapeContext& c) {
-    FLEET_RETURN_IF_ERROR(CheckSequenceExpandAs(c));
+    FLEET_RETURN_IF_ERROR(CheckSequenceExpand(c));
     if (c.HasOutput("X@GRAD")) c.Output("X@GRAD") = c.Input("X");
     return OkStatus();
   };
@@ -353,7 +371,8 @@ void RegisterSequenceOps(OpRegistry& registry) {
   RegisterSequenceReverse(registry);
   RegisterSequencePad(registry);
   RegisterSequenceMask(registry);
-  RegisterSequenceExpandAs(registry);
+  RegisterSequenceExpand(registry, "sequence_expand_as", {});
+  RegisterSequenceExpand(registry, "sequence_expand", {{"ref_level", int32_t{-1}}});
 }
 
 }  // namespace fleet::ops
