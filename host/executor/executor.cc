@@ -70,42 +70,6 @@ uint64_t OpSeed(uint64_t base, size_t index, const ir::Op& op) {
   return SplitMix(SplitMix(base) ^ SplitMix(h + index));
 }
 
-// Where a sequence feed's offsets live in the arena (not a var of the program).
-std::string LodBufferName(const std::string& feed) { return "@lod@" + feed; }
-
-// Offsets a sequence feed brought: the count its preparation holds, a start at 0, no step back,
-// and an end at its rows. Errors name the feed and the first offset that is wrong.
-Status CheckOffsets(const std::string& name, const HostTensor& t, int64_t sequences) {
-  const std::vector<int64_t>& lod = t.lod;
-  if (lod.empty()) {
-    return InvalidArgument("feed '" + name + "' is a sequence var (lod_level 1) but the tensor "
-                           "has no offsets (HostTensor::lod)");
-  }
-  if (static_cast<int64_t>(lod.size()) != sequences + 1) {
-    return InvalidArgument("feed '" + name + "' holds " + std::to_string(lod.size() - 1) +
-                           " sequences but the program was prepared for " +
-                           std::to_string(sequences));
-  }
-  if (t.dims.empty()) return InvalidArgument("feed '" + name + "' has no rows dimension");
-  if (lod[0] != 0) {
-    return InvalidArgument("feed '" + name + "': its offsets start at " +
-                           std::to_string(lod[0]) + ", not 0");
-  }
-  for (size_t i = 1; i < lod.size(); ++i) {
-    if (lod[i] < lod[i - 1]) {
-      return InvalidArgument("feed '" + name + "': offset " + std::to_string(i) + " (" +
-                             std::to_string(lod[i]) + ") is before offset " +
-                             std::to_string(i - 1) + " (" + std::to_string(lod[i - 1]) + ")");
-    }
-  }
-  if (lod.back() != t.dims[0]) {
-    return InvalidArgument("feed '" + name + "': its offsets end at " +
-                           std::to_string(lod.back()) + " but the tensor has " +
-                           std::to_string(t.dims[0]) + " rows");
-  }
-  return OkStatus();
-}
-
 // The op's outputs with each placeholder entry (ir::kEmptyVarName: not computed, named by no
 // var) given a name of its own for this op alone, so that it gets a buffer the kernel may write
 // (the ABI hands kernels allocated outputs) that lives for the op only and that no other op,
@@ -123,18 +87,6 @@ ir::SlotMap OutputsOf(size_t index, const ir::Op& op) {
 }
 
 }  // namespace
-
-int64_t SequenceCapacity(int64_t rows) {
-  constexpr int64_t kMin = 16;
-  if (rows <= kMin) return kMin;
-  if (rows > (int64_t{1} << 60)) return rows;
-  int64_t pow2 = kMin;
-  while (pow2 < rows) pow2 *= 2;
-  // Eighths of the power of two above half of it: at most 25% over, four values per octave.
-  int64_t cap = pow2 / 2;
-  while (cap < rows) cap += pow2 / 8;
-  return cap;
-}
 
 // ---- PreparedProgram --------------------------------------------------------------------------
 
@@ -262,6 +214,48 @@ Status Executor::Synchronize() const {
   return device_.StreamSynchronize(stream_);
 }
 
+// Feeds: declared, non-persistable data vars with a shape that fits the declaration; each
+// sequence feed is a source of offsets.
+Status Executor::AddFeeds(PreparedProgram& p, LodOf& lod_of) {
+  for (const auto& [name, dims] : p.feed_shapes_) {
+    const ir::Var* v = p.program_->FindVarRecursive(0, name);
+    if (v == nullptr) return InvalidArgument("feed '" + name + "' is not a var of the program");
+    if (v->persistable) {
+      return InvalidArgument("feed '" + name + "' is a persistable var; feed data vars only");
+    }
+    if (!FullyKnown(dims) || !ir::ShapesCompatible(v->shape, dims)) {
+      return InvalidArgument("feed '" + name + "' has shape " + ir::ShapeText(dims) +
+                             " but the var is declared " + ir::TypeShapeText(v->dtype, v->shape));
+    }
+    if (auto bytes = ir::TensorBytes(v->dtype, dims); !bytes.ok()) {
+      return InvalidArgument("feed '" + name + "': " + bytes.status().message());
+    }
+    p.infos_[name] = {v->dtype, dims};
+    auto seq = p.feed_sequences_.find(name);
+    if (v->lod_level == 0) {
+      if (seq != p.feed_sequences_.end()) {
+        return InvalidArgument("feed '" + name + "' is given a number of sequences but the var "
+                               "is dense (declare it with lod_level=1)");
+      }
+      continue;
+    }
+    if (seq == p.feed_sequences_.end() || seq->second < 0) {
+      return InvalidArgument("feed '" + name + "' is a sequence var (lod_level 1): prepare it "
+                             "with its number of sequences");
+    }
+    if (dims.empty()) return InvalidArgument("feed '" + name + "' has no rows dimension");
+    p.infos_[name].lod_level = 1;
+    p.infos_[name].sequences = seq->second;
+    lod_of[name] = static_cast<int>(p.lod_sources_.size());
+    PreparedProgram::LodSource source;
+    source.feed = name;
+    source.sequences = seq->second;
+    source.capacity = dims[0];
+    p.lod_sources_.push_back(std::move(source));
+  }
+  return OkStatus();
+}
+
 StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
     const ir::Program& program, const FeedShapes& feed_shapes,
     const std::vector<std::string>& fetch, const FeedSequences& sequences) {
@@ -277,8 +271,8 @@ StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
   p.feed_sequences_ = sequences;
   p.fetch_names_ = fetch;
   auto& infos = p.infos_;
-  // Var -> the sequence feed whose offsets it carries (index in p.lod_sources_).
-  std::map<std::string, int, std::less<>> lod_of;
+  // Var -> the offsets it carries (index in p.lod_sources_).
+  LodOf lod_of;
 
   auto declared = [&](const std::string& name) { return program.FindVarRecursive(0, name); };
   auto persistable = [&](const std::string& name) {
@@ -286,50 +280,11 @@ StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
     return v != nullptr && v->persistable;
   };
 
-  // Feeds: declared, non-persistable data vars with a shape that fits the declaration.
-  for (const auto& [name, dims] : feed_shapes) {
-    const ir::Var* v = declared(name);
-    if (v == nullptr) return InvalidArgument("feed '" + name + "' is not a var of the program");
-    if (v->persistable) {
-      return InvalidArgument("feed '" + name + "' is a persistable var; feed data vars only");
-    }
-    if (!FullyKnown(dims) || !ir::ShapesCompatible(v->shape, dims)) {
-      return InvalidArgument("feed '" + name + "' has shape " + ir::ShapeText(dims) +
-                             " but the var is declared " + ir::TypeShapeText(v->dtype, v->shape));
-    }
-    if (auto bytes = ir::TensorBytes(v->dtype, dims); !bytes.ok()) {
-      return InvalidArgument("feed '" + name + "': " + bytes.status().message());
-    }
-    infos[name] = {v->dtype, dims};
-    auto seq = sequences.find(name);
-    if (v->lod_level == 0) {
-      if (seq != sequences.end()) {
-        return InvalidArgument("feed '" + name + "' is given a number of sequences but the var "
-                               "is dense (declare it with lod_level=1)");
-      }
-      continue;
-    }
-    if (seq == sequences.end() || seq->second < 0) {
-      return InvalidArgument("feed '" + name + "' is a sequence var (lod_level 1): prepare it "
-                             "with its number of sequences");
-    }
-    if (dims.empty()) return InvalidArgument("feed '" + name + "' has no rows dimension");
-    infos[name].lod_level = 1;
-    infos[name].sequences = seq->second;
-    lod_of[name] = static_cast<int>(p.lod_sources_.size());
-    PreparedProgram::LodSource source;
-    source.feed = name;
-    source.sequences = seq->second;
-    source.capacity = dims[0];
-    p.lod_sources_.push_back(std::move(source));
-  }
+  FLEET_RETURN_IF_ERROR(AddFeeds(p, lod_of));
 
   // Values known before the run (fill_constant outputs), for value-dependent shapes.
   std::map<std::string, std::vector<double>> constants;
   // Shapes, kernels and kernel calls, op by op.
-  struct OpSlots {  // var names per schema slot, in schema order
-    std::vector<std::vector<std::string>> inputs, outputs;
-  };
   std::vector<OpSlots> op_slots;
   for (size_t i = 0; i < block.ops.size(); ++i) {
     const ir::Op& op = block.ops[i];
@@ -393,60 +348,9 @@ StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
     if (Status s = ops::ApplyLodRules(*schema, ctx); !s.ok()) {
       return Status(s.code(), label + ": " + s.message());
     }
-    // An op's sequence inputs must be the same sequences (one feed's offsets): rows of two slots
-    // do not correspond, even when their capacities happen to agree. Kernels that read each
-    // tensor's own offsets (mixed_sequences) are the exception.
-    if (!schema->mixed_sequences) {
-      std::string first_var;
-      int first = -1;
-      for (const auto& [slot, names] : op.inputs) {
-        for (const std::string& n : names) {
-          auto it = lod_of.find(n);
-          if (it == lod_of.end()) continue;
-          if (first < 0) {
-            first = it->second;
-            first_var = n;
-          } else if (it->second != first) {
-            return InvalidArgument(
-                label + ": inputs '" + first_var + "' and '" + n +
-                "' hold different sequences (those of '" +
-                p.lod_sources_[static_cast<size_t>(first)].feed + "' and of '" +
-                p.lod_sources_[static_cast<size_t>(it->second)].feed +
-                "'), whose rows do not correspond; pool each first (sequence_pool)");
-          }
-        }
-      }
+    if (Status st = CheckSequenceInputs(p, *schema, op, lod_of); !st.ok()) {
+      return Status(st.code(), label + ": " + st.message());
     }
-    // The sequence feed each sequence output follows: its lod_share input, or for a sequence
-    // kernel the op's first sequence input.
-    auto source_of = [&](const std::string& slot, size_t k) -> int {
-      std::string in_slot;
-      size_t in_index = 0;
-      const bool shared = std::any_of(schema->lod_share.begin(), schema->lod_share.end(),
-                                      [&](const auto& pair) { return pair.first == slot; });
-      if (schema->sequence_kernel && !shared) {
-        for (const auto& [s, names] : op.inputs) {
-          for (size_t j = 0; j < names.size() && in_slot.empty(); ++j) {
-            if (lod_of.count(names[j]) > 0) {
-              in_slot = s;
-              in_index = j;
-            }
-          }
-          if (!in_slot.empty()) break;
-        }
-      } else {
-        for (const auto& [out_slot, from] : schema->lod_share) {
-          if (out_slot != slot) continue;
-          in_slot = from;
-          const size_t count = op.Input(from).size();
-          in_index = k < count ? k : 0;
-        }
-      }
-      const auto& names = op.Input(in_slot);
-      if (in_index >= names.size()) return -1;
-      auto it = lod_of.find(names[in_index]);
-      return it == lod_of.end() ? -1 : it->second;
-    };
     for (const auto& [slot, names] : outputs) {
       const auto& out = ctx.outputs[slot];
       for (size_t k = 0; k < names.size(); ++k) {
@@ -469,50 +373,15 @@ StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
                                  "': " + bytes.status().message());
         }
         if (info.lod_level != 0 && slot == schema->derive_lod) {
-          // Offsets of its own, made before each launch.
-          if (info.dims.empty() || info.sequences < 0) {
-            return Internal(label + ": output " + slot + " '" + names[k] +
-                            "' holds sequences of its own, but the shape function gave no "
-                            "rows or sequences");
-          }
           if (v != nullptr && v->persistable) {
             return InvalidArgument(label + ": output " + slot + " '" + names[k] +
                                    "' would hold sequences, but it is persistable");
           }
-          PreparedProgram::LodSource source;
-          source.feed = names[k];
-          source.sequences = info.sequences;
-          source.capacity = info.dims[0];
-          PreparedProgram::Derivation d;
-          d.op = i;
-          d.source = static_cast<int>(p.lod_sources_.size());
-          d.schema = schema;
-          for (const auto& [in_slot, in_names] : op.inputs) {
-            std::vector<int> sources;
-            for (const std::string& n : in_names) {
-              auto it = lod_of.find(n);
-              sources.push_back(it == lod_of.end() ? -1 : it->second);
-            }
-            d.inputs.emplace_back(in_slot, std::move(sources));
+          if (Status st = AddDerivation(p, i, op, *schema, names[k], info, lod_of); !st.ok()) {
+            return Status(st.code(), label + ": " + st.message());
           }
-          for (const std::string& read_slot : schema->derive_reads) {
-            for (const std::string& n : op.Input(read_slot)) {
-              const ops::TensorInfo& r = infos[n];
-              if (r.dtype != ir::DataType::kInt64 && r.dtype != ir::DataType::kInt32) {
-                return Internal(label + ": " + read_slot + " '" + n + "' is read for offsets "
-                                "but is not int64 or int32");
-              }
-              int64_t count = 1;
-              for (int64_t dim : r.dims) count *= dim;
-              d.reads.push_back({read_slot, n, nullptr, r.dtype, count, nullptr});
-            }
-          }
-          d.values.resize(d.reads.size());
-          lod_of[names[k]] = d.source;
-          p.lod_sources_.push_back(std::move(source));
-          p.derivations_.push_back(std::move(d));
         } else if (info.lod_level != 0) {
-          const int source = source_of(slot, k);
+          const int source = FollowedSource(*schema, op, lod_of, slot, k);
           if (source < 0) {
             return Internal(label + ": output " + slot + " '" + names[k] +
                             "' holds sequences, but no sequence input of the op gives them");
@@ -731,48 +600,7 @@ StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
     call.SetScratch(p.scratch_bytes_ > 0 ? base + scratch_offset : nullptr);
     call.SetStream(stream_);
   }
-  for (PreparedProgram::LodSource& l : p.lod_sources_) {
-    l.data = static_cast<int64_t*>(p.data_[LodBufferName(l.feed)]);
-    if (stream_ != nullptr) {
-      FLEET_ASSIGN_OR_RETURN(l.staging, device_.HostAlloc(static_cast<size_t>(l.sequences + 1) *
-                                                          sizeof(int64_t)));
-    }
-  }
-  for (PreparedProgram::Derivation& d : p.derivations_) {
-    for (PreparedProgram::Derivation::Read& r : d.reads) {
-      r.data = p.data_[r.var];
-      if (stream_ != nullptr) {
-        FLEET_ASSIGN_OR_RETURN(r.staging,
-                               device_.HostAlloc(static_cast<size_t>(r.count) *
-                                                 ir::DataTypeSize(r.dtype)));
-      }
-    }
-    if (stream_ != nullptr) {
-      FLEET_ASSIGN_OR_RETURN(d.copied, device_.EventCreate(options_.device_ordinal));
-    }
-  }
-  // Offsets for the kernels that read them, and the padding rows each op's outputs leave.
-  p.paddings_.resize(p.calls_.size());
-  for (size_t i = 0; i < p.calls_.size(); ++i) {
-    KernelCall& call = *p.calls_[i];
-    for (int output = 0; output < 2; ++output) {
-      const auto& slot_names = output ? op_slots[i].outputs : op_slots[i].inputs;
-      for (size_t s = 0; s < slot_names.size(); ++s) {
-        for (size_t k = 0; k < slot_names[s].size(); ++k) {
-          const std::string& name = slot_names[s][k];
-          auto lod = lod_of.find(name);
-          if (lod == lod_of.end()) continue;
-          const PreparedProgram::LodSource& l = p.lod_sources_[static_cast<size_t>(lod->second)];
-          call.SetLod(output != 0, s, k, l.data);
-          if (output == 0) continue;
-          const ops::TensorInfo& info = infos[name];
-          p.paddings_[i].push_back({static_cast<uint8_t*>(p.data_[name]),
-                                    Bytes(info) / static_cast<size_t>(std::max<int64_t>(l.capacity, 1)),
-                                    lod->second});
-        }
-      }
-    }
-  }
+  FLEET_RETURN_IF_ERROR(BindSequences(p, op_slots, lod_of));
 
   auto lod_index = [&](const std::string& name) {
     auto it = lod_of.find(name);
@@ -800,67 +628,6 @@ StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
   return prepared;
 }
 
-Status Executor::Derive(PreparedProgram& p, PreparedProgram::Derivation& d) {
-  const int32_t ordinal = options_.device_ordinal;
-  PreparedProgram::LodSource& out = p.lod_sources_[static_cast<size_t>(d.source)];
-  ops::LodDeriveInputs in;
-  in.op = &p.program_->global().ops[d.op];
-  in.capacity = out.capacity;
-  in.sequences = out.sequences;
-  for (const auto& [slot, sources] : d.inputs) {
-    auto& offsets = in.offsets[slot];
-    for (int source : sources) {
-      offsets.push_back(source < 0 ? nullptr
-                                   : &p.lod_sources_[static_cast<size_t>(source)].offsets);
-    }
-  }
-  // The values are data an earlier op may have just written: a device must finish first.
-  if (!d.reads.empty() && !host_memory_) {
-    for (const PreparedProgram::Derivation::Read& r : d.reads) {
-      const size_t bytes = static_cast<size_t>(r.count) * ir::DataTypeSize(r.dtype);
-      if (bytes > 0) {
-        FLEET_RETURN_IF_ERROR(device_.CopyToHost(ordinal, r.staging, r.data, bytes, stream_));
-      }
-    }
-    FLEET_RETURN_IF_ERROR(device_.StreamSynchronize(stream_));
-    d.pending = false;
-  }
-  for (size_t k = 0; k < d.reads.size(); ++k) {
-    const PreparedProgram::Derivation::Read& r = d.reads[k];
-    const void* src = host_memory_ ? r.data : r.staging;
-    std::vector<int64_t>& values = d.values[k];
-    values.resize(static_cast<size_t>(r.count));
-    for (size_t e = 0; e < values.size(); ++e) {
-      values[e] = r.dtype == ir::DataType::kInt64 ? static_cast<const int64_t*>(src)[e]
-                                                  : static_cast<const int32_t*>(src)[e];
-    }
-    in.values[r.slot].push_back(values);
-  }
-  FLEET_RETURN_IF_ERROR(d.schema->derive_offsets(in, out.offsets));
-  // The kernels trust offsets as they trust a feed's: checked like one.
-  const std::vector<int64_t>& o = out.offsets;
-  bool valid = static_cast<int64_t>(o.size()) == out.sequences + 1 && o[0] == 0 &&
-               o.back() <= out.capacity;
-  for (size_t s = 1; valid && s < o.size(); ++s) valid = o[s] >= o[s - 1];
-  if (!valid) {
-    return Internal(d.schema->type + ": the offsets made for '" + out.feed +
-                    "' do not rise from 0 to at most its " + std::to_string(out.capacity) +
-                    " rows over " + std::to_string(out.sequences) + " sequences");
-  }
-  const size_t bytes = o.size() * sizeof(int64_t);
-  if (host_memory_) {
-    std::memcpy(out.data, o.data(), bytes);
-    return OkStatus();
-  }
-  // The staging buffer may still feed the previous run's copy.
-  if (d.pending) FLEET_RETURN_IF_ERROR(device_.EventSynchronize(d.copied));
-  std::memcpy(out.staging, o.data(), bytes);
-  FLEET_RETURN_IF_ERROR(device_.CopyToDevice(ordinal, out.data, out.staging, bytes, stream_));
-  FLEET_RETURN_IF_ERROR(device_.EventRecord(d.copied, stream_));
-  d.pending = true;
-  return OkStatus();
-}
-
 Status Executor::ZeroRows(uint8_t* data, size_t row_bytes, int64_t from, int64_t to) {
   if (to <= from || row_bytes == 0) return OkStatus();
   uint8_t* start = data + static_cast<size_t>(from) * row_bytes;
@@ -870,57 +637,6 @@ Status Executor::ZeroRows(uint8_t* data, size_t row_bytes, int64_t from, int64_t
     return OkStatus();
   }
   return device_.Memset(options_.device_ordinal, start, 0, bytes, stream_);
-}
-
-std::vector<std::string> PreparedProgram::sequence_feeds() const {
-  std::vector<std::string> out;
-  for (const Binding& f : feeds_) {
-    if (f.lod >= 0) out.push_back(f.name);
-  }
-  return out;
-}
-
-Status Executor::FitSequences(PreparedProgram& p, const FeedMap& feeds) {
-  std::map<std::string, int64_t> rows;
-  for (const PreparedProgram::Binding& f : p.feeds_) {
-    auto it = feeds.find(f.name);
-    if (f.lod >= 0 && it != feeds.end() && !it->second.dims.empty()) {
-      rows[f.name] = it->second.dims[0];  // a missing feed: Run says why
-    }
-  }
-  return ReserveSequenceRows(p, rows);
-}
-
-Status Executor::ReserveSequenceRows(PreparedProgram& p,
-                                     const std::map<std::string, int64_t>& rows) {
-  bool grow = false;
-  for (const PreparedProgram::Binding& f : p.feeds_) {
-    auto it = rows.find(f.name);
-    if (f.lod >= 0 && it != rows.end()) grow = grow || it->second > f.dims[0];
-  }
-  if (!grow) return OkStatus();
-  // Preparing again costs every kernel's prepare, so each sequence feed gets a quarter more
-  // room than this batch needs: a program with many slots settles after a few batches.
-  FeedShapes shapes = p.feed_shapes_;
-  for (const PreparedProgram::Binding& f : p.feeds_) {
-    auto it = rows.find(f.name);
-    if (f.lod < 0 || it == rows.end()) continue;
-    const int64_t need = it->second;
-    shapes[f.name][0] = std::max(f.dims[0], SequenceCapacity(need + need / 4));
-    if (shapes[f.name][0] != f.dims[0]) {
-      Log().debug("executor: feed '{}' has {} rows; preparing for {} (was {})", f.name, need,
-                  shapes[f.name][0], f.dims[0]);
-    }
-  }
-  FLEET_ASSIGN_OR_RETURN(std::unique_ptr<PreparedProgram> fresh,
-                         Prepare(*p.program_, shapes, p.fetch_names_, p.feed_sequences_));
-  // The new preparation continues the old one's runs (random streams, profile).
-  fresh->runs_ = p.runs_;
-  fresh->next_launch_index_ = p.next_launch_index_;
-  if (fresh->op_seconds_.size() == p.op_seconds_.size()) fresh->op_seconds_ = p.op_seconds_;
-  if (stream_ != nullptr) FLEET_RETURN_IF_ERROR(device_.StreamSynchronize(stream_));
-  p.Swap(*fresh);
-  return OkStatus();  // `fresh` now holds the old preparation and frees it
 }
 
 Status Executor::Run(PreparedProgram& p, const FeedMap& feeds, std::vector<HostTensor>& fetched) {
@@ -936,7 +652,7 @@ Status Executor::Run(PreparedProgram& p, const FeedMap& feeds, std::vector<HostT
     }
     if (f.lod >= 0) {
       PreparedProgram::LodSource& l = p.lod_sources_[static_cast<size_t>(f.lod)];
-      FLEET_RETURN_IF_ERROR(CheckOffsets(f.name, t, l.sequences));
+      FLEET_RETURN_IF_ERROR(CheckFeedOffsets(f.name, t, l.sequences));
       if (t.dims.size() != f.dims.size() ||
           !std::equal(t.dims.begin() + 1, t.dims.end(), f.dims.begin() + 1)) {
         return InvalidArgument("feed '" + f.name + "' has rows of shape " +

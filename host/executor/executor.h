@@ -43,6 +43,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -245,6 +246,37 @@ class Executor {
   FleetStream* stream() const { return stream_; }
 
  private:
+  using LodOf = std::map<std::string, int, std::less<>>;  // var -> index in lod_sources_
+  // Var names per schema slot of one op, in schema order.
+  struct OpSlots {
+    std::vector<std::vector<std::string>> inputs, outputs;
+  };
+  // The feeds of `p` (its feed_shapes_ and feed_sequences_ set) into its infos_ and lod_of.
+  Status AddFeeds(PreparedProgram& p, LodOf& lod_of);
+
+  // ---- sequences.cc: the sequence rules --------------------------------------------------
+  // Where the offsets of sequence var `var` live in the arena (not a var of the program).
+  static std::string LodBufferName(const std::string& var);
+  // A sequence feed's offsets: `sequences` of them, from 0, never back, ending at its rows.
+  static Status CheckFeedOffsets(const std::string& name, const HostTensor& t,
+                                 int64_t sequences);
+  // The op's sequence inputs hold one set of sequences, unless its kernels read each tensor's
+  // own offsets (OpSchema::mixed_sequences): rows of two sets do not correspond.
+  static Status CheckSequenceInputs(const PreparedProgram& p, const ops::OpSchema& schema,
+                                    const ir::Op& op, const LodOf& lod_of);
+  // The source a sequence output (slot `slot`, var `k`) follows: its lod_share input, or for a
+  // sequence kernel the op's first sequence input; -1 for none.
+  static int FollowedSource(const ops::OpSchema& schema, const ir::Op& op, const LodOf& lod_of,
+                            const std::string& slot, size_t k);
+  // Output `var` of op `index` has offsets of its own (OpSchema::derive_lod): a LodSource for
+  // it and the Derivation that fills it at run time.
+  static Status AddDerivation(PreparedProgram& p, size_t index, const ir::Op& op,
+                              const ops::OpSchema& schema, const std::string& var,
+                              const ops::TensorInfo& info, LodOf& lod_of);
+  // After the arena is placed: the offsets' buffers, the derivations' reads, each call's
+  // offsets and each op's padding rows.
+  Status BindSequences(PreparedProgram& p, const std::vector<OpSlots>& op_slots,
+                       const LodOf& lod_of);
   // Prepares `p` again, in place, when a sequence feed has more rows than its capacity.
   Status FitSequences(PreparedProgram& p, const FeedMap& feeds);
   // Makes the offsets of derivation `d` of `p` for this run (before its op launches).
