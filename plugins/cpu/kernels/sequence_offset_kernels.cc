@@ -36,10 +36,14 @@ template <typename T>
 void ConcatRows(const FleetKernelContext* kc, const SequenceConcatPlan& p, T* out,
                 const std::vector<T*>& xs, bool to_out) {
   const int64_t w = p.out.width;
+  std::vector<const int64_t*> lods;  // looked up once: a slot lookup compares names
+  for (int64_t k = 0; k < p.inputs; ++k) {
+    lods.push_back(Input(kc, "X", static_cast<size_t>(k))->lod);
+  }
   ParallelForEach(kc, p.out.sequences, WorkPerSequence(p.out), [&](int64_t s) {
     int64_t row = p.out.lod[s];
     for (int64_t k = 0; k < p.inputs; ++k) {
-      const int64_t* lod = Input(kc, "X", static_cast<size_t>(k))->lod;
+      const int64_t* lod = lods[static_cast<size_t>(k)];
       const int64_t n = lod[s + 1] - lod[s];
       T* x = xs[static_cast<size_t>(k)];
       if (x != nullptr && n > 0) {
