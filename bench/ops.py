@@ -120,9 +120,105 @@ def cases(torch, F):
          lambda d: (lambda x, w: lambda: F.conv_transpose2d(x, w, stride=2, padding=1))(
              rand(d, 32, 64, 16, 16), rand(d, 64, 64, 4, 4))),
         *rnn_cases(torch, rand),
+        *sequence_cases(torch),
         ("less_than 256x4096", {"type": "less_than",
                                 "inputs": {"X": [f32(256, 4096)], "Y": [f32(256, 4096)]}},
          lambda d: (lambda x, y: lambda: x < y)(rand(d, 256, 4096), rand(d, 256, 4096))),
+    ]
+
+
+def sequence_cases(torch):
+    """Sequence ops on a CTR-sized batch: 4096 sequences of 0 to 16 rows of 64 floats. Fleet
+    gets the offsets; torch gets the same lengths as a tensor and does what a PyTorch user writes
+    for ragged rows: index_add_ over per-row segment ids (made once, as Fleet's offsets are), and
+    for the ops whose result has new offsets, index tensors built from the lengths at every call
+    (Fleet makes the output's offsets at every call too)."""
+    import random
+    rng = random.Random(5)
+    seqs, width = 4096, 64
+    la = [rng.randint(0, 16) for _ in range(seqs)]
+    lb = [rng.randint(0, 16) for _ in range(seqs)]
+
+    def offsets(lengths):
+        out = [0]
+        for n in lengths:
+            out.append(out[-1] + n)
+        return out
+
+    lod_a, lod_b = offsets(la), offsets(lb)
+    start = [rng.randint(0, n) for n in la]
+    take = [rng.randint(0, n - o) for n, o in zip(la, start)]
+    pad = 16
+
+    def seq(lod):
+        spec = f32(lod[-1], width)
+        spec["lod"] = lod
+        return spec
+
+    def given(values, *dims):
+        spec = i64(*dims, high=1)
+        spec["values"] = values
+        return spec
+
+    def prepared(d):
+        t = lambda v: torch.tensor(v, device=d)
+        a = torch.rand(lod_a[-1], width, device=d)
+        b = torch.rand(lod_b[-1], width, device=d)
+        return a, b, t(la), t(lb), t(lod_a), t(lod_b), t(start), t(take)
+
+    def pool(d):
+        a, _, la_t, *_ = prepared(d)
+        segment = torch.repeat_interleave(torch.arange(seqs, device=d), la_t)
+        return lambda: torch.zeros(seqs, width, device=d).index_add_(0, segment, a)
+
+    def concat(d):
+        a, b, la_t, lb_t, lod_a_t, lod_b_t, *_ = prepared(d)
+
+        def run():
+            both = la_t + lb_t
+            out_start = torch.cumsum(both, 0) - both
+            rows_a = torch.arange(a.shape[0], device=d)
+            rows_b = torch.arange(b.shape[0], device=d)
+            to_a = (torch.repeat_interleave(out_start, la_t) + rows_a
+                    - torch.repeat_interleave(lod_a_t[:-1], la_t))
+            to_b = (torch.repeat_interleave(out_start + la_t, lb_t) + rows_b
+                    - torch.repeat_interleave(lod_b_t[:-1], lb_t))
+            out = torch.empty(a.shape[0] + b.shape[0], width, device=d)
+            out.index_copy_(0, to_a, a)
+            out.index_copy_(0, to_b, b)
+            return out
+        return run
+
+    def slice_(d):
+        a, _, _, _, lod_a_t, _, start_t, take_t = prepared(d)
+
+        def run():
+            first = torch.repeat_interleave(lod_a_t[:-1] + start_t, take_t)
+            out_start = torch.repeat_interleave(torch.cumsum(take_t, 0) - take_t, take_t)
+            rows = torch.arange(first.shape[0], device=d)
+            return a.index_select(0, first + rows - out_start)
+        return run
+
+    def unpad(d):
+        x = torch.rand(seqs, pad, width, device=d)
+        lengths = torch.tensor(la, device=d)
+        steps = torch.arange(pad, device=d)
+        return lambda: x[steps[None, :] < lengths[:, None]]
+
+    rows = f"{seqs} seqs x {width}"
+    return [
+        (f"sequence_pool SUM {rows}", {"type": "sequence_pool", "attrs": {"pooltype": "SUM"},
+                                      "inputs": {"X": [seq(lod_a)]}}, pool),
+        (f"sequence_concat 2 of {rows}", {"type": "sequence_concat",
+                                          "inputs": {"X": [seq(lod_a), seq(lod_b)]}}, concat),
+        (f"sequence_slice {rows}", {"type": "sequence_slice",
+                                    "inputs": {"X": [seq(lod_a)],
+                                               "Offset": [given(start, seqs, 1)],
+                                               "Length": [given(take, seqs, 1)]}}, slice_),
+        (f"sequence_unpad {seqs}x{pad}x{width}", {"type": "sequence_unpad",
+                                                  "inputs": {"X": [f32(seqs, pad, width)],
+                                                             "Length": [given(la, seqs)]}},
+         unpad),
     ]
 
 

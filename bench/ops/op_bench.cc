@@ -7,7 +7,11 @@
 // SPEC is a JSON object: {"type": "cumsum", "attrs": {"axis": 1},
 //   "inputs": {"X": [{"dims": [64, 4096], "dtype": "float32", "low": -1, "high": 1}]}},
 // optionally with "outputs": {"State": 2}, the var count of a duplicable or optional output
-// slot (required slots get one var by default, optional ones none).
+// slot (required slots get one var by default, optional ones none). An input may carry "lod":
+// [0, ...] (a sequence tensor with those offsets; dims[0] is its capacity) and "values": [...]
+// (exact values instead of random ones, for lengths and offsets). A sequence output takes the
+// executor's offsets; for an op that makes offsets of its own (OpSchema::derive_lod), each timed
+// launch includes making them on the host and copying them to the device, as a step does.
 // Attribute values are converted to the type of the schema's default. Inputs are uniform random
 // in [low, high) (default [-1, 1)); integer inputs are whole numbers in that range, so index
 // inputs name their bound with "high". Prints one JSON line: the median, 10th and 90th
@@ -114,6 +118,8 @@ Status Bench(const Options& o) {
     ir::DataType dtype;
     std::vector<int64_t> dims;
     std::vector<unsigned char> bytes;
+    std::vector<int64_t> lod;     // empty: dense
+    std::vector<int64_t> values;  // "values" as given (int inputs read for offsets)
   };
   std::vector<SlotShapes> in_slots;
   std::vector<std::vector<Input>> inputs;
@@ -133,10 +139,27 @@ Status Bench(const Options& o) {
       int64_t n = 1;
       for (int64_t d : in.dims) n *= d;
       in.bytes = RandomBytes(in.dtype, n, t.value("low", -1.0), t.value("high", 1.0), ++seed);
+      if (t.contains("values")) {
+        in.values = t.at("values").get<std::vector<int64_t>>();
+        if (static_cast<int64_t>(in.values.size()) != n || in.dtype != ir::DataType::kInt64) {
+          return InvalidArgument("values of " + slot.name + " must be " + std::to_string(n) +
+                                 " int64 values");
+        }
+        std::memcpy(in.bytes.data(), in.values.data(), in.bytes.size());
+      }
+      ops::TensorInfo info{in.dtype, in.dims};
+      if (t.contains("lod")) {
+        in.lod = t.at("lod").get<std::vector<int64_t>>();
+        if (in.lod.empty() || in.dims.empty() || in.lod.back() > in.dims[0]) {
+          return InvalidArgument("lod of " + slot.name + " must end within dims[0]");
+        }
+        info.lod_level = 1;
+        info.sequences = static_cast<int64_t>(in.lod.size()) - 1;
+      }
       const std::string var = slot.name + "_" + std::to_string(k++);
       op.inputs[slot.name].push_back(var);
-      in_infos[slot.name].push_back(ops::TensorInfo{in.dtype, in.dims});
-      s.tensors.push_back({in.dtype, in.dims});
+      in_infos[slot.name].push_back(info);
+      s.tensors.push_back({in.dtype, in.dims, static_cast<int64_t>(in.lod.size())});
       tensors.push_back(std::move(in));
     }
     in_slots.push_back(std::move(s));
@@ -156,13 +179,54 @@ Status Bench(const Options& o) {
   infer.inputs = in_infos;
   for (const auto& [slot, names] : op.outputs) infer.outputs[slot].resize(names.size());
   FLEET_RETURN_IF_ERROR(schema->infer_shape(infer));
+  FLEET_RETURN_IF_ERROR(ops::ApplyLodRules(*schema, infer));
+
+  // The offsets of each sequence output, by the executor's rules: made by the op, those of the
+  // input lod_share pairs it with, or the first sequence input's.
+  ops::LodDeriveInputs derive;
+  derive.op = &op;
+  const std::vector<int64_t>* first_lod = nullptr;
+  for (size_t s = 0; s < in_slots.size(); ++s) {
+    auto& offsets = derive.offsets[in_slots[s].name];
+    for (const Input& in : inputs[s]) {
+      offsets.push_back(in.lod.empty() ? nullptr : &in.lod);
+      if (first_lod == nullptr && !in.lod.empty()) first_lod = &in.lod;
+    }
+    for (const std::string& read : schema->derive_reads) {
+      if (read != in_slots[s].name) continue;
+      for (const Input& in : inputs[s]) derive.values[read].push_back(in.values);
+    }
+  }
+  std::vector<int64_t> derived;  // the derived output's offsets, remade at every launch
   std::vector<SlotShapes> out_slots;
+  std::vector<std::vector<const std::vector<int64_t>*>> out_lods;
   for (const auto& slot : schema->outputs) {
     auto it = infer.outputs.find(slot.name);
     if (it == infer.outputs.end() || it->second.empty()) continue;
     SlotShapes shapes{slot.name, {}};
-    for (const ops::TensorInfo& t : it->second) shapes.tensors.push_back({t.dtype, t.dims});
+    std::vector<const std::vector<int64_t>*> lods;
+    for (size_t k = 0; k < it->second.size(); ++k) {
+      const ops::TensorInfo& t = it->second[k];
+      const std::vector<int64_t>* lod = nullptr;
+      if (t.lod_level != 0 && slot.name == schema->derive_lod) {
+        derive.capacity = t.dims.empty() ? 0 : t.dims[0];
+        derive.sequences = t.sequences;
+        FLEET_RETURN_IF_ERROR(schema->derive_offsets(derive, derived));
+        lod = &derived;
+      } else if (t.lod_level != 0) {
+        lod = first_lod;
+        for (const auto& [out_slot, in_slot] : schema->lod_share) {
+          if (out_slot != slot.name) continue;
+          const auto& from = derive.offsets[in_slot];
+          if (!from.empty()) lod = from[k < from.size() ? k : 0];
+        }
+      }
+      shapes.tensors.push_back(
+          {t.dtype, t.dims, lod != nullptr ? static_cast<int64_t>(lod->size()) : 0});
+      lods.push_back(lod);
+    }
     out_slots.push_back(std::move(shapes));
+    out_lods.push_back(std::move(lods));
   }
   const ir::DataType dtype = inputs.empty() || inputs[0].empty()
                                  ? ir::DataType::kFloat32
@@ -188,7 +252,7 @@ Status Bench(const Options& o) {
   args.num_threads = o.threads;
   args.seed = 7;
   FLEET_ASSIGN_OR_RETURN(std::unique_ptr<KernelCall> call,
-                         ChooseKernel(registry, o.device, dtype, args));
+                         ChooseKernel(registry, o.device, dtype, args, schema->sequence_kernel));
   FLEET_ASSIGN_OR_RETURN(size_t scratch, call->Prepare());
 
   std::vector<void*> owned;
@@ -205,8 +269,15 @@ Status Bench(const Options& o) {
         FLEET_RETURN_IF_ERROR(
             device.CopyToDevice(0, p, inputs[s][i].bytes.data(), inputs[s][i].bytes.size()));
         call->SetData(false, s, i, p);
+        if (!inputs[s][i].lod.empty()) {
+          const std::vector<int64_t>& lod = inputs[s][i].lod;
+          FLEET_ASSIGN_OR_RETURN(void* l, alloc(lod.size() * sizeof(int64_t)));
+          FLEET_RETURN_IF_ERROR(device.CopyToDevice(0, l, lod.data(), lod.size() * sizeof(int64_t)));
+          call->SetLod(false, s, i, static_cast<const int64_t*>(l));
+        }
       }
     }
+    void* derived_lod = nullptr;  // where the derived offsets go before each launch
     for (size_t s = 0; s < out_slots.size(); ++s) {
       for (size_t i = 0; i < out_slots[s].tensors.size(); ++i) {
         const TensorShape& t = out_slots[s].tensors[i];
@@ -215,6 +286,13 @@ Status Bench(const Options& o) {
         FLEET_ASSIGN_OR_RETURN(void* p,
                                alloc(static_cast<size_t>(n) * ir::DataTypeSize(t.dtype)));
         call->SetData(true, s, i, p);
+        if (const std::vector<int64_t>* lod = out_lods[s][i]; lod != nullptr) {
+          FLEET_ASSIGN_OR_RETURN(void* l, alloc(lod->size() * sizeof(int64_t)));
+          FLEET_RETURN_IF_ERROR(
+              device.CopyToDevice(0, l, lod->data(), lod->size() * sizeof(int64_t)));
+          call->SetLod(true, s, i, static_cast<const int64_t*>(l));
+          if (lod == &derived) derived_lod = l;
+        }
       }
     }
     if (scratch > 0) {
@@ -224,6 +302,11 @@ Status Bench(const Options& o) {
     std::vector<double> us;
     for (int i = 0; i < o.warmup + o.iters; ++i) {
       const auto t0 = std::chrono::steady_clock::now();
+      if (derived_lod != nullptr) {
+        FLEET_RETURN_IF_ERROR(schema->derive_offsets(derive, derived));
+        FLEET_RETURN_IF_ERROR(device.CopyToDevice(0, derived_lod, derived.data(),
+                                                  derived.size() * sizeof(int64_t)));
+      }
       FLEET_RETURN_IF_ERROR(call->Launch(static_cast<uint64_t>(i)));
       FLEET_RETURN_IF_ERROR(device.Synchronize(0));
       const auto t1 = std::chrono::steady_clock::now();
