@@ -162,16 +162,17 @@ int OpsCommand(const GlobalOptions& global, const std::vector<std::string>& args
   std::vector<std::string> types = registry.Types();
   if (!name.empty() && registry.Find(name) == nullptr) {
     // The closest spelling, else the ops whose name contains the word (tril -> tril_triu).
-    std::string hint = ClosestMatch(name, types);
-    if (hint.empty()) {
+    std::vector<std::string> hints = ClosestMatches(name, types, 3);
+    if (hints.empty()) {
       for (const std::string& t : types) {
         if (t.find(name) != std::string::npos && t.find("_grad") == std::string::npos) {
-          hint += (hint.empty() ? "" : "', '") + t;
+          hints.push_back(t);
         }
       }
     }
     return Fail(err, NotFound("no op " + QuoteForMessage(name) +
-                              (hint.empty() ? "" : "; did you mean '" + hint + "'?") +
+                              (hints.empty() ? "" : "; did you mean " + QuotedAlternatives(hints) +
+                                                        "?") +
                               " (fleet-host ops lists them all)"));
   }
   auto config = LoadConfigFor(global);

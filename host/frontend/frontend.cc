@@ -221,10 +221,13 @@ class Interpreter {
       for (const auto& t : state_.builder.registry().Types()) {
         if (t.find("_grad") == std::string::npos) names.push_back(t);
       }
-      std::string guess = ClosestMatch(e.text, names);
+      const std::vector<std::string> guesses = ClosestMatches(e.text, names, 3);
       return ErrorAt(file_, e.pos,
                      "unknown layer or op '" + e.text + "'" +
-                         (guess.empty() ? "" : " (did you mean '" + guess + "'?)"));
+                         (guesses.empty() ? ""
+                                          : " (did you mean " + QuotedAlternatives(guesses) +
+                                                "?)") +
+                         "; `fleet-host ops` lists every op, docs/program.md every layer");
     }
     std::vector<Arg> positional;
     for (const Expr& item : e.items) {

@@ -23,16 +23,29 @@ size_t EditDistance(std::string_view a, std::string_view b) {
 }
 
 std::string ClosestMatch(std::string_view word, const std::vector<std::string>& candidates) {
-  std::string best;
-  size_t best_distance = std::max<size_t>(1, word.size() / 3) + 1;
+  const std::vector<std::string> best = ClosestMatches(word, candidates, 1);
+  return best.empty() ? std::string() : best[0];
+}
+
+std::vector<std::string> ClosestMatches(std::string_view word,
+                                        const std::vector<std::string>& candidates, size_t max) {
+  const size_t limit = std::max<size_t>(1, word.size() / 3);
+  std::vector<std::pair<size_t, std::string>> close;
   for (const std::string& c : candidates) {
-    size_t d = EditDistance(word, c);
-    if (d < best_distance) {
-      best_distance = d;
-      best = c;
-    }
+    const size_t d = EditDistance(word, c);
+    if (d <= limit) close.emplace_back(d, c);
   }
-  return best;
+  std::sort(close.begin(), close.end());
+  close.erase(std::unique(close.begin(), close.end()), close.end());
+  std::vector<std::string> out;
+  for (size_t i = 0; i < close.size() && i < max; ++i) out.push_back(close[i].second);
+  return out;
+}
+
+std::string QuotedAlternatives(const std::vector<std::string>& words) {
+  std::vector<std::string> quoted;
+  for (const std::string& w : words) quoted.push_back("'" + w + "'");
+  return JoinWords(quoted, " or ");
 }
 
 std::string JoinWords(const std::vector<std::string>& words, std::string_view last_sep) {

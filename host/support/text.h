@@ -13,6 +13,11 @@ size_t EditDistance(std::string_view a, std::string_view b);
 // The candidate closest to `word` if it is close enough to be a plausible typo (distance at most
 // a third of the word's length, and at least 1), else an empty string.
 std::string ClosestMatch(std::string_view word, const std::vector<std::string>& candidates);
+// Up to `max` candidates close enough in that sense, the closest first (ties in name order).
+std::vector<std::string> ClosestMatches(std::string_view word,
+                                        const std::vector<std::string>& candidates, size_t max);
+// "'a'", "'a' or 'b'", "'a', 'b' or 'c'": ClosestMatches for a "did you mean ...?".
+std::string QuotedAlternatives(const std::vector<std::string>& words);
 
 // "a, b and c"
 std::string JoinWords(const std::vector<std::string>& words, std::string_view last_sep = " and ");

@@ -103,6 +103,11 @@ TEST(CliOpsTest, UnknownOpNamesTheClosestOnes) {
   EXPECT_EQ(typo.exit_code, 1);
   EXPECT_NE(typo.err.find("no op 'sofmax'; did you mean 'softmax'?"), std::string::npos)
       << typo.err;
+  Result several = RunHost("ops sequence_pol");
+  EXPECT_NE(several.err.find("no op 'sequence_pol'; did you mean 'sequence_pool', 'sequence_pad' "
+                             "or 'sequence_mask'?"),
+            std::string::npos)
+      << several.err;
   Result part = RunHost("ops tril");
   EXPECT_EQ(part.exit_code, 1);
   EXPECT_NE(part.err.find("did you mean 'tril_triu'?"), std::string::npos) << part.err;

@@ -555,7 +555,13 @@ TEST(FrontendTest, NameAndCallErrorsPointAtTheCall) {
   EXPECT_EQ(ErrorOf(head + "h = fc(xx, size=3)\n"),
             "t.fleet:2:8: name 'xx' is not defined (did you mean 'x'?)");
   EXPECT_EQ(ErrorOf(head + "h = fcc(x, size=3)\n"),
-            "t.fleet:2:5: unknown layer or op 'fcc' (did you mean 'fc'?)");
+            "t.fleet:2:5: unknown layer or op 'fcc' (did you mean 'fc'?); `fleet-host ops` "
+            "lists every op, docs/program.md every layer");
+  // Up to three, the closest first.
+  EXPECT_EQ(ErrorOf(head + "h = sequence_pol(x, 'sum')\n"),
+            "t.fleet:2:5: unknown layer or op 'sequence_pol' (did you mean 'sequence_pool', "
+            "'sequence_pad' or 'sequence_mask'?); `fleet-host ops` lists every op, "
+            "docs/program.md every layer");
   EXPECT_EQ(ErrorOf(head + "h = fc(x)\n"), "t.fleet:2:5: fc: missing required argument 'size'");
   EXPECT_EQ(ErrorOf(head + "h = fc(x, sise=3)\n"),
             "t.fleet:2:11: fc: unknown keyword 'sise' (did you mean 'size'?)");

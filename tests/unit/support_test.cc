@@ -49,6 +49,11 @@ TEST(TextTest, EditDistanceAndClosestMatch) {
   EXPECT_EQ(EditDistance("", "abc"), 3u);
   EXPECT_EQ(ClosestMatch("backnd", {"backend", "plugin"}), "backend");
   EXPECT_EQ(ClosestMatch("zzzzzz", {"backend", "plugin"}), "");
+  // The closest first, ties in name order, duplicates once, at most `max`, none too far.
+  EXPECT_EQ(ClosestMatches("relu", {"selu", "relu6", "elu", "gelu", "selu", "softmax"}, 3),
+            (std::vector<std::string>{"elu", "gelu", "relu6"}));
+  EXPECT_EQ(ClosestMatches("zzzz", {"relu"}, 3), std::vector<std::string>{});
+  EXPECT_EQ(QuotedAlternatives({"a", "b", "c"}), "'a', 'b' or 'c'");
   EXPECT_EQ(JoinWords({"a", "b", "c"}), "a, b and c");
   EXPECT_EQ(JoinWords({"a"}), "a");
   EXPECT_EQ(Split("a::b", ':'), (std::vector<std::string>{"a", "", "b"}));
