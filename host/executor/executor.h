@@ -147,10 +147,14 @@ class PreparedProgram {
       const void* data = nullptr;
       ir::DataType dtype = ir::DataType::kInvalid;
       int64_t count = 0;
-      void* staging = nullptr;  // page-locked copy (devices without host memory)
+      void* staging = nullptr;           // page-locked copy (devices without host memory)
+      std::vector<int64_t>* to = nullptr;  // its entry in `in.values`
     };
     std::vector<Read> reads;
-    std::vector<std::vector<int64_t>> values;  // per read, refilled every run
+    // What derive_offsets reads, built once the preparation is complete (its offsets point
+    // into lod_sources_, whose elements stay put from then on, swaps included); Run refills the
+    // values in place, so a step allocates nothing here.
+    ops::LodDeriveInputs in;
     FleetEvent* copied = nullptr;  // after the last copy of the offsets' staging buffer
     bool pending = false;          // `copied` was recorded and not waited for yet
   };

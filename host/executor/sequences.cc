@@ -143,10 +143,9 @@ Status Executor::AddDerivation(PreparedProgram& p, size_t index, const ir::Op& o
       }
       int64_t count = 1;
       for (int64_t dim : r.dims) count *= dim;
-      d.reads.push_back({slot, n, nullptr, r.dtype, count, nullptr});
+      d.reads.push_back({slot, n, nullptr, r.dtype, count, nullptr, nullptr});
     }
   }
-  d.values.resize(d.reads.size());
   lod_of[var] = d.source;
   p.lod_sources_.push_back(std::move(source));
   p.derivations_.push_back(std::move(d));
@@ -156,17 +155,6 @@ Status Executor::AddDerivation(PreparedProgram& p, size_t index, const ir::Op& o
 Status Executor::Derive(PreparedProgram& p, PreparedProgram::Derivation& d) {
   const int32_t ordinal = options_.device_ordinal;
   PreparedProgram::LodSource& out = p.lod_sources_[static_cast<size_t>(d.source)];
-  ops::LodDeriveInputs in;
-  in.op = &p.program_->global().ops[d.op];
-  in.capacity = out.capacity;
-  in.sequences = out.sequences;
-  for (const auto& [slot, sources] : d.inputs) {
-    auto& offsets = in.offsets[slot];
-    for (int source : sources) {
-      offsets.push_back(source < 0 ? nullptr
-                                   : &p.lod_sources_[static_cast<size_t>(source)].offsets);
-    }
-  }
   // The values are data an earlier op may have just written: a device must finish first.
   if (!d.reads.empty() && !host_memory_) {
     for (const PreparedProgram::Derivation::Read& r : d.reads) {
@@ -178,18 +166,15 @@ Status Executor::Derive(PreparedProgram& p, PreparedProgram::Derivation& d) {
     FLEET_RETURN_IF_ERROR(device_.StreamSynchronize(stream_));
     d.pending = false;
   }
-  for (size_t k = 0; k < d.reads.size(); ++k) {
-    const PreparedProgram::Derivation::Read& r = d.reads[k];
+  for (const PreparedProgram::Derivation::Read& r : d.reads) {
     const void* src = host_memory_ ? r.data : r.staging;
-    std::vector<int64_t>& values = d.values[k];
-    values.resize(static_cast<size_t>(r.count));
+    std::vector<int64_t>& values = *r.to;  // sized at prepare
     for (size_t e = 0; e < values.size(); ++e) {
       values[e] = r.dtype == ir::DataType::kInt64 ? static_cast<const int64_t*>(src)[e]
                                                   : static_cast<const int32_t*>(src)[e];
     }
-    in.values[r.slot].push_back(values);
   }
-  FLEET_RETURN_IF_ERROR(d.schema->derive_offsets(in, out.offsets));
+  FLEET_RETURN_IF_ERROR(d.schema->derive_offsets(d.in, out.offsets));
   // The kernels trust offsets as they trust a feed's: checked like one.
   const std::vector<int64_t>& o = out.offsets;
   bool valid = static_cast<int64_t>(o.size()) == out.sequences + 1 && o[0] == 0 &&
@@ -227,7 +212,23 @@ Status Executor::BindSequences(PreparedProgram& p, const std::vector<OpSlots>& o
     }
   }
   for (PreparedProgram::Derivation& d : p.derivations_) {
+    const PreparedProgram::LodSource& out = p.lod_sources_[static_cast<size_t>(d.source)];
+    d.in.op = &p.program_->global().ops[d.op];
+    d.in.capacity = out.capacity;
+    d.in.sequences = out.sequences;
+    for (const auto& [slot, sources] : d.inputs) {
+      auto& offsets = d.in.offsets[slot];
+      for (int source : sources) {
+        offsets.push_back(source < 0 ? nullptr
+                                     : &p.lod_sources_[static_cast<size_t>(source)].offsets);
+      }
+    }
+    for (const PreparedProgram::Derivation::Read& r : d.reads) {
+      d.in.values[r.slot].emplace_back(static_cast<size_t>(r.count));
+    }
+    std::map<std::string, size_t> taken;  // per slot, the values handed out so far
     for (PreparedProgram::Derivation::Read& r : d.reads) {
+      r.to = &d.in.values[r.slot][taken[r.slot]++];
       r.data = p.data_[r.var];
       if (stream_ != nullptr) {
         FLEET_ASSIGN_OR_RETURN(r.staging,
