@@ -17,6 +17,7 @@
 
 #include "fleet/fleet_plugin.h"
 #include "kernel_context.h"
+#include "plan_status.h"
 
 namespace fleet_cpu {
 
@@ -74,6 +75,10 @@ inline FleetStatus* InvalidArgument(const std::string& m) {
 }
 inline FleetStatus* Unimplemented(const std::string& m) {
   return Error(FLEET_CODE_UNIMPLEMENTED, m);
+}
+// A planner's status (plugins/common/plan_status.h) as this plugin's status; NULL when ok.
+inline FleetStatus* FromPlan(const fleet::kernel::PlanStatus& planned) {
+  return fleet::kernel::ToFleetStatus(planned, Error);
 }
 
 // Sets the OpenMP thread count (used by oneDNN and by ParallelFor) for this launch.

@@ -24,11 +24,6 @@ using fleet::kernel::ReduceOp;
 
 constexpr int64_t kGrain = 1 << 12;
 
-FleetStatus* FromPlan(const fleet::kernel::PlanStatus& s) {
-  return fleet::kernel::ToFleetStatus(
-      s, [](int32_t code, const std::string& m) { return Error(code, m); });
-}
-
 // Calls f(offset) for the members of the group at `base`, in GroupMember order.
 template <typename F>
 void ForMembers(const ReduceGroups& g, int64_t base, F&& f) {

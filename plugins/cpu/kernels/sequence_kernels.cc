@@ -25,11 +25,7 @@ int64_t RowsPerSequence(const int64_t* lod, int64_t sequences) {
 }
 
 FleetStatus* Plan(const FleetKernelContext* kc, bool grad, SequencePoolPlan* plan) {
-  if (FleetStatus* st = fleet::kernel::ToFleetStatus(
-          fleet::kernel::PlanSequencePool(kc, grad, plan),
-          [](int32_t code, const std::string& m) { return Error(code, m); })) {
-    return st;
-  }
+  if (FleetStatus* st = FromPlan(fleet::kernel::PlanSequencePool(kc, grad, plan))) return st;
   // The host checked the offsets it fed; this guards a kernel driven by another caller.
   if (plan->lod != nullptr && (plan->lod[0] != 0 || plan->lod[plan->sequences] > plan->capacity)) {
     return InvalidArgument(OpName(kc) + ": the offsets of X run from " +
@@ -143,10 +139,7 @@ using fleet::kernel::SequenceRows;
 // The plan's status, then the offsets (host memory here), as Plan above does for sequence_pool.
 FleetStatus* Checked(const FleetKernelContext* kc, const fleet::kernel::PlanStatus& planned,
                      const SequenceRows& r) {
-  if (FleetStatus* st = fleet::kernel::ToFleetStatus(
-          planned, [](int32_t code, const std::string& m) { return Error(code, m); })) {
-    return st;
-  }
+  if (FleetStatus* st = FromPlan(planned)) return st;
   if (r.lod[0] != 0 || r.lod[r.sequences] > r.capacity) {
     return InvalidArgument(OpName(kc) + ": the offsets run from " + std::to_string(r.lod[0]) +
                            " to " + std::to_string(r.lod[r.sequences]) + ", outside the " +
@@ -286,11 +279,7 @@ template <typename L>
 FleetStatus* SequenceMask(void*, const FleetKernelContext* kc, void*) {
   return Guard(kc, [&]() -> FleetStatus* {
     fleet::kernel::SequenceMaskPlan p;
-    if (FleetStatus* st = fleet::kernel::ToFleetStatus(
-            fleet::kernel::PlanSequenceMask(kc, &p),
-            [](int32_t code, const std::string& m) { return Error(code, m); })) {
-      return st;
-    }
+    if (FleetStatus* st = FromPlan(fleet::kernel::PlanSequenceMask(kc, &p))) return st;
     const L* x = Data<L>(Input(kc, "X"));
     const FleetTensor* y = Output(kc, "Y");
     switch (p.out_dtype) {

@@ -19,11 +19,6 @@ using fleet::kernel::SequenceRows;
 using fleet::kernel::SequenceSlicePlan;
 using fleet::kernel::SequenceUnpadPlan;
 
-FleetStatus* FromPlan(const fleet::kernel::PlanStatus& planned) {
-  return fleet::kernel::ToFleetStatus(
-      planned, [](int32_t code, const std::string& m) { return Error(code, m); });
-}
-
 // Rows per sequence of `r`: the work of one item of a loop over its sequences.
 int64_t WorkPerSequence(const SequenceRows& r) {
   if (r.sequences <= 0) return r.width;

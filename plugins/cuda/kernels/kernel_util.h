@@ -26,6 +26,7 @@
 #include "device.h"
 #include "fleet/fleet_plugin.h"
 #include "kernel_context.h"
+#include "plan_status.h"
 
 namespace fleet_cuda {
 
@@ -79,6 +80,10 @@ inline FleetStatus* InvalidArgument(const std::string& m) {
 }
 inline FleetStatus* Unimplemented(const std::string& m) {
   return Error(FLEET_CODE_UNIMPLEMENTED, m);
+}
+// A planner's status (plugins/common/plan_status.h) as this plugin's status; NULL when ok.
+inline FleetStatus* FromPlan(const fleet::kernel::PlanStatus& planned) {
+  return fleet::kernel::ToFleetStatus(planned, Error);
 }
 // NULL on success, else INTERNAL naming `what` and the library's status.
 FleetStatus* BlasStatus(cublasStatus_t status, const std::string& what);

@@ -29,11 +29,6 @@ using fleet::kernel::ReduceOp;
 constexpr int kWarp = 32;
 constexpr unsigned kFullMask = 0xffffffffu;
 
-FleetStatus* FromPlan(const fleet::kernel::PlanStatus& s) {
-  return fleet::kernel::ToFleetStatus(
-      s, [](int32_t code, const std::string& m) { return Error(code, m); });
-}
-
 // Blocks for a warp per item, grid-stride beyond.
 unsigned WarpBlocks(int64_t items) {
   return Blocks(items * kWarp);

@@ -26,9 +26,7 @@ using fleet::kernel::SequencePoolScale;
 using fleet::kernel::SequencePoolType;
 
 FleetStatus* Plan(const FleetKernelContext* kc, bool grad, SequencePoolPlan* plan) {
-  return fleet::kernel::ToFleetStatus(
-      fleet::kernel::PlanSequencePool(kc, grad, plan),
-      [](int32_t code, const std::string& m) { return Error(code, m); });
+  return FromPlan(fleet::kernel::PlanSequencePool(kc, grad, plan));
 }
 
 template <typename T>
@@ -130,11 +128,6 @@ FleetStatus* SequencePoolGrad(void*, const FleetKernelContext* kc, void*) {
 using fleet::kernel::SequenceOfRow;
 using fleet::kernel::SequencePadPlan;
 using fleet::kernel::SequenceRows;
-
-FleetStatus* FromPlan(const fleet::kernel::PlanStatus& planned) {
-  return fleet::kernel::ToFleetStatus(
-      planned, [](int32_t code, const std::string& m) { return Error(code, m); });
-}
 
 template <typename T>
 __global__ void SequenceSoftmaxKernel(const T* x, const int64_t* lod, T* out, int64_t sequences) {

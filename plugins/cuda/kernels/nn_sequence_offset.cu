@@ -18,11 +18,6 @@ using fleet::kernel::SequenceOfRow;
 using fleet::kernel::SequenceSlicePlan;
 using fleet::kernel::SequenceUnpadPlan;
 
-FleetStatus* FromPlan(const fleet::kernel::PlanStatus& planned) {
-  return fleet::kernel::ToFleetStatus(
-      planned, [](int32_t code, const std::string& m) { return Error(code, m); });
-}
-
 // The inputs of one sequence_concat launch, passed by value: kernel parameters hold at most
 // 4 KiB, so a launch takes up to kConcatInputs inputs.
 constexpr int kConcatInputs = 32;

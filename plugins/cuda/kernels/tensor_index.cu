@@ -59,7 +59,6 @@ FleetStatus* Changed(const FleetKernelContext* kc) {
   return InvalidArgument(OpName(kc) + ": shapes changed after prepare");
 }
 
-FleetStatus* PlanError(const plan::PlanStatus& s) { return plan::ToFleetStatus(s, Error); }
 
 // The error for the first bad position the flag recorded, if any. `bound_of(pos)` gives the
 // bound that position was checked against.
@@ -223,7 +222,7 @@ template <const char* kAxis>
 FleetStatus* TakePrepare(void*, const FleetKernelContext* kc, void** state,
                          size_t* scratch_bytes) {
   auto p = std::make_unique<TakePlan>();
-  if (FleetStatus* err = PlanError(plan::PlanTake(kc, kAxis, false, p.get()))) return err;
+  if (FleetStatus* err = FromPlan(plan::PlanTake(kc, kAxis, false, p.get()))) return err;
   *scratch_bytes = kFlagBytes;
   *state = p.release();
   return nullptr;
@@ -263,7 +262,7 @@ FleetStatus* TakeGradPrepare(void*, const FleetKernelContext* kc, void** state,
                              size_t* scratch_bytes) {
   auto st = std::unique_ptr<TakeGradState>(new (std::nothrow) TakeGradState());
   if (st == nullptr) return Error(FLEET_CODE_INTERNAL, OpName(kc) + ": out of memory");
-  if (FleetStatus* err = PlanError(plan::PlanTake(kc, kAxis, true, &st->take))) return err;
+  if (FleetStatus* err = FromPlan(plan::PlanTake(kc, kAxis, true, &st->take))) return err;
   if (FleetStatus* err = PlanSort(kc, st->take.count, st->take.rows, &st->sort)) return err;
   *scratch_bytes = SortScratch(st->sort);
   *state = st.release();
@@ -326,7 +325,7 @@ __global__ void GatherNdKernel(GatherNdPlan p, const T* x, const void* index, bo
 FleetStatus* GatherNdPrepare(void*, const FleetKernelContext* kc, void** state,
                              size_t* scratch_bytes) {
   auto p = std::make_unique<GatherNdPlan>();
-  if (FleetStatus* err = PlanError(plan::PlanGatherNd(kc, false, p.get()))) return err;
+  if (FleetStatus* err = FromPlan(plan::PlanGatherNd(kc, false, p.get()))) return err;
   *scratch_bytes = kFlagBytes;
   *state = p.release();
   return nullptr;
@@ -365,7 +364,7 @@ FleetStatus* GatherNdGradPrepare(void*, const FleetKernelContext* kc, void** sta
                                  size_t* scratch_bytes) {
   auto st = std::unique_ptr<GatherNdGradState>(new (std::nothrow) GatherNdGradState());
   if (st == nullptr) return Error(FLEET_CODE_INTERNAL, OpName(kc) + ": out of memory");
-  if (FleetStatus* err = PlanError(plan::PlanGatherNd(kc, true, &st->nd))) return err;
+  if (FleetStatus* err = FromPlan(plan::PlanGatherNd(kc, true, &st->nd))) return err;
   if (FleetStatus* err = PlanSort(kc, st->nd.count, st->nd.rows, &st->sort)) return err;
   *scratch_bytes = SortScratch(st->sort);
   *state = st.release();
@@ -448,7 +447,7 @@ FleetStatus* ScatterPrepare(void*, const FleetKernelContext* kc, void** state,
                             size_t* scratch_bytes) {
   auto st = std::unique_ptr<ScatterState>(new (std::nothrow) ScatterState());
   if (st == nullptr) return Error(FLEET_CODE_INTERNAL, OpName(kc) + ": out of memory");
-  if (FleetStatus* err = PlanError(plan::PlanScatter(kc, false, &st->scatter))) return err;
+  if (FleetStatus* err = FromPlan(plan::PlanScatter(kc, false, &st->scatter))) return err;
   if (FleetStatus* err = PlanSort(kc, st->scatter.count, st->scatter.rows, &st->sort)) {
     return err;
   }
@@ -518,7 +517,7 @@ __global__ void ZeroRowsKernel(const void* ids, bool i32, int64_t n, int64_t inn
 FleetStatus* ScatterGradPrepare(void*, const FleetKernelContext* kc, void** state,
                                 size_t* scratch_bytes) {
   auto p = std::make_unique<ScatterPlan>();
-  if (FleetStatus* err = PlanError(plan::PlanScatter(kc, true, p.get()))) return err;
+  if (FleetStatus* err = FromPlan(plan::PlanScatter(kc, true, p.get()))) return err;
   *scratch_bytes = kFlagBytes;
   *state = p.release();
   return nullptr;
@@ -591,7 +590,7 @@ __global__ void OneHotKernel(OneHotPlan p, const void* x, bool i32, T* out,
 FleetStatus* OneHotPrepare(void*, const FleetKernelContext* kc, void** state,
                            size_t* scratch_bytes) {
   auto p = std::make_unique<OneHotPlan>();
-  if (FleetStatus* err = PlanError(plan::PlanOneHot(kc, p.get()))) return err;
+  if (FleetStatus* err = FromPlan(plan::PlanOneHot(kc, p.get()))) return err;
   *scratch_bytes = kFlagBytes;
   *state = p.release();
   return nullptr;
