@@ -508,6 +508,31 @@ minimize(loss, optimizer=sgd(learning_rate=1.0))
   }
 }
 
+// The layers that take sequences refuse a dense var where the program is written.
+TEST_F(SequenceExecTest, NewSequenceLayersRefuseDenseInputsAtTheirArgument) {
+  const std::string head =
+      "a = data(\"a\", shape=[-1, 2], dtype=\"float32\", lod_level=1)\n"
+      "d = data(\"d\", shape=[-1, 2], dtype=\"float32\")\n"
+      "n = data(\"n\", shape=[-1, 1], dtype=\"int64\")\n";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"c = sequence_concat([a, d])\n",
+       "seq.fleet:4:21: sequence_concat: sequence_concat takes sequences, but 'd' is dense"},
+      {"c = sequence_slice(d, offset=n, length=n)\n",
+       "seq.fleet:4:20: sequence_slice: sequence_slice takes sequences, but 'd' is dense"},
+      {"c = sequence_expand(d, d)\n",
+       "seq.fleet:4:24: sequence_expand: sequence_expand takes sequences, but 'd' is dense"},
+      // The op's own refusal, at the call: an X of sequences would change Out's sequence count.
+      {"c = sequence_expand(a, a)\n",
+       "seq.fleet:4:5: sequence_expand: input X 'a' holds sequences, but sequence_expand takes it "
+       "dense: Out would hold one sequence per row of Y"}};
+  for (const auto& [line, want] : cases) {
+    auto parsed = frontend::ParseProgramText(head + line, "seq.fleet");
+    ASSERT_FALSE(parsed.ok()) << line;
+    EXPECT_NE(parsed.status().message().find(want), std::string::npos)
+        << line << parsed.status().ToString();
+  }
+}
+
 constexpr const char* kUnpadSlice = R"(
 x = data("x", shape=[-1, 4, 2], dtype="float32")
 len = data("len", shape=[-1], dtype="int64")
