@@ -27,6 +27,9 @@ struct State {
   std::optional<Pos> minimize_pos;
   std::vector<std::string> no_grad;
   std::vector<ReportedMetric> metrics;
+  std::vector<ProgramStrategyKey> strategy;
+  std::string strategy_where;  // "FILE:LINE:COL" of fleet.distributed_optimizer; "" = none
+  std::optional<ProgramFleetInit> fleet_init;
 };
 
 using BuiltinFn = std::function<StatusOr<Value>(State&, const Args&)>;
@@ -45,10 +48,27 @@ void AddLayerBuiltins(BuiltinTable& table);
 // sequence_pad, sequence_mask, sequence_expand_as, sequence_expand, sequence_concat,
 // sequence_slice, sequence_unpad.
 void AddSequenceLayerBuiltins(BuiltinTable& table);
+// py_builtins.cc: len, range, enumerate, zip, list, tuple, int, float, str, bool, min, max,
+// abs, sum, round, reversed, print.
+void AddPythonBuiltins(BuiltinTable& table);
+// paddle_layers.cc: param, create_parameter, and the "@" targets of paddle_api.h.
+void AddPaddleBuiltins(BuiltinTable& table);
 // objects.cc: ParamAttr, initializers, regularizers, gradient clipping, optimizers, schedules.
 void AddObjectBuiltins(BuiltinTable& table);
 
 Value VarValue(std::string name, Pos pos);
+
+// A value from the file as an attribute of the type `like` has (an int dtype attribute also
+// takes a dtype name; a list attribute also takes a single number); an error message naming
+// `attr` otherwise.
+StatusOr<ir::Attribute> ValueToAttr(const Value& v, const ir::Attribute& like,
+                                    std::string_view attr);
+
+// strategy.cc: whether `key` may be set on a DistributedStrategy to `value` (an error message
+// naming the key otherwise), and the settings of a strategy as [strategy] keys.
+Status CheckStrategyValue(const std::string& key, const Value& value);
+StatusOr<std::vector<ProgramStrategyKey>> StrategySettings(const Namespace& strategy,
+                                                           std::string_view file);
 
 // Argument `name` of `a` as Paddle's ParamAttr._to_attr reads it: None/True (defaults), False
 // (disabled), a string (the name), an initializer, a regularizer, or ParamAttr(...).

@@ -101,9 +101,12 @@ InitSpec ConstantInit(double value) {
 
 StatusOr<Value> Data(State& s, const Args& a) {
   FLEET_ASSIGN_OR_RETURN(std::string name, a.String("name"));
-  FLEET_ASSIGN_OR_RETURN(std::vector<int64_t> shape, a.Ints("shape"));
+  FLEET_ASSIGN_OR_RETURN(std::vector<int64_t> shape, a.Shape("shape"));
   FLEET_ASSIGN_OR_RETURN(std::string dtype_name, a.String("dtype", "float32"));
   FLEET_ASSIGN_OR_RETURN(int64_t lod_level, a.Int("lod_level", 0));
+  // fluid.layers.data prepends the batch dim itself.
+  FLEET_ASSIGN_OR_RETURN(bool append_batch_size, a.Bool("append_batch_size", false));
+  if (append_batch_size) shape.insert(shape.begin(), -1);
   if (name.empty()) return a.ErrorAt("name", "the name must not be empty");
   for (int64_t d : shape) {
     if (d < -1 || d == 0) {
@@ -799,7 +802,8 @@ void Add(BuiltinTable& t, const std::string& name, std::vector<Param> params, Bu
 }  // namespace
 
 void AddLayerBuiltins(BuiltinTable& t) {
-  Add(t, "data", {{"name", true}, {"shape", true}, {"dtype"}, {"lod_level"}}, Data);
+  Add(t, "data", {{"name", true}, {"shape", true}, {"dtype"}, {"lod_level"}, {"append_batch_size"}},
+      Data);
   Add(t, "fc",
       {{"input", true}, {"size", true}, {"num_flatten_dims"}, {"param_attr"}, {"bias_attr"},
        {"act"}, {"name"}},

@@ -6,6 +6,47 @@
 
 namespace fleet::frontend {
 
+Value IntValue(int64_t i, Pos pos) {
+  Value v;
+  v.kind = Value::Kind::kInt;
+  v.int_value = i;
+  v.pos = pos;
+  return v;
+}
+
+Value FloatValue(double d, Pos pos) {
+  Value v;
+  v.kind = Value::Kind::kFloat;
+  v.float_value = d;
+  v.pos = pos;
+  return v;
+}
+
+Value BoolValue(bool b, Pos pos) {
+  Value v;
+  v.kind = Value::Kind::kBool;
+  v.bool_value = b;
+  v.pos = pos;
+  return v;
+}
+
+Value StringValue(std::string s, Pos pos) {
+  Value v;
+  v.kind = Value::Kind::kString;
+  v.text = std::move(s);
+  v.pos = pos;
+  return v;
+}
+
+Value ListValue(std::vector<Value> items, Pos pos, bool tuple) {
+  Value v;
+  v.kind = Value::Kind::kList;
+  v.items = std::move(items);
+  v.tuple = tuple;
+  v.pos = pos;
+  return v;
+}
+
 std::string DescribeValue(const Value& v) {
   switch (v.kind) {
     case Value::Kind::kNone: return "None";
@@ -13,9 +54,15 @@ std::string DescribeValue(const Value& v) {
     case Value::Kind::kInt: return "an int (" + std::to_string(v.int_value) + ")";
     case Value::Kind::kFloat: return "a float";
     case Value::Kind::kString: return "a string '" + v.text + "'";
-    case Value::Kind::kList: return "a list";
+    case Value::Kind::kList: return v.tuple ? "a tuple" : "a list";
+    case Value::Kind::kDict: return "a dict";
     case Value::Kind::kVar: return "the variable '" + v.text + "'";
     case Value::Kind::kObject: return v.object->kind + "(...)";
+    case Value::Kind::kNamespace: return "a " + v.ns->kind;
+    case Value::Kind::kCallable: return "the function '" + v.text + "'";
+    case Value::Kind::kModule: return "the module " + v.text;
+    case Value::Kind::kSlice: return "a slice";
+    case Value::Kind::kEllipsis: return "...";
   }
   return "a value";
 }
@@ -182,6 +229,24 @@ StatusOr<std::vector<int64_t>> Args::Ints(std::string_view name, std::vector<int
                                                  "' must be ints, got " + DescribeValue(v));
     }
     out.push_back(v.int_value);
+  }
+  return out;
+}
+
+StatusOr<std::vector<int64_t>> Args::Shape(std::string_view name) const {
+  const Arg* a = Get(name);
+  if (a == nullptr || a->value.kind != Value::Kind::kList) return Ints(name);
+  std::vector<int64_t> out;
+  for (const Value& v : a->value.items) {
+    if (v.is_none()) {
+      out.push_back(-1);
+    } else if (v.kind == Value::Kind::kInt) {
+      out.push_back(v.int_value);
+    } else {
+      return frontend::ErrorAt(file_, v.pos, fn_ + ": dims of '" + std::string(name) +
+                                                 "' must be ints or None, got " +
+                                                 DescribeValue(v));
+    }
   }
   return out;
 }

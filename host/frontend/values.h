@@ -16,17 +16,34 @@
 namespace fleet::frontend {
 
 struct Object;
+struct Namespace;
+struct Callable;
 
 struct Value {
-  enum class Kind { kNone, kBool, kInt, kFloat, kString, kList, kVar, kObject };
+  enum class Kind {
+    kNone, kBool, kInt, kFloat, kString,
+    kList,       // items; `tuple` when written as one
+    kDict,       // keys (strings) and items, in insertion order
+    kVar,        // a program var: text
+    kObject,     // a configuration object: ParamAttr(...), Normal(...), sgd(...), ...
+    kNamespace,  // an object with attributes set by the file (a DistributedStrategy)
+    kCallable,   // a layer, op, Paddle API, user function or bound method
+    kModule,     // text: a dotted module path ("paddle.static.nn")
+    kSlice,      // items: lower, upper, step (kNone when absent); only inside x[...]
+    kEllipsis,   // ... inside x[...]
+  };
   Kind kind = Kind::kNone;
   Pos pos;
   bool bool_value = false;
   int64_t int_value = 0;
   double float_value = 0.0;
-  std::string text;                      // a string, or the program var a kVar names
-  std::vector<Value> items;              // kList
-  std::shared_ptr<const Object> object;  // kObject: ParamAttr(...), Normal(...), sgd(...), ...
+  bool tuple = false;
+  std::string text;                      // a string, the program var a kVar names, a module
+  std::vector<Value> items;              // kList, kDict values, kSlice bounds
+  std::vector<std::string> keys;         // kDict
+  std::shared_ptr<const Object> object;  // kObject
+  std::shared_ptr<Namespace> ns;         // kNamespace: shared, so attribute writes are seen
+  std::shared_ptr<const Callable> callable;  // kCallable
 
   bool is_none() const { return kind == Kind::kNone; }
   bool is_number() const { return kind == Kind::kInt || kind == Kind::kFloat; }
@@ -34,6 +51,13 @@ struct Value {
     return kind == Kind::kInt ? static_cast<double>(int_value) : float_value;
   }
 };
+
+// Values made by the interpreter and builtins, at `pos`.
+Value IntValue(int64_t i, Pos pos);
+Value FloatValue(double d, Pos pos);
+Value BoolValue(bool b, Pos pos);
+Value StringValue(std::string s, Pos pos);
+Value ListValue(std::vector<Value> items, Pos pos, bool tuple = false);
 
 // "an int", "a string 'abc'", "ParamAttr(...)", ... for messages.
 std::string DescribeValue(const Value& v);
@@ -84,6 +108,8 @@ class Args {
   // A list of ints; a single int is repeated `broadcast` times when broadcast > 0.
   StatusOr<std::vector<int64_t>> Ints(std::string_view name, std::vector<int64_t> def = {},
                                       size_t broadcast = 0) const;
+  // A shape: a list of ints in which None (Paddle's unknown dim) reads as -1.
+  StatusOr<std::vector<int64_t>> Shape(std::string_view name) const;
   StatusOr<std::vector<double>> Floats(std::string_view name) const;
 
   // "FILE:L:C: fn: message" at the argument (the call when absent) / at the call.
@@ -105,6 +131,14 @@ class Args {
   Pos call_pos_;
   std::string_view file_;
   std::map<std::string, Arg, std::less<>> args_;
+};
+
+// An object whose attributes the file sets and reads (strategy.a_sync = True). `kind` names
+// what it is ("DistributedStrategy"); `where` records where each attribute was last set.
+struct Namespace {
+  std::string kind;
+  std::map<std::string, Value, std::less<>> attrs;
+  std::map<std::string, Pos, std::less<>> where;
 };
 
 // A configuration object made by a call such as ParamAttr(...), Normal(...), L2Decay(...),

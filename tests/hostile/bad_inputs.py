@@ -421,15 +421,44 @@ def gen_program(ctx: Context) -> List[Case]:
             net("h = " + layer_args, "prediction = fc(x, size=2, act=\"softmax\")",
                 "z = mean(h)"), quick=q)
 
-    # Unknown layers, keywords, attribute access.
-    for stmt, q in (("h = no_such_layer(x)", True), ("h = fluid.layers.fc(x, size=2)", True),
-                    ("import os", True), ("def f(): pass", False),
+    # Unknown layers, keywords, attribute access, and Python the language leaves out.
+    for stmt, q in (("h = no_such_layer(x)", True), ("h = fluid.layers.no_such(x, size=2)", True),
+                    ("import os", True), ("import sys as fluid", False),
                     ("h = __import__(\"os\")", True), ("h = x.__class__", False),
-                    ("h = fc(x, size=2)(x)", False), ("h = x[0]", False),
+                    ("h = fc(x, size=2)(x)", False), ("h = x[:, 40]", False),
                     ("h = lambda: 1", False), ("h = undefined_name", True),
-                    ("h = fc(x, size=2) + 1", False), ("h = fc(x, size=2); z = 1", False),
-                    ("exec(\"print(1)\")", False), ("h = fc(x, size=2, act=fc)", False)):
+                    ("exec(\"print(1)\")", False), ("h = fc(x, size=2, act=fc)", False),
+                    ("class A: pass", False), ("while True: pass", True),
+                    ("if x: pass", False), ("h = open('/etc/passwd')", True),
+                    ("h = paddle.static.nn.cond(x, 1, 2)", False),
+                    ("strategy = fleet.DistributedStrategy(); strategy.amp = True", False)):
         add("statement %r" % stmt,
+            head + stmt + "\n" + "prediction = fc(x, size=2, act=\"softmax\")\n" + tail, quick=q)
+    # Statements of the Python subset: accepted.
+    for stmt in ("h = fluid.layers.fc(x, size=2)", "def f(): pass", "h = x[0]",
+                 "h = fc(x, size=2) + 1", "h = fc(x, size=2); z = 1"):
+        add("statement %r" % stmt,
+            head + stmt + "\n" + "prediction = fc(x, size=2, act=\"softmax\")\n" + tail,
+            must_refuse=False)
+    # Programs that would run forever, recurse without end or allocate what they ask for.
+    for label, stmt, q in (
+            ("unbounded recursion", "def f(n):\n    return f(n + 1)\nf(0)", True),
+            ("mutual recursion", "def f(n):\n    return g(n)\ndef g(n):\n    return f(n)\nf(0)",
+             False),
+            ("a billion iterations", "for i in range(1000):\n    for j in range(1000):\n"
+                                     "        for k in range(1000):\n            pass", True),
+            ("a huge range", "r = list(range(10 ** 15))", True),
+            ("a string of 10^12 bytes", "s = 'x' * 10 ** 12", True),
+            ("doubling a list 64 times", "a = [1]\nfor i in range(64):\n    a = a + a", False),
+            ("a power tower", "n = 2 ** 2 ** 2 ** 2 ** 2 ** 2", False),
+            ("a layer per iteration, 10^6 times",
+             "h = x\nfor i in range(1000000):\n    h = relu(h)", False),
+            ("an f-string nested in itself", "s = f'{f\"{f\\'{1}\\'}\"}'", False),
+            ("deep unary minus", "n = " + "-" * 100000 + "1", False),
+            ("deep power", "n = " + "2 ** " * 100000 + "1", False),
+            ("deep blocks", "".join("    " * i + "if True:\n" for i in range(200)) + "    " * 200 +
+             "pass", False)):
+        add("program: %s" % label,
             head + stmt + "\n" + "prediction = fc(x, size=2, act=\"softmax\")\n" + tail, quick=q)
 
     # Invalid UTF-8, control characters and escapes in names and strings.
