@@ -7,6 +7,8 @@
 // transport is loaded and the transpiled programs are built and verified too. With [checkpoint]
 // dir, the checkpoint a resumed run would start from is found and verified. No socket is
 // opened.
+#include <optional>
+
 #include "checkpoint/checkpoint.h"
 #include "cli/cli.h"
 #include "job/pipeline.h"
@@ -29,10 +31,23 @@ int CheckCommand(const GlobalOptions& global, const std::vector<std::string>& ar
   }
   auto config = LoadConfigFor(global);
   if (!config.ok()) return Fail(err, config.status());
+  // A program file may set [strategy] keys of its own (its DistributedStrategy).
+  std::optional<frontend::ParsedProgram> programs;
+  if (!args.empty()) {
+    auto built = BuildPrograms(args[0], Stage::kOptimized);
+    if (!built.ok()) return Fail(err, built.status());
+    programs = std::move(*built);
+    if (Status s = MergeProgramStrategy(*programs, *config); !s.ok()) return Fail(err, s);
+  }
   // The role decides what "auto" means, and so which communicator or transport is loaded.
   auto role = ResolveRole(*config, ProcessEnvironment());
   if (!role.ok()) return Fail(err, role.status());
   config->strategy_mode = EffectiveStrategy(*config, *role);
+  if (programs) {
+    if (Status s = CheckFleetInit(*programs, config->strategy_mode); !s.ok()) {
+      return Fail(err, s);
+    }
+  }
   PluginRegistry registry(LoadOptionsFor(*config));
   if (Status s = RegisterBuiltinPasses(registry); !s.ok()) return Fail(err, s);
   auto selection = LoadSelected(*config, registry);
@@ -75,8 +90,6 @@ int CheckCommand(const GlobalOptions& global, const std::vector<std::string>& ar
   for (const std::string& w : selection->warnings) out << "warning:   " << w << "\n";
   if (!args.empty()) {
     const std::string& file = args[0];
-    auto programs = BuildPrograms(file, Stage::kOptimized);
-    if (!programs.ok()) return Fail(err, programs.status());
     for (const auto& [name, program] : {std::pair{"startup", &programs->startup},
                                         std::pair{"main", &programs->main}}) {
       Status verified = ir::VerifyProgram(*program);

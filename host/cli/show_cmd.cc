@@ -101,6 +101,7 @@ int ShowCommand(const GlobalOptions& global, const std::vector<std::string>& arg
     // (for pass components); the others touch neither.
     auto config = LoadConfigFor(options);
     if (!config.ok()) return Fail(err, config.status());
+    if (Status s = MergeProgramStrategy(*programs, *config); !s.ok()) return Fail(err, s);
     auto role = ResolveRole(*config, ProcessEnvironment());
     if (!role.ok()) return Fail(err, role.status());
     if (world_size >= 1) role->world_size = world_size;
@@ -127,6 +128,9 @@ int ShowCommand(const GlobalOptions& global, const std::vector<std::string>& arg
             << role->world_size << "\n";
         return kExitUsage;
       }
+    }
+    if (Status s = CheckFleetInit(*programs, EffectiveStrategy(*config, *role)); !s.ok()) {
+      return Fail(err, s);
     }
     const bool pserver_job = EffectiveStrategy(*config, *role) == "pserver";
     if (role->is_pserver() && !pserver_job) {

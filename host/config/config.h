@@ -96,6 +96,10 @@ struct Config {
 
   // none, collective, pserver; auto = collective when the job has several trainers, else none.
   std::string strategy_mode = "auto";
+  // Where each [strategy] key the config sets was set, by key ("nrings" -> "fleet.toml:7:1" or
+  // "--set strategy.nrings"), so that a program file's DistributedStrategy can be merged with
+  // it and a disagreement named in both places.
+  std::map<std::string, std::string> strategy_where;
   struct Collective {
     std::string mode = "grad_allreduce";  // grad_allreduce, local_sgd, single_process_multi_thread
     int64_t devices = 1;                  // single_process_multi_thread: devices (threads)

@@ -252,6 +252,10 @@ class Checker {
                                  "slice_var_up", "min_block_size", "split_method",
                                  "pserver_init"});
       ReadEnum(*t, "strategy", "mode", kStrategyModes, config.strategy_mode);
+      for (const auto& [key, node] : *t) {
+        config.strategy_where[std::string(key.str())] =
+            diag_.Where(node, "strategy." + std::string(key.str()));
+      }
       Config::Collective& c = config.collective;
       ReadEnum(*t, "strategy", "collective_mode", kCollectiveModes, c.mode);
       ReadInt(*t, "strategy", "devices", 1, c.devices, kMaxDevices);

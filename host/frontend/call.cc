@@ -136,10 +136,10 @@ StatusOr<Value> Interpreter::CallValue(const Value& callee, Pos pos, std::vector
   const Callable& c = *callee.callable;
   switch (c.kind) {
     case Callable::Kind::kBuiltin: {
-      // Python's abs, round, sum, range, max and min share their names with ops: on variables
-      // they are the ops, as they were before the file could hold Python.
+      // Python's abs, round, sum and range share their names with ops: on variables they are
+      // the ops, as they were before the file could hold Python.
       static const std::set<std::string, std::less<>> kShadowing = {"abs", "round", "sum",
-                                                                    "range", "max", "min"};
+                                                                    "range"};
       bool vars = false;
       for (const Arg& a : positional) {
         vars = vars || a.value.kind == Value::Kind::kVar ||

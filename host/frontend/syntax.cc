@@ -650,6 +650,7 @@ class Parser {
 
   StatusOr<Expr> Postfix() {
     FLEET_ASSIGN_OR_RETURN(Expr e, Atom());
+    const Pos start = e.pos;  // a call is placed where its callee starts: `paddle.` of paddle.f()
     int chained = 0;
     while (IsOp("(") || IsOp("[") || IsOp(".")) {
       if (++chained > kMaxNesting) {
@@ -666,7 +667,7 @@ class Parser {
         ++pos_;
       } else if (Accept("(")) {
         outer.kind = Expr::Kind::kCall;
-        outer.pos = e.pos;
+        outer.pos = start;
         FLEET_RETURN_IF_ERROR(Arguments(outer));
       } else {
         ++pos_;

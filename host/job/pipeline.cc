@@ -1,5 +1,7 @@
 #include "job/pipeline.h"
 
+#include <variant>
+
 #include <algorithm>
 #include <set>
 
@@ -128,6 +130,70 @@ std::string EffectiveStrategy(const Config& config, const Role& role) {
   if (config.collective.mode == "single_process_multi_thread") return "collective";
   if (role.is_pserver() || !role.pserver_endpoints.empty()) return "pserver";
   return role.world_size > 1 ? "collective" : "none";
+}
+
+namespace {
+
+using StrategyValue = std::variant<bool, int64_t, double, std::string>;
+
+std::string StrategyText(const StrategyValue& v) {
+  if (const bool* b = std::get_if<bool>(&v)) return *b ? "true" : "false";
+  if (const int64_t* i = std::get_if<int64_t>(&v)) return std::to_string(*i);
+  if (const double* d = std::get_if<double>(&v)) return FormatFixed(*d, 3);
+  return "\"" + std::get<std::string>(v) + "\"";
+}
+
+// The [strategy] keys a program file can set, as references into the config.
+StatusOr<StrategyValue> CurrentValue(const Config& config, const std::string& key) {
+  if (key == "sync_mode") return StrategyValue(config.pserver.sync_mode);
+  if (key == "collective_mode") return StrategyValue(config.collective.mode);
+  if (key == "local_sgd_k_steps") return StrategyValue(config.collective.local_sgd_k_steps);
+  if (key == "nrings") return StrategyValue(config.collective.nrings);
+  if (key == "fuse_grad_size_mb") return StrategyValue(config.collective.fuse_grad_size_mb);
+  return Internal("the program set [strategy] key '" + key + "', which the host cannot merge");
+}
+
+void SetValue(Config& config, const std::string& key, const StrategyValue& v) {
+  if (key == "sync_mode") config.pserver.sync_mode = std::get<bool>(v);
+  if (key == "collective_mode") config.collective.mode = std::get<std::string>(v);
+  if (key == "local_sgd_k_steps") config.collective.local_sgd_k_steps = std::get<int64_t>(v);
+  if (key == "nrings") config.collective.nrings = std::get<int64_t>(v);
+  if (key == "fuse_grad_size_mb") config.collective.fuse_grad_size_mb = std::get<double>(v);
+}
+
+}  // namespace
+
+Status MergeProgramStrategy(const frontend::ParsedProgram& program, Config& config) {
+  for (const frontend::ProgramStrategyKey& k : program.strategy) {
+    FLEET_ASSIGN_OR_RETURN(StrategyValue current, CurrentValue(config, k.config_key));
+    auto where = config.strategy_where.find(k.config_key);
+    if (where != config.strategy_where.end()) {
+      if (current == k.value) continue;
+      return InvalidArgument("strategy." + k.paddle_key + " at " + k.where + " sets strategy." +
+                             k.config_key + " = " + StrategyText(k.value) + ", but " +
+                             where->second + " sets it to " + StrategyText(current) +
+                             "; keep one");
+    }
+    SetValue(config, k.config_key, k.value);
+    config.strategy_where[k.config_key] = k.where;
+  }
+  return OkStatus();
+}
+
+Status CheckFleetInit(const frontend::ParsedProgram& program, std::string_view mode) {
+  if (!program.fleet_init || !program.fleet_init->is_collective) return OkStatus();
+  const bool collective = *program.fleet_init->is_collective;
+  if (collective && mode != "collective") {
+    return InvalidArgument("fleet.init at " + program.fleet_init->where +
+                           " asks for collective training (is_collective=True), but the job's "
+                           "strategy resolves to \"" + std::string(mode) + "\"");
+  }
+  if (!collective && mode == "collective") {
+    return InvalidArgument("fleet.init at " + program.fleet_init->where +
+                           " asks for a parameter-server job (is_collective=False), but the "
+                           "job's strategy resolves to \"collective\"");
+  }
+  return OkStatus();
 }
 
 StatusOr<std::map<std::string, ir::Program>> Transpile(const Config& config, const Role& role,

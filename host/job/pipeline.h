@@ -31,6 +31,16 @@ StatusOr<frontend::ParsedProgram> BuildPrograms(const std::filesystem::path& fil
 // [strategy] mode with "auto" decided: "collective" for a job of several trainers, else "none".
 std::string EffectiveStrategy(const Config& config, const Role& role);
 
+// Merges the DistributedStrategy a program file set (frontend::ProgramStrategyKey: its
+// strategy.KEY = value lines handed to fleet.distributed_optimizer) into config's [strategy]:
+// a key only the file sets is applied; a key fleet.toml (or --set) also sets must agree, or the
+// error names both places. Call before EffectiveStrategy.
+Status MergeProgramStrategy(const frontend::ParsedProgram& program, Config& config);
+
+// fleet.init(is_collective=...) or the role maker's against the strategy mode the job resolved
+// to: is_collective=True needs "collective", False (a parameter-server role maker) "pserver".
+Status CheckFleetInit(const frontend::ParsedProgram& program, std::string_view mode);
+
 // The program set of a job under [strategy], all passes from `registry` (built-in passes must
 // be registered):
 //   - collective: {"startup", "main", and "main.local" for local_sgd with k_steps > 1} that

@@ -192,14 +192,16 @@ Status RunJob(const JobRequest& request, std::ostream& out,
     }
     config.checkpoint.resume = true;
   }
+  // The program file may set [strategy] keys (its DistributedStrategy), so it is read first.
+  FLEET_ASSIGN_OR_RETURN(frontend::ParsedProgram programs,
+                         BuildPrograms(file, Stage::kOptimized));
+  FLEET_RETURN_IF_ERROR(MergeProgramStrategy(programs, config));
   FLEET_ASSIGN_OR_RETURN(Role role, ResolveRole(config, request.env));
   config.strategy_mode = EffectiveStrategy(config, role);
+  FLEET_RETURN_IF_ERROR(CheckFleetInit(programs, config.strategy_mode));
   FLEET_RETURN_IF_ERROR(CheckStrategy(config, role));
   if (config.train.threads == 0) config.train.threads = DefaultThreads(request.env);
   FLEET_RETURN_IF_ERROR(CheckThreads(config).WithContext(config.source));
-
-  FLEET_ASSIGN_OR_RETURN(frontend::ParsedProgram programs,
-                         BuildPrograms(file, Stage::kOptimized));
   PluginRegistry registry(LoadOptionsFor(config));
   FLEET_RETURN_IF_ERROR(RegisterBuiltinPasses(registry));
   FLEET_ASSIGN_OR_RETURN(Selection selection, LoadSelected(config, registry));

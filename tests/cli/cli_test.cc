@@ -1608,3 +1608,56 @@ TEST(CliHostileInputTest, AnExportWithABadFetchNameIsRefused) {
     EXPECT_FALSE(fs::exists(dir.path() / "a/escaped.npy"));
   }
 }
+
+namespace fleet {
+namespace {
+
+// The quick start as a Paddle collective script writes it: the DistributedStrategy set in the
+// program file reaches the transpiler, and merges with [strategy] of fleet.toml.
+TEST(CliProgramStrategyTest, TheProgramsDistributedStrategyMergesWithFleetToml) {
+  TempDir dir;
+  const fs::path program = dir.Write(
+      "mlp.fleet",
+      "import paddle\n"
+      "from paddle.distributed import fleet\n"
+      "x = paddle.static.data(name='x', shape=[None, 32], dtype='float32')\n"
+      "y = paddle.static.data(name='y', shape=[None, 1], dtype='int64')\n"
+      "h = paddle.static.nn.fc(input=x, size=16, act='tanh')\n"
+      "p = paddle.static.nn.fc(input=h, size=2, act='softmax')\n"
+      "cost = paddle.fluid.layers.mean(paddle.fluid.layers.cross_entropy(p, y))\n"
+      "fleet.init(is_collective=True)\n"
+      "strategy = fleet.DistributedStrategy()\n"
+      "strategy.nccl_comm_num = 2\n"
+      "opt = fleet.distributed_optimizer(paddle.optimizer.SGD(learning_rate=0.1), strategy)\n"
+      "opt.minimize(cost)\n");
+  const std::string show = "show " + program.string() + " --stage transpiled --world-size 2";
+  // Two rings: the gradients alternate between ring 0 and ring 1.
+  Result two = RunHost(show, CleanRoleEnv(""), dir.path());
+  ASSERT_EQ(two.exit_code, 0) << two.err;
+  EXPECT_TRUE(Contains(two.out, "ring_id=1}")) << two.out;
+  Result one = RunHost(show + " --set strategy.nrings=1", CleanRoleEnv(""), dir.path());
+  EXPECT_NE(one.exit_code, 0);
+  EXPECT_TRUE(Contains(one.err, "strategy.nccl_comm_num at " + program.string() +
+                                    ":10:10 sets strategy.nrings = 2, but --set strategy.nrings "
+                                    "sets it to 1; keep one"))
+      << one.err;
+  dir.Write("fleet.toml", "[strategy]\nnrings = 1\n");
+  Result toml = RunHost(show, CleanRoleEnv(""), dir.path());
+  EXPECT_NE(toml.exit_code, 0);
+  EXPECT_TRUE(Contains(toml.err, "but fleet.toml:2:10 sets it to 1; keep one"))
+      << toml.err;
+  dir.Write("fleet.toml", "[strategy]\nnrings = 2\n");  // agreeing is fine
+  Result agree = RunHost(show, CleanRoleEnv(""), dir.path());
+  EXPECT_EQ(agree.exit_code, 0) << agree.err;
+  // fleet.init(is_collective=True) in a parameter-server job.
+  dir.Write("fleet.toml", "");
+  Result ps = RunHost(show + " --pservers 127.0.0.1:6170", CleanRoleEnv(""), dir.path());
+  EXPECT_NE(ps.exit_code, 0);
+  EXPECT_TRUE(Contains(ps.err, "fleet.init at " + program.string() +
+                                   ":8:1 asks for collective training (is_collective=True), but "
+                                   "the job's strategy resolves to \"pserver\""))
+      << ps.err;
+}
+
+}  // namespace
+}  // namespace fleet
