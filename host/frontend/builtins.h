@@ -30,7 +30,16 @@ struct State {
   std::vector<ProgramStrategyKey> strategy;
   std::string strategy_where;  // "FILE:LINE:COL" of fleet.distributed_optimizer; "" = none
   std::optional<ProgramFleetInit> fleet_init;
+  int64_t work = 0;  // units of build-time work done so far (SpendWork)
 };
+
+// Build-time work a file may do in all, in units of values copied, scanned or formatted: a
+// bound on the time a hostile file can take (a list grown by concatenation a million times
+// would otherwise run for hours). Real model files use a tiny fraction.
+inline constexpr int64_t kMaxWork = 100000000;
+
+// Charges `units` of work; past kMaxWork, an error at `pos`.
+Status SpendWork(State& s, size_t units, std::string_view file, Pos pos);
 
 using BuiltinFn = std::function<StatusOr<Value>(State&, const Args&)>;
 

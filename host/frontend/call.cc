@@ -79,15 +79,19 @@ StatusOr<Value> Interpreter::Call(const Expr& e, const std::shared_ptr<Scope>& s
         return ErrorAt(file_, e.pos, "'" + callee_expr.operand->text + "' changed while its " +
                                          callee_expr.text + " argument was evaluated");
       }
+      std::vector<Value> more;
       if (callee_expr.text == "append") {
-        holder->items.push_back(std::move(arg));
+        more.push_back(std::move(arg));
       } else {
-        FLEET_ASSIGN_OR_RETURN(std::vector<Value> more, Iterate(arg, e.items[0].pos));
-        for (Value& m : more) holder->items.push_back(std::move(m));
+        FLEET_ASSIGN_OR_RETURN(more, Iterate(arg, e.items[0].pos));
       }
-      if (holder->items.size() > kMaxItems) {
+      if (holder->items.size() + more.size() > kMaxItems) {
         return ErrorAt(file_, e.pos, "a list longer than " + std::to_string(kMaxItems) +
                                          " items");
+      }
+      for (Value& m : more) {
+        FLEET_RETURN_IF_ERROR(GrowDepth(*holder, m, e.pos));
+        holder->items.push_back(std::move(m));
       }
       return Value{};
     }

@@ -198,6 +198,13 @@ StatusOr<Value> Metric(State& s, const Args& a) {
 
 }  // namespace
 
+Status SpendWork(State& s, size_t units, std::string_view file, Pos pos) {
+  s.work += static_cast<int64_t>(std::min<size_t>(units, kMaxWork)) + 1;
+  if (s.work <= kMaxWork) return OkStatus();
+  return ErrorAt(file, pos, "the program does more than " + std::to_string(kMaxWork) +
+                                " units of build-time work (values copied, scanned or formatted)");
+}
+
 Interpreter::Interpreter(std::string_view file, const ops::OpRegistry& registry)
     : file_(file), state_(registry), globals_(std::make_shared<Scope>()) {
   AddLayerBuiltins(table_);

@@ -158,8 +158,25 @@ Status Interpreter::CountIteration(Pos pos) {
                                  " loop iterations in all");
 }
 
+Status Interpreter::CheckDepth(Value& v, Pos pos) {
+  if (v.kind != Value::Kind::kList && v.kind != Value::Kind::kDict) return OkStatus();
+  FLEET_RETURN_IF_ERROR(Charge(v.items.size(), pos));
+  SetDepth(v);
+  if (v.depth <= kMaxValueDepth) return OkStatus();
+  return ErrorAt(file_, pos, "lists and dicts nest more than " +
+                                 std::to_string(kMaxValueDepth) + " levels deep");
+}
+
+Status Interpreter::GrowDepth(Value& holder, const Value& item, Pos pos) {
+  holder.depth = std::max(holder.depth, item.depth + 1);
+  if (holder.depth <= kMaxValueDepth) return OkStatus();
+  return ErrorAt(file_, pos, "lists and dicts nest more than " +
+                                 std::to_string(kMaxValueDepth) + " levels deep");
+}
+
 Status Interpreter::Assign(const Expr& target, Value value,
                            const std::shared_ptr<Scope>& scope) {
+  FLEET_RETURN_IF_ERROR(CheckDepth(value, target.pos));
   switch (target.kind) {
     case Expr::Kind::kName:
       if (value.kind == Value::Kind::kVar || value.kind == Value::Kind::kNone ||
@@ -237,12 +254,19 @@ Status Interpreter::AssignItem(const Expr& target, Value value,
                    "name '" + target.operand->text + "' is not defined");
   }
   FLEET_ASSIGN_OR_RETURN(Value key, Eval(target.items[0], scope));
+  holder = FindBinding(target.operand->text, scope);  // the key's evaluation may rebind
+  if (holder == nullptr) {
+    return ErrorAt(file_, target.operand->pos,
+                   "name '" + target.operand->text + "' is not defined");
+  }
+  FLEET_RETURN_IF_ERROR(Charge(holder->items.size(), target.pos));
   if (holder->kind == Value::Kind::kDict) {
     if (key.kind != Value::Kind::kString) {
       return ErrorAt(file_, target.items[0].pos, "dict keys are strings");
     }
     for (size_t i = 0; i < holder->keys.size(); ++i) {
       if (holder->keys[i] == key.text) {
+        FLEET_RETURN_IF_ERROR(GrowDepth(*holder, value, target.pos));
         holder->items[i] = std::move(value);
         return OkStatus();
       }
@@ -251,6 +275,7 @@ Status Interpreter::AssignItem(const Expr& target, Value value,
       return ErrorAt(file_, target.pos, "a dict holds at most " + std::to_string(kMaxItems) +
                                             " entries");
     }
+    FLEET_RETURN_IF_ERROR(GrowDepth(*holder, value, target.pos));
     holder->keys.push_back(key.text);
     holder->items.push_back(std::move(value));
     return OkStatus();
@@ -266,6 +291,7 @@ Status Interpreter::AssignItem(const Expr& target, Value value,
                                                      " is out of range for " +
                                                      std::to_string(n) + " items");
     }
+    FLEET_RETURN_IF_ERROR(GrowDepth(*holder, value, target.pos));
     holder->items[static_cast<size_t>(i)] = std::move(value);
     return OkStatus();
   }
@@ -328,6 +354,7 @@ Status Interpreter::Import(const Stmt& st, Scope& scope) {
 }
 
 StatusOr<std::vector<Value>> Interpreter::Iterate(const Value& v, Pos pos) {
+  FLEET_RETURN_IF_ERROR(Charge(v.items.size() + v.text.size(), pos));
   switch (v.kind) {
     case Value::Kind::kList:
       return v.items;
@@ -406,6 +433,7 @@ StatusOr<Value> Interpreter::EvalInner(const Expr& e, const std::shared_ptr<Scop
         FLEET_ASSIGN_OR_RETURN(Value iv, Eval(item, scope));
         v.items.push_back(std::move(iv));
       }
+      FLEET_RETURN_IF_ERROR(CheckDepth(v, e.pos));
       return v;
     case Expr::Kind::kDict:
       v.kind = Value::Kind::kDict;
@@ -416,6 +444,7 @@ StatusOr<Value> Interpreter::EvalInner(const Expr& e, const std::shared_ptr<Scop
                                                     DescribeValue(key));
         }
         FLEET_ASSIGN_OR_RETURN(Value value, Eval(e.items[i + 1], scope));
+        FLEET_RETURN_IF_ERROR(Charge(v.keys.size(), e.items[i].pos));
         bool replaced = false;
         for (size_t k = 0; k < v.keys.size(); ++k) {
           if (v.keys[k] == key.text) {
@@ -428,6 +457,7 @@ StatusOr<Value> Interpreter::EvalInner(const Expr& e, const std::shared_ptr<Scop
           v.items.push_back(std::move(value));
         }
       }
+      FLEET_RETURN_IF_ERROR(CheckDepth(v, e.pos));
       return v;
     case Expr::Kind::kListComp:
       return ListComp(e, scope);
@@ -604,6 +634,7 @@ StatusOr<Value> Interpreter::ListComp(const Expr& e, const std::shared_ptr<Scope
     FLEET_ASSIGN_OR_RETURN(Value v, Eval(*e.operand, inner));
     out.items.push_back(std::move(v));
   }
+  FLEET_RETURN_IF_ERROR(CheckDepth(out, e.pos));
   return out;
 }
 
@@ -626,6 +657,7 @@ StatusOr<Value> Interpreter::FString(const Expr& e, const std::shared_ptr<Scope>
         if (!formatted.ok()) return ErrorAt(file_, part.pos, formatted.status().message());
         text = std::move(*formatted);
       }
+      FLEET_RETURN_IF_ERROR(Charge(text.size(), part.pos));
       out.text += text;
     }
     if (out.text.size() > kMaxItems) {

@@ -47,11 +47,12 @@ struct Callable {
 
 // Limits that keep a hostile file from exhausting the stack, the memory or the time. Each
 // refusal names FILE:LINE:COL.
-inline constexpr int kMaxCallDepth = 64;          // user function calls inside each other
-inline constexpr int kMaxEvalDepth = 1500;         // statements + expressions being evaluated
-inline constexpr int64_t kMaxIterations = 1000000;  // loop iterations in the whole run
+inline constexpr int kMaxCallDepth = 64;             // user function calls inside each other
+inline constexpr int kMaxEvalDepth = 600;            // statements + expressions being evaluated
+inline constexpr int64_t kMaxIterations = 1000000;   // loop iterations in the whole run
 inline constexpr size_t kMaxItems = size_t{1} << 20;  // elements of a list, bytes of a string
-inline constexpr size_t kMaxOps = 200000;            // ops in the main program
+inline constexpr int kMaxValueDepth = 100;            // lists and dicts inside each other
+inline constexpr size_t kMaxOps = 200000;             // ops in the main program
 
 class Interpreter {
  public:
@@ -92,6 +93,12 @@ class Interpreter {
   Status With(const Stmt& st, const std::shared_ptr<Scope>& scope, Flow* flow);
   StatusOr<std::vector<Value>> Iterate(const Value& v, Pos pos);
   Status CountIteration(Pos pos);
+  Status Charge(size_t units, Pos pos) { return SpendWork(state_, units, file_, pos); }
+  // Raises a list's or dict's depth for a new item without rescanning the others.
+  Status GrowDepth(Value& holder, const Value& item, Pos pos);
+  // Sets v's depth (a list or dict) and refuses one nested past kMaxValueDepth: copying and
+  // destroying a value recurse once per level.
+  Status CheckDepth(Value& v, Pos pos);
 
   // interpreter.cc: expressions.
   StatusOr<Value> Eval(const Expr& e, const std::shared_ptr<Scope>& scope);

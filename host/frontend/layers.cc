@@ -491,9 +491,17 @@ StatusOr<Value> Embedding(State& s, const Args& a) {
     }
   }
   // Ids of a sequence tensor [N, 1] give one row per id, [N, D], as fluid.layers.embedding's
-  // lookup_table does (what sequence_pool takes); otherwise Paddle 2's lookup_table_v2 appends D.
+  // lookup_table does (what sequence_pool takes); so do any ids [..., 1] with
+  // lookup_table_v1=True (how fluid.layers.embedding is spelled); otherwise Paddle 2's
+  // lookup_table_v2 appends D.
   FLEET_ASSIGN_OR_RETURN(const ir::Var* ids, VarOf(s, a, "input", input));
-  const bool per_id = ids->lod_level == 1 && !ids->shape.empty() && ids->shape.back() == 1;
+  FLEET_ASSIGN_OR_RETURN(bool v1, a.Bool("lookup_table_v1", false));
+  const bool last_is_one = !ids->shape.empty() && ids->shape.back() == 1;
+  if (v1 && !last_is_one) {
+    return a.ErrorAt("input", "fluid.layers.embedding takes ids of shape [..., 1], got " +
+                                  ShapeText(ids->shape));
+  }
+  const bool per_id = last_is_one && (v1 || ids->lod_level == 1);
   FLEET_ASSIGN_OR_RETURN(std::string layer, LayerName(s, a, "embedding"));
   FLEET_ASSIGN_OR_RETURN(std::string w, a.AtCall(s.builder.CreateParameter(
                                             layer, false, size, dtype, wattr, Xavier())));
@@ -829,7 +837,7 @@ void AddLayerBuiltins(BuiltinTable& t) {
       LayerNorm);
   Add(t, "embedding",
       {{"input", true}, {"size", true}, {"is_sparse"}, {"is_distributed"}, {"padding_idx"},
-       {"param_attr"}, {"dtype"}, {"name"}},
+       {"param_attr"}, {"dtype"}, {"name"}, {"lookup_table_v1"}},
       Embedding);
   Add(t, "sequence_pool", {{"input", true}, {"pool_type", true}, {"is_test"}, {"pad_value"}},
       SequencePool);

@@ -141,6 +141,7 @@ StatusOr<Value> Interpreter::CallMethod(const Callable& m, Pos pos, std::vector<
                                         std::vector<std::pair<std::string, Arg>> keywords) {
   const Value& self = *m.self;
   const std::string& name = m.name;
+  FLEET_RETURN_IF_ERROR(Charge(self.items.size() + self.text.size(), pos));
   auto no_keywords = [&]() -> Status {
     if (keywords.empty()) return OkStatus();
     return ErrorAt(file_, keywords[0].second.pos, name + "() takes no keyword arguments");

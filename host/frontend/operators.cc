@@ -101,6 +101,8 @@ StatusOr<Value> Interpreter::Binary(const std::string& op, const Value& a, const
   const bool a_seq = a.kind == Value::Kind::kString || a.kind == Value::Kind::kList;
   const bool b_seq = b.kind == Value::Kind::kString || b.kind == Value::Kind::kList;
   if (a_seq || b_seq) {
+    FLEET_RETURN_IF_ERROR(Charge(a.items.size() + a.text.size() + b.items.size() + b.text.size(),
+                                 pos));
     if (op == "+" && a.kind == b.kind && a.tuple == b.tuple) {
       if (a.text.size() + b.text.size() > kMaxItems ||
           a.items.size() + b.items.size() > kMaxItems) {
@@ -119,6 +121,7 @@ StatusOr<Value> Interpreter::Binary(const std::string& op, const Value& a, const
       const int64_t n = std::max<int64_t>(count.int_value, 0);
       const size_t unit = seq.kind == Value::Kind::kString ? seq.text.size() : seq.items.size();
       if (unit != 0 && static_cast<uint64_t>(n) > kMaxItems / unit) return too_long();
+      FLEET_RETURN_IF_ERROR(Charge(static_cast<size_t>(n) * unit, pos));
       Value out = seq;
       out.pos = pos;
       out.text.clear();
@@ -269,6 +272,7 @@ StatusOr<Value> Interpreter::Compare(const std::string& op, const Value& a, cons
                        a.kind != Value::Kind::kBool && Equal(a, b));
     return BoolValue(op == "is" ? same : !same, pos);
   }
+  FLEET_RETURN_IF_ERROR(Charge(a.items.size() + b.items.size() + b.keys.size(), pos));
   if (op == "in" || op == "not in") {
     bool found = false;
     if (b.kind == Value::Kind::kList) {
@@ -325,6 +329,7 @@ StatusOr<Value> Interpreter::Compare(const std::string& op, const Value& a, cons
 StatusOr<Value> Interpreter::Index(const Value& object, const std::vector<Value>& index,
                                    Pos pos) {
   if (object.kind == Value::Kind::kVar) return TensorIndex(object, index, pos);
+  FLEET_RETURN_IF_ERROR(Charge(object.keys.size(), pos));
   if (index.size() != 1) {
     return ErrorAt(file_, pos, DescribeValue(object) + " takes one index");
   }
@@ -383,6 +388,7 @@ StatusOr<Value> Interpreter::Index(const Value& object, const std::vector<Value>
     if (step > 0) return std::clamp<int64_t>(v, 0, n);
     return std::clamp<int64_t>(v, -1, n - 1);
   };
+  FLEET_RETURN_IF_ERROR(Charge(static_cast<size_t>(n), pos));
   const int64_t start = clamp(i.items[0], bounds[0], step > 0 ? 0 : n - 1);
   const int64_t stop = clamp(i.items[1], bounds[1], step > 0 ? n : -1);
   Value out = object;

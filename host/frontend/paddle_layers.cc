@@ -3,6 +3,8 @@
 // from constants, the scaffolding of a script (Program, program_guard), the Fleet lines
 // (fleet.init, DistributedStrategy, distributed_optimizer); and Fleet's own param() and
 // create_parameter().
+#include <cmath>
+#include <limits>
 #include <set>
 
 #include "frontend/builtins.h"
@@ -218,6 +220,12 @@ StatusOr<Value> Arange(State& s, const Args& a) {
   }
   FLEET_ASSIGN_OR_RETURN(std::string out, AppendOne(s, a, "range", std::move(inputs)));
   s.builder.SetStopGradient({out});
+  // The length is known from the numbers, as Paddle's static arange declares it.
+  if (b[2] == 0.0) return a.ErrorAt("step", "arange's step must not be zero");
+  const double n = std::ceil((b[1] - b[0]) / b[2]);
+  if (n >= 1 && n <= static_cast<double>(std::numeric_limits<int32_t>::max())) {
+    s.builder.main().global().FindVar(out)->shape = {static_cast<int64_t>(n)};
+  }
   return VarValue(out, a.call_pos());
 }
 
@@ -257,6 +265,17 @@ StatusOr<Value> FunctionalCrossEntropy(State& s, const Args& a) {
                                  {"ignore_index", static_cast<int64_t>(ignore_index)},
                                  {"axis", static_cast<int32_t>(axis)}}));
   return Reduce(s, a, out.at("Loss")[0]);
+}
+
+// paddle.nn.functional.binary_cross_entropy_with_logits: the per-element loss, then the
+// reduction.
+StatusOr<Value> BceWithLogits(State& s, const Args& a) {
+  FLEET_ASSIGN_OR_RETURN(std::string logit, a.Var("logit"));
+  FLEET_ASSIGN_OR_RETURN(std::string label, a.Var("label"));
+  FLEET_ASSIGN_OR_RETURN(std::string loss,
+                         AppendOne(s, a, "sigmoid_cross_entropy_with_logits",
+                                   {{"X", {logit}}, {"Label", {label}}}));
+  return Reduce(s, a, loss);
 }
 
 StatusOr<Value> MseLoss(State& s, const Args& a) {
@@ -403,6 +422,8 @@ void AddPaddleBuiltins(BuiltinTable& t) {
                {"soft_label"}, {"axis"}, {"use_softmax"}},
               FunctionalCrossEntropy};
   t["@f_mse_loss"] = Builtin{{{"input", true}, {"label", true}, {"reduction"}}, MseLoss};
+  t["@f_bce_with_logits"] =
+      Builtin{{{"logit", true}, {"label", true}, {"reduction"}}, BceWithLogits};
   t["@fleet_init"] = Builtin{{{"role_maker"}, {"is_collective"}, {"strategy"}}, FleetInit};
   t["@strategy"] = Builtin{{}, [](State&, const Args& a) -> StatusOr<Value> {
                              return NewNamespace("DistributedStrategy", a.call_pos());

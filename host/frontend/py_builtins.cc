@@ -57,8 +57,9 @@ std::optional<double> ParseNumber(std::string_view text, bool integer) {
 
 
 // The items of a list, tuple, dict (its keys) or string.
-StatusOr<std::vector<Value>> Items(const Args& a, const Arg& arg) {
+StatusOr<std::vector<Value>> Items(State& s, const Args& a, const Arg& arg) {
   const Value& v = arg.value;
+  FLEET_RETURN_IF_ERROR(SpendWork(s, v.items.size() + v.text.size(), a.file(), arg.pos));
   if (v.kind == Value::Kind::kList) return v.items;
   std::vector<Value> out;
   if (v.kind == Value::Kind::kDict || v.kind == Value::Kind::kString) {
@@ -80,17 +81,17 @@ StatusOr<std::vector<Value>> Items(const Args& a, const Arg& arg) {
                                     : ""));
 }
 
-StatusOr<Value> Len(State&, const Args& a) {
+StatusOr<Value> Len(State& s, const Args& a) {
   const Arg* x = a.Get("arg0");
   if (x->value.kind == Value::Kind::kVar) {
     return a.ErrorAt("arg0", "len() of the variable '" + x->value.text +
                                  "': use .shape[0] for its static first dim");
   }
-  FLEET_ASSIGN_OR_RETURN(std::vector<Value> items, Items(a, *x));
+  FLEET_ASSIGN_OR_RETURN(std::vector<Value> items, Items(s, a, *x));
   return IntValue(static_cast<int64_t>(items.size()), a.call_pos());
 }
 
-StatusOr<Value> Range(State&, const Args& a) {
+StatusOr<Value> Range(State& s, const Args& a) {
   std::vector<const Arg*> args = Positional(a);
   if (args.size() > 3) return a.Error("range takes 1 to 3 arguments");
   int64_t b[3] = {0, 0, 1};
@@ -114,6 +115,8 @@ StatusOr<Value> Range(State&, const Args& a) {
   if (count > static_cast<long double>(kMaxItems)) {
     return a.Error("range of more than " + std::to_string(kMaxItems) + " items");
   }
+  FLEET_RETURN_IF_ERROR(SpendWork(s, static_cast<size_t>(std::max<long double>(count, 0)),
+                                  a.file(), a.call_pos()));
   std::vector<Value> items;
   for (int64_t i = b[0]; b[2] > 0 ? i < b[1] : i > b[1]; i += b[2]) {
     items.push_back(IntValue(i, a.call_pos()));
@@ -125,8 +128,8 @@ StatusOr<Value> Range(State&, const Args& a) {
   return ListValue(std::move(items), a.call_pos());
 }
 
-StatusOr<Value> Enumerate(State&, const Args& a) {
-  FLEET_ASSIGN_OR_RETURN(std::vector<Value> items, Items(a, *a.Get("iterable")));
+StatusOr<Value> Enumerate(State& s, const Args& a) {
+  FLEET_ASSIGN_OR_RETURN(std::vector<Value> items, Items(s, a, *a.Get("iterable")));
   FLEET_ASSIGN_OR_RETURN(int64_t start, a.Int("start", 0));
   std::vector<Value> out;
   for (size_t i = 0; i < items.size(); ++i) {
@@ -136,11 +139,11 @@ StatusOr<Value> Enumerate(State&, const Args& a) {
   return ListValue(std::move(out), a.call_pos());
 }
 
-StatusOr<Value> Zip(State&, const Args& a) {
+StatusOr<Value> Zip(State& s, const Args& a) {
   std::vector<std::vector<Value>> lists;
   size_t n = std::numeric_limits<size_t>::max();
   for (const Arg* arg : Positional(a)) {
-    FLEET_ASSIGN_OR_RETURN(std::vector<Value> items, Items(a, *arg));
+    FLEET_ASSIGN_OR_RETURN(std::vector<Value> items, Items(s, a, *arg));
     n = std::min(n, items.size());
     lists.push_back(std::move(items));
   }
@@ -155,9 +158,9 @@ StatusOr<Value> Zip(State&, const Args& a) {
 }
 
 Builtin Sequence(bool tuple) {
-  return Builtin{{{"iterable"}}, [tuple](State&, const Args& a) -> StatusOr<Value> {
+  return Builtin{{{"iterable"}}, [tuple](State& s, const Args& a) -> StatusOr<Value> {
                    if (!a.Has("iterable")) return ListValue({}, a.call_pos(), tuple);
-                   FLEET_ASSIGN_OR_RETURN(std::vector<Value> items, Items(a, *a.Get("iterable")));
+                   FLEET_ASSIGN_OR_RETURN(std::vector<Value> items, Items(s, a, *a.Get("iterable")));
                    return ListValue(std::move(items), a.call_pos(), tuple);
                  }};
 }
@@ -196,12 +199,11 @@ StatusOr<Value> ToFloat(State&, const Args& a) {
   return a.ErrorAt("x", "float() of " + DescribeValue(v));
 }
 
-StatusOr<Value> ToStr(State&, const Args& a) {
-  Value s;
-  s.kind = Value::Kind::kString;
-  s.pos = a.call_pos();
-  if (const Arg* x = a.Get("x")) s.text = FormatValue(x->value);
-  return s;
+StatusOr<Value> ToStr(State& s, const Args& a) {
+  Value out = StringValue("", a.call_pos());
+  if (const Arg* x = a.Get("x")) out.text = FormatValue(x->value);
+  FLEET_RETURN_IF_ERROR(SpendWork(s, out.text.size(), a.file(), a.call_pos()));
+  return out;
 }
 
 StatusOr<Value> ToBool(State&, const Args& a) {
@@ -227,11 +229,11 @@ StatusOr<Value> ToBool(State&, const Args& a) {
 
 // min / max of numbers or strings: over one list argument, or over the arguments.
 Builtin Extreme(bool want_max) {
-  return Builtin{Variadic(1), [want_max](State&, const Args& a) -> StatusOr<Value> {
+  return Builtin{Variadic(1), [want_max](State& s, const Args& a) -> StatusOr<Value> {
     std::vector<const Arg*> args = Positional(a);
     std::vector<Value> items;
     if (args.size() == 1) {
-      FLEET_ASSIGN_OR_RETURN(items, Items(a, *args[0]));
+      FLEET_ASSIGN_OR_RETURN(items, Items(s, a, *args[0]));
     } else {
       for (const Arg* arg : args) items.push_back(arg->value);
     }
@@ -264,8 +266,8 @@ StatusOr<Value> Abs(State&, const Args& a) {
                             (v.kind == Value::Kind::kVar ? " (paddle.abs works on tensors)" : ""));
 }
 
-StatusOr<Value> Sum(State&, const Args& a) {
-  FLEET_ASSIGN_OR_RETURN(std::vector<Value> items, Items(a, *a.Get("iterable")));
+StatusOr<Value> Sum(State& s, const Args& a) {
+  FLEET_ASSIGN_OR_RETURN(std::vector<Value> items, Items(s, a, *a.Get("iterable")));
   bool is_float = false;
   int64_t isum = 0;
   double fsum = 0.0;
@@ -300,8 +302,8 @@ StatusOr<Value> Round(State&, const Args& a) {
   return FloatValue(std::nearbyint(x * scale) / scale, a.call_pos());
 }
 
-StatusOr<Value> Reversed(State&, const Args& a) {
-  FLEET_ASSIGN_OR_RETURN(std::vector<Value> items, Items(a, *a.Get("seq")));
+StatusOr<Value> Reversed(State& s, const Args& a) {
+  FLEET_ASSIGN_OR_RETURN(std::vector<Value> items, Items(s, a, *a.Get("seq")));
   std::reverse(items.begin(), items.end());
   return ListValue(std::move(items), a.call_pos());
 }

@@ -1,10 +1,17 @@
 #include "frontend/values.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "support/text.h"
 
 namespace fleet::frontend {
+
+void SetDepth(Value& v) {
+  int deepest = 0;
+  for (const Value& item : v.items) deepest = std::max(deepest, item.depth);
+  v.depth = deepest + 1;
+}
 
 Value IntValue(int64_t i, Pos pos) {
   Value v;
@@ -44,6 +51,7 @@ Value ListValue(std::vector<Value> items, Pos pos, bool tuple) {
   v.items = std::move(items);
   v.tuple = tuple;
   v.pos = pos;
+  SetDepth(v);
   return v;
 }
 

@@ -38,6 +38,7 @@ struct Value {
   int64_t int_value = 0;
   double float_value = 0.0;
   bool tuple = false;
+  int depth = 0;  // lists and dicts: 1 + the depth of the deepest item (SetDepth)
   std::string text;                      // a string, the program var a kVar names, a module
   std::vector<Value> items;              // kList, kDict values, kSlice bounds
   std::vector<std::string> keys;         // kDict
@@ -51,6 +52,9 @@ struct Value {
     return kind == Kind::kInt ? static_cast<double>(int_value) : float_value;
   }
 };
+
+// Sets a list's or dict's depth from its items' (each already set).
+void SetDepth(Value& v);
 
 // Values made by the interpreter and builtins, at `pos`.
 Value IntValue(int64_t i, Pos pos);

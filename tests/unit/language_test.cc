@@ -275,6 +275,11 @@ TEST(LanguageTest, RefusalsNameTheirPlace) {
             "t.fleet:2:12: calls nest more tha");
   EXPECT_EQ(ErrorOf("for i in range(1000):\n    for j in range(1001):\n        pass\n"),
             "t.fleet:2:5: the program runs more than 1000000 loop iterations in all");
+  EXPECT_EQ(ErrorOf("a = []\nfor i in range(1000):\n    a = [a]\n"),
+            "t.fleet:3:9: lists and dicts nest more than 100 levels deep");
+  EXPECT_EQ(ErrorOf("a = []\nfor i in range(1000000):\n    a = a + [i]\n"),
+            "t.fleet:3:5: the program does more than 100000000 units of build-time work "
+            "(values copied, scanned or formatted)");
   EXPECT_EQ(ErrorOf("n = 2 ** 70\n"), "t.fleet:1:5: integer overflow in **");
   EXPECT_EQ(ErrorOf("n = 1 // 0\n"), "t.fleet:1:5: integer division or modulo by zero");
   EXPECT_EQ(ErrorOf("s = 'ab' * 10000000\n"),
@@ -395,8 +400,8 @@ TEST(LanguageTest, PaddleNameTableAgreesWithTheLayersAndTheDocs) {
   if (listed != want) {
     const std::filesystem::path fresh = std::filesystem::temp_directory_path() / "paddle_names.md";
     std::ofstream(fresh) << want;
-    ADD_FAILURE() << "docs/program.md's table of Paddle names is stale; the table the frontend "
-                     "uses is in " << fresh;
+    ADD_FAILURE() << "docs/program.md's table of Paddle names is stale (the frontend's is in "
+                  << fresh << "); scripts/update_paddle_names.sh rewrites it";
   }
 }
 
