@@ -429,9 +429,18 @@ StatusOr<Value> Interpreter::DirectOp(const ops::OpSchema& schema, Pos pos,
   std::string layer = state_.builder.NewLayerName(type);
   std::string first;
   for (const auto& s : schema.outputs) {
-    std::string out = state_.builder.NewTmp(layer);
-    if (first.empty()) first = out;
-    op.outputs[s.name] = {out};
+    // A duplicable output that carries on a duplicable input ("State" after "PreState", as
+    // rnn's LSTM states) holds as many vars as it; any other output holds one.
+    size_t count = 1;
+    if (s.duplicable) {
+      auto pre = op.inputs.find("Pre" + s.name);
+      if (pre != op.inputs.end() && !pre->second.empty()) count = pre->second.size();
+    }
+    for (size_t i = 0; i < count; ++i) {
+      std::string out = state_.builder.NewTmp(layer);
+      if (first.empty()) first = out;
+      op.outputs[s.name].push_back(out);
+    }
   }
   if (first.empty()) return err(pos, "has no outputs to return");
   Status st = state_.builder.AppendOp(std::move(op));

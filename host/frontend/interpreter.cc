@@ -1,6 +1,7 @@
-// Statements and expressions. Values are copied, as build-time data is small; the exceptions
-// with Python's reference semantics are the objects whose attributes a file sets (Namespace),
-// and list.append / item assignment, which rebind the name they are called on.
+// Statements and expressions. Values are copied, as build-time data is small; what keeps
+// Python's reference semantics is the DistributedStrategy a file sets attributes on (a shared
+// Namespace), and list.append / item assignment, which change the list or dict bound to the name
+// they are called on (another name bound to the same list keeps the old one).
 #include "frontend/interpreter.h"
 
 #include <cmath>
@@ -215,12 +216,10 @@ Status Interpreter::Assign(const Expr& target, Value value,
 Status Interpreter::AssignAttribute(const Expr& target, Value value,
                                     const std::shared_ptr<Scope>& scope) {
   FLEET_ASSIGN_OR_RETURN(Value object, Eval(*target.operand, scope));
-  if (object.kind == Value::Kind::kNamespace) {
+  if (object.kind == Value::Kind::kNamespace && object.ns->kind == "DistributedStrategy") {
     Namespace& ns = *object.ns;
-    if (ns.kind == "DistributedStrategy") {
-      Status ok = CheckStrategyValue(target.text, value);
-      if (!ok.ok()) return ErrorAt(file_, target.pos, ok.message());
-    }
+    Status ok = CheckStrategyValue(target.text, value);
+    if (!ok.ok()) return ErrorAt(file_, target.pos, ok.message());
     ns.attrs[target.text] = std::move(value);
     ns.where[target.text] = target.pos;
     return OkStatus();
@@ -240,8 +239,7 @@ Status Interpreter::AssignAttribute(const Expr& target, Value value,
                  "cannot set attribute '" + target.text + "' of " + DescribeValue(object));
 }
 
-// x[i] = v and d["key"] = v on a list or dict bound to a name: the name is rebound to the
-// updated copy.
+// x[i] = v and d["key"] = v change the list or dict bound to that name, in place.
 Status Interpreter::AssignItem(const Expr& target, Value value,
                                const std::shared_ptr<Scope>& scope) {
   if (target.operand->kind != Expr::Kind::kName || target.items.size() != 1) {

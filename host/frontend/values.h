@@ -39,7 +39,7 @@ struct Value {
   double float_value = 0.0;
   bool tuple = false;
   int depth = 0;  // lists and dicts: 1 + the depth of the deepest item (SetDepth)
-  std::string text;                      // a string, the program var a kVar names, a module
+  std::string text;  // a string, the program var a kVar names, a module, a callable's name
   std::vector<Value> items;              // kList, kDict values, kSlice bounds
   std::vector<std::string> keys;         // kDict
   std::shared_ptr<const Object> object;  // kObject

@@ -183,6 +183,21 @@ TEST(LanguageTest, SeveralResultsUnpack) {
             "t.fleet:2:1: cannot unpack 3 values into 2 names");
 }
 
+// An op called directly gets as many vars in a duplicable output as in the input it carries on
+// from: rnn's LSTM State holds h and c, as PreState does.
+TEST(LanguageTest, DuplicableOutputsFollowTheirPreviousInput) {
+  const ParsedProgram p = Parse(
+      "x = data('x', shape=[8, -1, 4])\n"
+      "h0 = data('h0', shape=[1, -1, 6])\n"
+      "c0 = data('c0', shape=[1, -1, 6])\n"
+      "w = [create_parameter([24, 4]), create_parameter([24, 6]),\n"
+      "     create_parameter([24], is_bias=True), create_parameter([24], is_bias=True)]\n"
+      "out = rnn(x, [h0, c0], w, mode='LSTM', input_size=4, hidden_size=6)\n");
+  ASSERT_EQ(OpTypes(p), std::vector<std::string>{"rnn"});
+  EXPECT_EQ(OpAt(p, 0).outputs.at("State").size(), 2u);
+  EXPECT_EQ(Shape(p, p.names.at("out")), (std::vector<int64_t>{8, -1, 6}));
+}
+
 TEST(LanguageTest, PaddleNamesTakeTheirOwnKeywords) {
   const ParsedProgram paddle = Parse(
       "import paddle\n"
