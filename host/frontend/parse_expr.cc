@@ -10,18 +10,20 @@
 
 namespace fleet::frontend {
 
-StatusOr<Expr> Parser::Exprs() {
+StatusOr<Expr> Parser::Exprs() { return CommaList(&Parser::Expr1); }
+
+StatusOr<Expr> Parser::CommaList(StatusOr<Expr> (Parser::*item)()) {
   Pos pos = Cur().pos;
-  FLEET_ASSIGN_OR_RETURN(Expr first, Expr1());
+  FLEET_ASSIGN_OR_RETURN(Expr first, (this->*item)());
   if (!IsOp(",")) return first;
   Expr tuple;
   tuple.kind = Expr::Kind::kTuple;
   tuple.pos = pos;
   tuple.items.push_back(std::move(first));
   while (Accept(",")) {
-    if (!StartsExpr()) break;
-    FLEET_ASSIGN_OR_RETURN(Expr item, Expr1());
-    tuple.items.push_back(std::move(item));
+    if (!StartsExpr()) break;  // a trailing comma, or `in` after a loop's targets
+    FLEET_ASSIGN_OR_RETURN(Expr next, (this->*item)());
+    tuple.items.push_back(std::move(next));
   }
   return tuple;
 }

@@ -100,6 +100,8 @@ class Parser {
 
   // exprs := expr {',' expr} [','] — a tuple when a comma appears.
   StatusOr<Expr> Exprs();
+  // `item` {',' `item`} [','] — a tuple when a comma appears.
+  StatusOr<Expr> CommaList(StatusOr<Expr> (Parser::*item)());
   bool StartsExpr() const;
   // expr := or ['if' or 'else' expr]
   StatusOr<Expr> Expr1();

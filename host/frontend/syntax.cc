@@ -323,21 +323,7 @@ StatusOr<Expr> Parser::LoopTarget() {
   return target;
 }
 
-StatusOr<Expr> Parser::TargetList() {
-  Pos pos = Cur().pos;
-  FLEET_ASSIGN_OR_RETURN(Expr first, BitOr());
-  if (!IsOp(",")) return first;
-  Expr tuple;
-  tuple.kind = Expr::Kind::kTuple;
-  tuple.pos = pos;
-  tuple.items.push_back(std::move(first));
-  while (Accept(",")) {
-    if (IsWord("in")) break;
-    FLEET_ASSIGN_OR_RETURN(Expr item, BitOr());
-    tuple.items.push_back(std::move(item));
-  }
-  return tuple;
-}
+StatusOr<Expr> Parser::TargetList() { return CommaList(&Parser::BitOr); }
 
 Status Parser::For(Block& out) {
   Stmt s;
