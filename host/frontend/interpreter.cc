@@ -10,6 +10,23 @@
 
 namespace fleet::frontend {
 
+Value CallableValue(std::shared_ptr<Callable> c, Pos pos) {
+  Value v;
+  v.kind = Value::Kind::kCallable;
+  v.pos = pos;
+  v.text = c->name;
+  v.callable = std::move(c);
+  return v;
+}
+
+Value PaddleValue(const PaddleApi& api, Pos pos) {
+  auto c = std::make_shared<Callable>();
+  c->kind = Callable::Kind::kPaddle;
+  c->name = std::string(api.name);
+  c->paddle = &api;
+  return CallableValue(std::move(c), pos);
+}
+
 Status Interpreter::Depth::Check(Pos pos) const {
   if (in_.eval_depth_ <= kMaxEvalDepth) return OkStatus();
   return ErrorAt(in_.file_, pos, "evaluation nests more than " +
@@ -95,6 +112,10 @@ StatusOr<Interpreter::Flow> Interpreter::ExecOne(const Stmt& st,
       FLEET_RETURN_IF_ERROR(Import(st, *scope));
       return Flow::kNext;
     case Stmt::Kind::kDef: {
+      if (++defs_ > kMaxDefs) {
+        return ErrorAt(file_, st.pos, "the program runs more than " + std::to_string(kMaxDefs) +
+                                          " def statements");
+      }
       auto fn = std::make_shared<Callable>();
       fn->kind = Callable::Kind::kFunction;
       fn->name = st.text;
@@ -108,12 +129,7 @@ StatusOr<Interpreter::Flow> Interpreter::ExecOne(const Stmt& st,
         fn->defaults.push_back(std::make_shared<const Value>(std::move(d)));
       }
       if (scope != globals_) fn->closure = scope;
-      Value v;
-      v.kind = Value::Kind::kCallable;
-      v.pos = st.pos;
-      v.text = fn->name;
-      v.callable = std::move(fn);
-      scope->vars[st.text] = std::move(v);
+      scope->vars[st.text] = CallableValue(std::move(fn), st.pos);
       return Flow::kNext;
     }
     case Stmt::Kind::kFor: {
@@ -331,13 +347,7 @@ Status Interpreter::Import(const Stmt& st, Scope& scope) {
       Value v;
       v.pos = st.pos;
       if (const PaddleApi* api = FindPaddleApi(module)) {
-        v.kind = Value::Kind::kCallable;
-        auto c = std::make_shared<Callable>();
-        c->kind = Callable::Kind::kPaddle;
-        c->name = module;
-        c->paddle = api;
-        v.text = c->name;
-        v.callable = std::move(c);
+        v = PaddleValue(*api, st.pos);
       } else {
         v.kind = Value::Kind::kModule;
         v.text = as.empty() ? root : module;
@@ -606,10 +616,7 @@ StatusOr<Value> Interpreter::GlobalName(const std::string& name, Pos pos) {
     return ErrorAt(file_, pos, "name '" + name + "' is not defined" +
                                    (guess.empty() ? "" : " (did you mean '" + guess + "'?)"));
   }
-  v.kind = Value::Kind::kCallable;
-  v.text = c->name;
-  v.callable = std::move(c);
-  return v;
+  return CallableValue(std::move(c), pos);
 }
 
 StatusOr<Value> Interpreter::ListComp(const Expr& e, const std::shared_ptr<Scope>& scope) {

@@ -45,6 +45,10 @@ struct Callable {
   std::shared_ptr<const Value> self;  // kMethod
 };
 
+// A callable as a value (its name also in text, for messages), and one for a Paddle name.
+Value CallableValue(std::shared_ptr<Callable> c, Pos pos);
+Value PaddleValue(const PaddleApi& api, Pos pos);
+
 // Limits that keep a hostile file from exhausting the stack, the memory or the time. Each
 // refusal names FILE:LINE:COL.
 inline constexpr int kMaxCallDepth = 64;             // user function calls inside each other
@@ -52,6 +56,9 @@ inline constexpr int kMaxEvalDepth = 600;            // statements + expressions
 inline constexpr int64_t kMaxIterations = 1000000;   // loop iterations in the whole run
 inline constexpr size_t kMaxItems = size_t{1} << 20;  // elements of a list, bytes of a string
 inline constexpr int kMaxValueDepth = 100;            // lists and dicts inside each other
+// def statements run: a function made inside a function closes over its scope, so functions
+// made from functions form chains that copying and destroying walk recursively.
+inline constexpr int kMaxDefs = 2000;
 inline constexpr size_t kMaxOps = 200000;             // ops in the main program
 
 class Interpreter {
@@ -153,6 +160,7 @@ class Interpreter {
   int eval_depth_ = 0;
   int loop_depth_ = 0;  // loops of the current function (break / continue)
   int64_t iterations_ = 0;
+  int defs_ = 0;
 };
 
 // Python's str() of a build-time value, for f-strings and str(): ints, floats (repr-style

@@ -13,12 +13,7 @@ Value Method(const Value& self, std::string name) {
   c->kind = Callable::Kind::kMethod;
   c->name = std::move(name);
   c->self = std::make_shared<const Value>(self);
-  Value v;
-  v.kind = Value::Kind::kCallable;
-  v.pos = self.pos;
-  v.text = c->name;
-  v.callable = std::move(c);
-  return v;
+  return CallableValue(std::move(c), self.pos);
 }
 
 }  // namespace
@@ -27,18 +22,7 @@ StatusOr<Value> Interpreter::Attribute(const Value& object, const std::string& n
   switch (object.kind) {
     case Value::Kind::kModule: {
       const std::string path = object.text + "." + name;
-      if (const PaddleApi* api = FindPaddleApi(path)) {
-        auto c = std::make_shared<Callable>();
-        c->kind = Callable::Kind::kPaddle;
-        c->name = path;
-        c->paddle = api;
-        Value v;
-        v.kind = Value::Kind::kCallable;
-        v.pos = pos;
-        v.text = c->name;
-        v.callable = std::move(c);
-        return v;
-      }
+      if (const PaddleApi* api = FindPaddleApi(path)) return PaddleValue(*api, pos);
       if (IsPaddleModule(path)) {
         Value v;
         v.kind = Value::Kind::kModule;
@@ -67,34 +51,15 @@ StatusOr<Value> Interpreter::Attribute(const Value& object, const std::string& n
       if (var == nullptr) {
         return ErrorAt(file_, pos, "variable '" + object.text + "' is not declared");
       }
-      Value v;
-      v.pos = pos;
       if (name == "shape") {
-        v.kind = Value::Kind::kList;
-        for (int64_t d : var->shape) {
-          Value item;
-          item.kind = Value::Kind::kInt;
-          item.int_value = d;
-          item.pos = pos;
-          v.items.push_back(std::move(item));
-        }
-        return v;
+        std::vector<Value> dims;
+        for (int64_t d : var->shape) dims.push_back(IntValue(d, pos));
+        return ListValue(std::move(dims), pos);
       }
-      if (name == "ndim") {
-        v.kind = Value::Kind::kInt;
-        v.int_value = static_cast<int64_t>(var->shape.size());
-        return v;
-      }
-      if (name == "dtype" || name == "name") {
-        v.kind = Value::Kind::kString;
-        v.text = name == "name" ? var->name : std::string(ir::DataTypeName(var->dtype));
-        return v;
-      }
-      if (name == "stop_gradient") {
-        v.kind = Value::Kind::kBool;
-        v.bool_value = var->stop_gradient;
-        return v;
-      }
+      if (name == "ndim") return IntValue(static_cast<int64_t>(var->shape.size()), pos);
+      if (name == "name") return StringValue(var->name, pos);
+      if (name == "dtype") return StringValue(std::string(ir::DataTypeName(var->dtype)), pos);
+      if (name == "stop_gradient") return BoolValue(var->stop_gradient, pos);
       if (name == "astype" || FindPaddleApi("paddle." + name) != nullptr) {
         return Method(object, name);
       }
@@ -167,11 +132,7 @@ StatusOr<Value> Interpreter::CallMethod(const Callable& m, Pos pos, std::vector<
     if (text.size() > kMaxItems) {
       return ErrorAt(file_, pos, "a string longer than " + std::to_string(kMaxItems) + " bytes");
     }
-    Value v;
-    v.kind = Value::Kind::kString;
-    v.pos = pos;
-    v.text = std::move(text);
-    return v;
+    return StringValue(std::move(text), pos);
   };
   if (self.kind == Value::Kind::kVar) {
     positional.insert(positional.begin(), Arg{self, self.pos});
@@ -216,13 +177,11 @@ StatusOr<Value> Interpreter::CallMethod(const Callable& m, Pos pos, std::vector<
     if (name == "startswith" || name == "endswith") {
       FLEET_RETURN_IF_ERROR(arity(1, 1));
       FLEET_ASSIGN_OR_RETURN(std::string x, string_arg(0));
-      Value b;
-      b.kind = Value::Kind::kBool;
-      b.pos = pos;
-      b.bool_value = name == "startswith"
-                         ? s.rfind(x, 0) == 0
-                         : s.size() >= x.size() && s.compare(s.size() - x.size(), x.size(), x) == 0;
-      return b;
+      return BoolValue(name == "startswith"
+                           ? s.rfind(x, 0) == 0
+                           : s.size() >= x.size() &&
+                                 s.compare(s.size() - x.size(), x.size(), x) == 0,
+                       pos);
     }
     if (name == "replace") {
       FLEET_RETURN_IF_ERROR(arity(2, 2));
@@ -248,18 +207,16 @@ StatusOr<Value> Interpreter::CallMethod(const Callable& m, Pos pos, std::vector<
         FLEET_ASSIGN_OR_RETURN(sep, string_arg(0));
       }
       if (sep.empty()) return ErrorAt(file_, pos, "split() with an empty separator");
-      Value list;
-      list.kind = Value::Kind::kList;
-      list.pos = pos;
+      std::vector<Value> parts;
       size_t start = 0;
       while (true) {
         const size_t at = s.find(sep, start);
         FLEET_ASSIGN_OR_RETURN(Value part, string_value(s.substr(start, at - start)));
-        if (!(positional.empty() && part.text.empty())) list.items.push_back(std::move(part));
+        if (!(positional.empty() && part.text.empty())) parts.push_back(std::move(part));
         if (at == std::string::npos) break;
         start = at + sep.size();
       }
-      return list;
+      return ListValue(std::move(parts), pos);
     }
     if (name == "join") {
       FLEET_RETURN_IF_ERROR(arity(1, 1));
@@ -333,35 +290,24 @@ StatusOr<Value> Interpreter::CallMethod(const Callable& m, Pos pos, std::vector<
       return positional.size() > 1 ? positional[1].value : Value{};
     }
     FLEET_RETURN_IF_ERROR(arity(0, 0));
-    Value list;
-    list.kind = Value::Kind::kList;
-    list.pos = pos;
+    std::vector<Value> items;
     for (size_t i = 0; i < self.keys.size(); ++i) {
-      Value key;
-      key.kind = Value::Kind::kString;
-      key.text = self.keys[i];
-      key.pos = pos;
+      Value key = StringValue(self.keys[i], pos);
       if (name == "keys") {
-        list.items.push_back(std::move(key));
+        items.push_back(std::move(key));
       } else if (name == "values") {
-        list.items.push_back(self.items[i]);
+        items.push_back(self.items[i]);
       } else {
-        Value pair;
-        pair.kind = Value::Kind::kList;
-        pair.tuple = true;
-        pair.pos = pos;
-        pair.items = {std::move(key), self.items[i]};
-        list.items.push_back(std::move(pair));
+        items.push_back(ListValue({std::move(key), self.items[i]}, pos, true));
       }
     }
-    return list;
+    return ListValue(std::move(items), pos);
   }
   if (self.kind == Value::Kind::kList) {
     FLEET_RETURN_IF_ERROR(arity(1, 1));
     int64_t count = 0, first = -1;
     for (size_t i = 0; i < self.items.size(); ++i) {
-      FLEET_ASSIGN_OR_RETURN(Value eq, Compare("==", self.items[i], positional[0].value, pos));
-      if (eq.kind == Value::Kind::kBool && eq.bool_value) {
+      if (ValuesEqual(self.items[i], positional[0].value)) {
         if (first < 0) first = static_cast<int64_t>(i);
         ++count;
       }
@@ -369,11 +315,7 @@ StatusOr<Value> Interpreter::CallMethod(const Callable& m, Pos pos, std::vector<
     if (name == "index" && first < 0) {
       return ErrorAt(file_, positional[0].pos, "index(): the value is not in the list");
     }
-    Value n;
-    n.kind = Value::Kind::kInt;
-    n.pos = pos;
-    n.int_value = name == "index" ? first : count;
-    return n;
+    return IntValue(name == "index" ? first : count, pos);
   }
   return ErrorAt(file_, pos, DescribeValue(self) + " has no method " + name);
 }

@@ -26,40 +26,6 @@ Value AsNumber(const Value& v) {
 
 bool IsNumeric(const Value& v) { return v.is_number() || v.kind == Value::Kind::kBool; }
 
-// Build-time equality, Python's ==.
-bool Equal(const Value& a, const Value& b) {
-  if (IsNumeric(a) && IsNumeric(b)) {
-    const Value x = AsNumber(a), y = AsNumber(b);
-    if (x.kind == Value::Kind::kInt && y.kind == Value::Kind::kInt) {
-      return x.int_value == y.int_value;
-    }
-    return x.number() == y.number();
-  }
-  if (a.kind != b.kind) return false;
-  switch (a.kind) {
-    case Value::Kind::kNone: return true;
-    case Value::Kind::kString:
-    case Value::Kind::kVar:
-    case Value::Kind::kModule: return a.text == b.text;
-    case Value::Kind::kList:
-      if (a.items.size() != b.items.size()) return false;
-      for (size_t i = 0; i < a.items.size(); ++i) {
-        if (!Equal(a.items[i], b.items[i])) return false;
-      }
-      return true;
-    case Value::Kind::kDict:
-      if (a.keys != b.keys) return false;
-      for (size_t i = 0; i < a.items.size(); ++i) {
-        if (!Equal(a.items[i], b.items[i])) return false;
-      }
-      return true;
-    case Value::Kind::kObject: return a.object == b.object;
-    case Value::Kind::kNamespace: return a.ns == b.ns;
-    case Value::Kind::kCallable: return a.callable == b.callable;
-    default: return false;
-  }
-}
-
 }  // namespace
 
 StatusOr<Value> Interpreter::Unary(const std::string& op, const Value& v, Pos pos) {
@@ -112,6 +78,7 @@ StatusOr<Value> Interpreter::Binary(const std::string& op, const Value& a, const
       out.pos = pos;
       out.text += b.text;
       out.items.insert(out.items.end(), b.items.begin(), b.items.end());
+      if (out.kind == Value::Kind::kList) SetDepth(out);
       return out;
     }
     if (op == "*" && (a_seq != b_seq)) {
@@ -130,6 +97,7 @@ StatusOr<Value> Interpreter::Binary(const std::string& op, const Value& a, const
         out.text += seq.text;
         out.items.insert(out.items.end(), seq.items.begin(), seq.items.end());
       }
+      if (out.kind == Value::Kind::kList) SetDepth(out);
       return out;
     }
     if (op == "%" && a.kind == Value::Kind::kString) {
@@ -269,14 +237,14 @@ StatusOr<Value> Interpreter::Compare(const std::string& op, const Value& a, cons
                       (a.kind == Value::Kind::kBool && b.kind == Value::Kind::kBool &&
                        a.bool_value == b.bool_value) ||
                       (a.kind == b.kind && a.kind != Value::Kind::kNone &&
-                       a.kind != Value::Kind::kBool && Equal(a, b));
+                       a.kind != Value::Kind::kBool && ValuesEqual(a, b));
     return BoolValue(op == "is" ? same : !same, pos);
   }
   FLEET_RETURN_IF_ERROR(Charge(a.items.size() + b.items.size() + b.keys.size(), pos));
   if (op == "in" || op == "not in") {
     bool found = false;
     if (b.kind == Value::Kind::kList) {
-      for (const Value& item : b.items) found = found || Equal(a, item);
+      for (const Value& item : b.items) found = found || ValuesEqual(a, item);
     } else if (b.kind == Value::Kind::kDict) {
       for (const std::string& k : b.keys) found = found || (a.kind == Value::Kind::kString && a.text == k);
     } else if (b.kind == Value::Kind::kString && a.kind == Value::Kind::kString) {
@@ -305,8 +273,8 @@ StatusOr<Value> Interpreter::Compare(const std::string& op, const Value& a, cons
     }
     return AppendSimpleOp(kOps.at(op), {{"X", x}, {"Y", y}}, {{"axis", int32_t{-1}}}, pos);
   }
-  if (op == "==") return BoolValue(Equal(a, b), pos);
-  if (op == "!=") return BoolValue(!Equal(a, b), pos);
+  if (op == "==") return BoolValue(ValuesEqual(a, b), pos);
+  if (op == "!=") return BoolValue(!ValuesEqual(a, b), pos);
   int order = 0;
   if (IsNumeric(a) && IsNumeric(b)) {
     const Value x = AsNumber(a), y = AsNumber(b);
@@ -402,6 +370,7 @@ StatusOr<Value> Interpreter::Index(const Value& object, const std::vector<Value>
       out.items.push_back(object.items[static_cast<size_t>(k)]);
     }
   }
+  if (!is_string) SetDepth(out);
   return out;
 }
 

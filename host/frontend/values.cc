@@ -55,6 +55,45 @@ Value ListValue(std::vector<Value> items, Pos pos, bool tuple) {
   return v;
 }
 
+bool ValuesEqual(const Value& a, const Value& b) {
+  auto numeric = [](const Value& v) { return v.is_number() || v.kind == Value::Kind::kBool; };
+  auto as_int = [](const Value& v) {
+    return v.kind == Value::Kind::kBool ? int64_t{v.bool_value} : v.int_value;
+  };
+  if (numeric(a) && numeric(b)) {
+    if (a.kind != Value::Kind::kFloat && b.kind != Value::Kind::kFloat) {
+      return as_int(a) == as_int(b);
+    }
+    auto as_double = [&](const Value& v) {
+      return v.kind == Value::Kind::kFloat ? v.float_value : static_cast<double>(as_int(v));
+    };
+    return as_double(a) == as_double(b);
+  }
+  if (a.kind != b.kind) return false;
+  switch (a.kind) {
+    case Value::Kind::kNone: return true;
+    case Value::Kind::kString:
+    case Value::Kind::kVar:
+    case Value::Kind::kModule: return a.text == b.text;
+    case Value::Kind::kList:
+      if (a.items.size() != b.items.size()) return false;
+      for (size_t i = 0; i < a.items.size(); ++i) {
+        if (!ValuesEqual(a.items[i], b.items[i])) return false;
+      }
+      return true;
+    case Value::Kind::kDict:
+      if (a.keys != b.keys) return false;
+      for (size_t i = 0; i < a.items.size(); ++i) {
+        if (!ValuesEqual(a.items[i], b.items[i])) return false;
+      }
+      return true;
+    case Value::Kind::kObject: return a.object == b.object;
+    case Value::Kind::kNamespace: return a.ns == b.ns;
+    case Value::Kind::kCallable: return a.callable == b.callable;
+    default: return false;
+  }
+}
+
 std::string DescribeValue(const Value& v) {
   switch (v.kind) {
     case Value::Kind::kNone: return "None";

@@ -63,6 +63,10 @@ Value BoolValue(bool b, Pos pos);
 Value StringValue(std::string s, Pos pos);
 Value ListValue(std::vector<Value> items, Pos pos, bool tuple = false);
 
+// Python's == on build-time values (numbers by value, bools as 0 and 1, lists item by item); a
+// program var equals only itself (by name), never appending an op.
+bool ValuesEqual(const Value& a, const Value& b);
+
 // "an int", "a string 'abc'", "ParamAttr(...)", ... for messages.
 std::string DescribeValue(const Value& v);
 

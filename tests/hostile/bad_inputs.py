@@ -454,6 +454,11 @@ def gen_program(ctx: Context) -> List[Case]:
              "a = []\nfor i in range(1000000):\n    a = a + [i]", False),
             ("a list nested 10^5 deep", "a = []\nfor i in range(100000):\n    a = [a]", True),
             ("a dict of 10^6 keys", "d = {}\nfor i in range(1000000):\n    d[str(i)] = i", False),
+            ("a chain of 10^6 closures",
+             "def wrap(g):\n    def h():\n        return g\n    return h\nf = None\n"
+             "for i in range(1000000):\n    f = wrap(f)", True),
+            ("a list nested through slices and concatenation",
+             "x = []\nfor i in range(100000):\n    x = [[] + [x]][0:1]", False),
             ("a power tower", "n = 2 ** 2 ** 2 ** 2 ** 2 ** 2", False),
             ("a layer per iteration, 10^6 times",
              "h = x\nfor i in range(1000000):\n    h = relu(h)", False),

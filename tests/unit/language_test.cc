@@ -295,6 +295,11 @@ TEST(LanguageTest, RefusalsNameTheirPlace) {
   EXPECT_EQ(ErrorOf("a = []\nfor i in range(1000000):\n    a = a + [i]\n"),
             "t.fleet:3:5: the program does more than 100000000 units of build-time work "
             "(values copied, scanned or formatted)");
+  EXPECT_EQ(ErrorOf("x = []\nfor i in range(1000):\n    x = [[] + [x]][0:1]\n"),
+            "t.fleet:3:9: lists and dicts nest more than 100 levels deep");
+  EXPECT_EQ(ErrorOf("def wrap(g):\n    def h():\n        return g\n    return h\nf = None\n"
+                    "for i in range(100000):\n    f = wrap(f)\n"),
+            "t.fleet:2:5: the program runs more than 2000 def statements");
   EXPECT_EQ(ErrorOf("n = 2 ** 70\n"), "t.fleet:1:5: integer overflow in **");
   EXPECT_EQ(ErrorOf("n = 1 // 0\n"), "t.fleet:1:5: integer division or modulo by zero");
   EXPECT_EQ(ErrorOf("s = 'ab' * 10000000\n"),
