@@ -34,6 +34,11 @@ Status Interpreter::Depth::Check(Pos pos) const {
                                      " levels deep (deep recursion of functions?)");
 }
 
+Interpreter::~Interpreter() {
+  for (const auto& scope : captured_) scope->vars.clear();
+  globals_->vars.clear();
+}
+
 Status Interpreter::Run(const Block& block) {
   FLEET_ASSIGN_OR_RETURN(Flow flow, Exec(block, globals_));
   (void)flow;  // the parser keeps return/break/continue where they belong
@@ -128,7 +133,10 @@ StatusOr<Interpreter::Flow> Interpreter::ExecOne(const Stmt& st,
         FLEET_ASSIGN_OR_RETURN(Value d, Eval(*p.default_value, scope));
         fn->defaults.push_back(std::make_shared<const Value>(std::move(d)));
       }
-      if (scope != globals_) fn->closure = scope;
+      if (scope != globals_) {
+        fn->closure = scope;
+        captured_.push_back(scope);
+      }
       scope->vars[st.text] = CallableValue(std::move(fn), st.pos);
       return Flow::kNext;
     }

@@ -64,6 +64,10 @@ inline constexpr size_t kMaxOps = 200000;             // ops in the main program
 class Interpreter {
  public:
   Interpreter(std::string_view file, const ops::OpRegistry& registry);
+  // Breaks the cycles closures make (a scope holds a function that holds the scope).
+  ~Interpreter();
+  Interpreter(const Interpreter&) = delete;
+  Interpreter& operator=(const Interpreter&) = delete;
 
   Status Run(const Block& block);
   StatusOr<ParsedProgram> Finish() &&;
@@ -161,6 +165,8 @@ class Interpreter {
   int loop_depth_ = 0;  // loops of the current function (break / continue)
   int64_t iterations_ = 0;
   int defs_ = 0;
+  // The function scopes a def closed over, emptied by the destructor.
+  std::vector<std::shared_ptr<Scope>> captured_;
 };
 
 // Python's str() of a build-time value, for f-strings and str(): ints, floats (repr-style
