@@ -29,6 +29,14 @@ step from the first.
 
 --gemm N instead prints the best float32 rate of an N x N x N torch.matmul on --threads
 threads, in GFLOP/s.
+
+With --device cuda the model is built on the CPU as above (the same seed, so the same initial
+weights) and then moved to the GPU, the whole data set is copied there once before any step (a
+batch is a slice of it), TF32 is off as it is in Fleet's CUDA kernels, and the timed region is
+bracketed by torch.cuda.synchronize() so that it measures finished work, not queued launches;
+the losses stay on the GPU until the clock has stopped, so that reading them does not wait on
+every step. --gemm N times the matmul on the GPU the same way. --threads is still required and
+still sets torch's CPU threads, which do not matter there.
 """
 import argparse
 import json
@@ -226,10 +234,13 @@ def accuracy(scores, label):
     return (scores.argmax(dim=1) == label).float().mean()
 
 
-def setup(model_name, data_dir):
-    """The model, its optimizer, the data tensors and a function (tensors of one batch) -> loss."""
+def setup(model_name, data_dir, device):
+    """The model, its optimizer, the data tensors and a function (tensors of one batch) -> loss,
+    all on device. The model is initialised on the CPU and then moved, so that its initial
+    weights are those of a CPU run with the same seed; it is moved before the optimizer is made,
+    whose state then lives beside the parameters."""
     if model_name == "bert":
-        model = Bert()
+        model = Bert().to(device)
         data = load(data_dir, ["src_ids", "sent_ids", "input_mask", "label"])
         data[3] = data[3].reshape(-1)
         opt = torch.optim.Adam(model.parameters(), lr=3e-3, betas=(0.9, 0.999), eps=1e-8)
@@ -241,7 +252,7 @@ def setup(model_name, data_dir):
                 accuracy(torch.softmax(logits, dim=1), label)
             return loss
     elif model_name == "gpt":
-        model = Gpt()
+        model = Gpt().to(device)
         data = load(data_dir, ["tokens"])
         opt = torch.optim.Adam(model.parameters(), lr=3e-3, betas=(0.9, 0.999), eps=1e-8)
 
@@ -252,7 +263,7 @@ def setup(model_name, data_dir):
     elif model_name == "resnet":
         data = load(data_dir, ["image", "label"])
         data[1] = data[1].reshape(-1)
-        model = ResNet18(channels=data[0].shape[1])
+        model = ResNet18(channels=data[0].shape[1]).to(device)
         opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=1e-4)
 
         def loss_fn(image, label):
@@ -263,17 +274,29 @@ def setup(model_name, data_dir):
             return loss
     else:
         raise SystemExit(f"torch_zoo.py: unknown model {model_name!r}")
-    return model, opt, data, loss_fn
+    # The whole data set (50 MB at most, resnet's images) goes to the device once, here, out of
+    # the timed steps; the int64 ids and labels go with it, so that the embeddings and the loss
+    # index tensors on the device they index.
+    return model, opt, [t.to(device) for t in data], loss_fn
 
 
-def gemm_rate(n, reps=5, rounds=7):
-    a, b = torch.randn(n, n), torch.randn(n, n)
-    torch.matmul(a, b)
+def gemm_rate(n, device, reps=5, rounds=7):
+    a, b = torch.randn(n, n, device=device), torch.randn(n, n, device=device)
+    cuda = device == "cuda"
+    if cuda:
+        # A GPU matmul returns once it is queued: wait for each round's to finish, and run more
+        # of them per round, a 4096 one taking a few milliseconds.
+        reps *= 4
+    torch.matmul(a, b)  # the first call loads the kernels (and on a GPU creates cuBLAS's handle)
     best = 0.0
     for _ in range(rounds):
+        if cuda:
+            torch.cuda.synchronize()
         start = time.perf_counter()
         for _ in range(reps):
             torch.matmul(a, b)
+        if cuda:
+            torch.cuda.synchronize()
         best = max(best, 2.0 * n ** 3 * reps / (time.perf_counter() - start))
     return best / 1e9
 
@@ -288,17 +311,26 @@ def main():
     p.add_argument("--threads", type=int, required=True)
     p.add_argument("--gemm", type=int, default=0, metavar="N",
                    help="print the float32 GEMM rate of N x N matrices instead of training")
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     a = p.parse_args()
 
     torch.set_num_threads(a.threads)
+    cuda = a.device == "cuda"
+    if cuda:
+        if not torch.cuda.is_available():
+            raise SystemExit(f"torch_zoo.py: --device cuda: torch {torch.__version__} (CUDA "
+                             f"{torch.version.cuda}) sees no usable GPU")
+        # Fleet's CUDA plugin computes float32 products and convolutions in float32, not TF32.
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
     if a.gemm:
-        print(json.dumps({"gflops": gemm_rate(a.gemm)}))
+        print(json.dumps({"gflops": gemm_rate(a.gemm, a.device)}))
         return
     if not (a.model and a.data and a.batch and a.steps):
         p.error("--model, --data, --batch and --steps are required for a training run")
 
     torch.manual_seed(1)
-    model, opt, data, loss_fn = setup(a.model, a.data)
+    model, opt, data, loss_fn = setup(a.model, a.data, a.device)
     model.train()
     batches = data[0].shape[0] // a.batch
     if batches < 1:
@@ -311,14 +343,20 @@ def main():
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
-        losses.append(float(loss.detach()))
+        # Kept as a tensor: float() here would make a GPU run wait for every step to finish.
+        losses.append(loss.detach())
 
     for i in range(a.warmup):
         step(i)
+    if cuda:
+        torch.cuda.synchronize()
     start = time.perf_counter()
     for i in range(a.steps):
         step(a.warmup + i)
+    if cuda:
+        torch.cuda.synchronize()
     elapsed = time.perf_counter() - start
+    losses = torch.stack(losses).cpu().tolist()
     print(json.dumps({"samples_per_sec": a.steps * a.batch / elapsed, "losses": losses}))
 
 
