@@ -34,6 +34,7 @@ void AddNnKernels(KernelList& list) {
   AddNnConvKernels(list);
   AddNnPoolKernels(list);
   AddNnNormKernels(list);
+  AddNnSyncNormKernels(list);
   AddNnMiscKernels(list);
   AddSequenceKernels(list);
   AddSequenceOffsetKernels(list);

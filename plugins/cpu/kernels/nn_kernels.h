@@ -16,6 +16,7 @@ void AddNnLossExtKernels(KernelList& list);  // nn_loss_ext_kernels.cc
 void AddNnConvKernels(KernelList& list);   // nn_conv_kernels.cc
 void AddNnPoolKernels(KernelList& list);   // nn_pool_kernels.cc
 void AddNnNormKernels(KernelList& list);   // nn_norm_kernels.cc
+void AddNnSyncNormKernels(KernelList& list);  // nn_sync_norm_kernels.cc: sync_batch_norm*
 void AddNnMiscKernels(KernelList& list);   // nn_misc_kernels.cc
 void AddSequenceKernels(KernelList& list); // sequence_kernels.cc: sequence_pool
 void AddSequenceOffsetKernels(KernelList& list);  // sequence_offset_kernels.cc: concat, slice,

@@ -15,6 +15,7 @@ void AddDenseMatmulKernels(KernelList& list);  // dense_matmul.cu: mul, matmul_v
 void AddDenseConvKernels(KernelList& list);    // dense_conv.cu: conv2d (+ grad)
 void AddDensePoolKernels(KernelList& list);    // dense_pool.cu: pool2d (+ grad)
 void AddDenseNormKernels(KernelList& list);    // dense_norm.cu: batch_norm, layer_norm (+ grads)
+void AddDenseSyncNormKernels(KernelList& list);  // dense_sync_norm.cu: sync_batch_norm*
 void AddDenseDeconvKernels(KernelList& list);  // dense_deconv.cu: conv2d_transpose (+ grad)
 
 namespace dense {

@@ -39,6 +39,7 @@ void AddDenseKernels(KernelList& list) {
   AddDenseConvKernels(list);
   AddDensePoolKernels(list);
   AddDenseNormKernels(list);
+  AddDenseSyncNormKernels(list);
   AddDenseDeconvKernels(list);
 }
 

@@ -148,6 +148,30 @@ def batch_norm(inputs, attrs):
             "SavedVariance": inv_std.astype(dt)}
 
 
+def batch_norm_grad(inputs, attrs):
+    """dX, dScale, dBias of batch_norm with batch statistics, written out from the forward
+    formula y = (x - mean) / sqrt(var + eps) * scale + bias (mean and biased var over every
+    axis but 1)."""
+    x = inputs["X"][0].astype(np.float64)
+    dy = inputs["Y@GRAD"][0].astype(np.float64)
+    scale = inputs["Scale"][0].astype(np.float64)
+    eps = float(np.float32(attrs.get("epsilon", 1e-5)))
+    axes = tuple(i for i in range(x.ndim) if i != 1)
+    shape = [1] * x.ndim
+    shape[1] = x.shape[1]
+    count = x.size // x.shape[1]
+    mean = x.mean(axis=axes).reshape(shape)
+    inv_std = 1.0 / np.sqrt(((x - mean) ** 2).mean(axis=axes).reshape(shape) + eps)
+    xhat = (x - mean) * inv_std
+    dbias = dy.sum(axis=axes)
+    dscale = (dy * xhat).sum(axis=axes)
+    dx = scale.reshape(shape) * inv_std * (dy - dbias.reshape(shape) / count -
+                                           xhat * dscale.reshape(shape) / count)
+    dt = inputs["X"][0].dtype
+    return {"X@GRAD": dx.astype(dt), "Scale@GRAD": dscale.astype(dt),
+            "Bias@GRAD": dbias.astype(dt)}
+
+
 def layer_norm(inputs, attrs):
     x = inputs["X"][0]
     axis = attrs.get("begin_norm_axis", 1)
@@ -203,6 +227,7 @@ REFERENCES = {
     "cross_entropy": cross_entropy,
     "softmax_with_cross_entropy": softmax_with_cross_entropy,
     "batch_norm": batch_norm,
+    "batch_norm_grad": batch_norm_grad,
     "layer_norm": layer_norm,
     "lookup_table_v2": lookup_table_v2,
     "accuracy": accuracy,
