@@ -248,7 +248,7 @@ class Checker {
     }
     if (const toml::table* t = Table(root, "", "strategy")) {
       CheckKeys(*t, "strategy", {"mode", "collective_mode", "devices", "nrings",
-                                 "local_sgd_k_steps", "fuse_grad_size_mb", "passes", "sync_mode",
+                                 "local_sgd_k_steps", "fuse_grad_size_mb", "sync_batch_norm", "passes", "sync_mode",
                                  "slice_var_up", "min_block_size", "split_method",
                                  "pserver_init"});
       ReadEnum(*t, "strategy", "mode", kStrategyModes, config.strategy_mode);
@@ -261,6 +261,7 @@ class Checker {
       ReadInt(*t, "strategy", "devices", 1, c.devices, kMaxDevices);
       ReadInt(*t, "strategy", "nrings", 1, c.nrings, kMaxRings);
       ReadInt(*t, "strategy", "local_sgd_k_steps", 1, c.local_sgd_k_steps);
+      ReadBool(*t, "strategy", "sync_batch_norm", c.sync_batch_norm);
       Config::Pserver& ps = config.pserver;
       ReadBool(*t, "strategy", "sync_mode", ps.sync_mode);
       ReadBool(*t, "strategy", "slice_var_up", ps.slice_var_up);

@@ -12,12 +12,12 @@ namespace {
 // DistributedStrategy attributes Fleet maps.
 const std::set<std::string, std::less<>> kSupported = {
     "a_sync", "a_sync_configs", "localsgd", "localsgd_configs", "nccl_comm_num",
-    "fuse_grad_size_in_MB", "fuse_all_reduce_ops"};
+    "fuse_grad_size_in_MB", "fuse_all_reduce_ops", "sync_batch_norm"};
 
 // Paddle's feature switches Fleet lacks: accepted only as False.
 const std::set<std::string, std::less<>> kSwitches = {
     "amp", "recompute", "pipeline", "sharding", "gradient_merge", "lars", "lamb", "dgc",
-    "sync_batch_norm", "adaptive_localsgd", "tensor_parallel", "asp", "fp16_allreduce",
+    "adaptive_localsgd", "tensor_parallel", "asp", "fp16_allreduce",
     "hierarchical_allreduce", "use_hierarchical_allreduce", "sync_nccl_allreduce",
     "find_unused_parameters", "without_graph_optimization", "heter_ccl_mode", "qat",
     "semi_auto", "auto", "elastic", "cudnn_exhaustive_search", "cudnn_batchnorm_spatial_persistent",
@@ -49,7 +49,8 @@ Status CheckStrategyValue(const std::string& key, const Value& value) {
     }
     return KeyError(key, std::string("expects ") + what + ", got " + DescribeValue(value));
   };
-  if (key == "a_sync" || key == "localsgd" || key == "fuse_all_reduce_ops") {
+  if (key == "a_sync" || key == "localsgd" || key == "fuse_all_reduce_ops" ||
+      key == "sync_batch_norm") {
     return want(Value::Kind::kBool, "True or False");
   }
   if (key == "nccl_comm_num") {
@@ -115,6 +116,8 @@ StatusOr<std::vector<ProgramStrategyKey>> StrategySettings(const Namespace& stra
       add(key, "nrings", value.int_value);
     } else if (key == "fuse_grad_size_in_MB") {
       add(key, "fuse_grad_size_mb", value.number());
+    } else if (key == "sync_batch_norm") {
+      add(key, "sync_batch_norm", value.bool_value);
     } else if (key == "fuse_all_reduce_ops") {
       if (!value.bool_value) add(key, "fuse_grad_size_mb", 0.0);
     }

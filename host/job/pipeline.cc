@@ -150,6 +150,7 @@ StatusOr<StrategyValue> CurrentValue(const Config& config, const std::string& ke
   if (key == "local_sgd_k_steps") return StrategyValue(config.collective.local_sgd_k_steps);
   if (key == "nrings") return StrategyValue(config.collective.nrings);
   if (key == "fuse_grad_size_mb") return StrategyValue(config.collective.fuse_grad_size_mb);
+  if (key == "sync_batch_norm") return StrategyValue(config.collective.sync_batch_norm);
   return Internal("the program set [strategy] key '" + key + "', which the host cannot merge");
 }
 
@@ -159,6 +160,7 @@ void SetValue(Config& config, const std::string& key, const StrategyValue& v) {
   if (key == "local_sgd_k_steps") config.collective.local_sgd_k_steps = std::get<int64_t>(v);
   if (key == "nrings") config.collective.nrings = std::get<int64_t>(v);
   if (key == "fuse_grad_size_mb") config.collective.fuse_grad_size_mb = std::get<double>(v);
+  if (key == "sync_batch_norm") config.collective.sync_batch_norm = std::get<bool>(v);
 }
 
 }  // namespace
@@ -236,8 +238,19 @@ StatusOr<std::map<std::string, ir::Program>> Transpile(const Config& config, con
       FLEET_RETURN_IF_ERROR(run("fuse_allreduce", {{"bucket_mb", c.fuse_grad_size_mb}})
                                 .WithContext("strategy.fuse_grad_size_mb"));
     }
+    if (c.sync_batch_norm) {
+      FLEET_RETURN_IF_ERROR(run("sync_batch_norm", {}).WithContext("strategy.sync_batch_norm"));
+    }
   }
   if (mode == "pserver") {
+    if (config.collective.sync_batch_norm) {
+      return InvalidArgument(Place(config.strategy_where.count("sync_batch_norm")
+                                       ? config.strategy_where.at("sync_batch_norm")
+                                       : std::string(),
+                                   "strategy.sync_batch_norm") +
+                             " = true needs a collective job: a parameter-server job has no "
+                             "communicator between trainers");
+    }
     if (optimized.loss.empty() || !optimized.optimizer) {
       return InvalidArgument("a pserver job needs a program with minimize(..., optimizer=...)");
     }

@@ -139,6 +139,11 @@ std::vector<BuiltinPass>& Passes() {
                   "merges c_allreduce_sum ops of one ring into buckets of at most bucket_mb MiB",
                   passes::RunFuseAllReduce,
                   {DoubleOptionAttr("bucket_mb", 32.0)}));
+    v->push_back(MakePass("sync_batch_norm",
+                  "batch_norm with the statistics of every rank: all-reduces per-channel sums "
+                  "forward and backward (Paddle's DistributedStrategy.sync_batch_norm); runs "
+                  "after grad_allreduce or local_sgd",
+                  passes::RunSyncBatchNorm, {}));
     v->push_back(MakePass("pserver",
                   "parameter-server training: trainers send gradients (cut into blocks) to "
                   "the servers, which run the optimizer (Paddle's DistributeTranspiler); adds "

@@ -26,6 +26,8 @@ Status RunGradAllReduce(ProgramSet& programs, const PassContextInfo& ctx,
 Status RunLocalSgd(ProgramSet& programs, const PassContextInfo& ctx, const ir::AttrMap& options);
 Status RunFuseAllReduce(ProgramSet& programs, const PassContextInfo& ctx,
                         const ir::AttrMap& options);
+Status RunSyncBatchNorm(ProgramSet& programs, const PassContextInfo& ctx,
+                        const ir::AttrMap& options);
 
 // The program `name` of the set; INVALID_ARGUMENT "PASS: the program set has no 'NAME'
 // program (it has ...)" when absent.

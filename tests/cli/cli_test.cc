@@ -1285,6 +1285,21 @@ TEST_F(CliPassOptionsTest, UnknownKeysPassesAndStrategyOwnedOptionsAreRefused) {
       << s.err;
 }
 
+// sync_batch_norm all-reduces batch statistics between trainers, which a parameter-server job
+// cannot do: refused there, naming where it was set.
+TEST(CliCheckTest, SyncBatchNormIsRefusedInAParameterServerJob) {
+  TempDir dir;
+  const fs::path toml = dir.Write(
+      "fleet.toml", "[strategy]\nmode = \"pserver\"\nsync_batch_norm = true\n[role]\n"
+                    "pserver_endpoints = [\"127.0.0.1:6170\"]\n");
+  Result r = RunHost("--config " + toml.string() + " check " +
+                     (kExamples / "cnn/cnn.fleet").string());
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(Contains(r.err, toml.string() + ":3:19: strategy.sync_batch_norm = true needs a "
+                              "collective job"))
+      << r.err;
+}
+
 // strategy.passes is checked by the code Transpile runs, whatever the job's mode: `check`
 // accepted an unknown pass in a job of one trainer (which does not transpile) while `run`
 // refused it. The error names the key where it was set, the pass and every registered pass.
@@ -1299,8 +1314,8 @@ TEST(CliCheckTest, AnUnknownStrategyPassIsRefusedByCheckAsByRun) {
     EXPECT_EQ(r.exit_code, 1) << r.err;
     EXPECT_TRUE(Contains(r.err, toml.string() + ":4:10: strategy.passes: no pass 'no_such' is "
                                 "registered; registered: fuse_allreduce, grad_allreduce, "
-                                "local_sgd, pserver; a plugin's pass needs its plugin in "
-                                "[plugins] load"))
+                                "local_sgd, pserver, sync_batch_norm; a plugin's pass needs "
+                                "its plugin in [plugins] load"))
         << r.err;
     EXPECT_FALSE(Contains(r.out, "check passed")) << r.out;
   }

@@ -114,8 +114,8 @@ class BuiltinPassTest : public ::testing::Test {
 
 PluginRegistry* BuiltinPassTest::registry_ = nullptr;
 
-TEST_F(BuiltinPassTest, RegistersThreeHostPassesWithOptions) {
-  for (const char* name : {"grad_allreduce", "local_sgd", "fuse_allreduce"}) {
+TEST_F(BuiltinPassTest, RegistersTheHostPassesWithOptions) {
+  for (const char* name : {"grad_allreduce", "local_sgd", "fuse_allreduce", "sync_batch_norm"}) {
     const ComponentRecord& pass = Pass(name);
     EXPECT_EQ(pass.plugin, "host");
     EXPECT_FALSE(pass.summary.empty());
@@ -269,6 +269,23 @@ TEST_F(BuiltinPassTest, FuseAllReduceNeverMovesPastAReader) {
   EXPECT_EQ(AllReduceLists(programs),
             (std::vector<L>{{"fc_1.b_0@GRAD"},
                             {"fc_1.w_0@GRAD", "fc_0.b_0@GRAD", "fc_0.w_0@GRAD"}}));
+}
+
+TEST_F(BuiltinPassTest, SyncBatchNormReplacesTheTrainingBatchNorm) {
+  ExpectTransform("sync_batch_norm", {}, Trainer(0, 2), "bn_grad_allreduce_input.ir",
+                  "bn_sync_batch_norm_expected.ir");
+}
+
+TEST_F(BuiltinPassTest, SyncBatchNormLeavesProgramsWithoutBatchNormAlone) {
+  ExpectTransform("sync_batch_norm", {}, Trainer(1, 2), "grad_allreduce_r1_expected.ir",
+                  "grad_allreduce_r1_expected.ir");
+}
+
+TEST_F(BuiltinPassTest, SyncBatchNormNeedsACollectivePassFirst) {
+  ProgramSet programs = ParsePassData("mlp2_input.ir");
+  Status s = Run("sync_batch_norm", programs, Trainer(0, 2), {});
+  EXPECT_EQ(s.code(), Code::kFailedPrecondition) << s.ToString();
+  EXPECT_THAT(s.message(), HasSubstr("initialises no ring 0"));
 }
 
 TEST_F(BuiltinPassTest, GradAllReduceWorldSizeOneIsValid) {

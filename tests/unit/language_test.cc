@@ -391,10 +391,18 @@ TEST(LanguageTest, PaddleSpelledQuickStartBuildsTheMlpExample) {
   EXPECT_EQ(std::get<bool>(ps.strategy[0].value), true);
   EXPECT_EQ(ps.fleet_init->is_collective, false);
 
+  const ParsedProgram sbn =
+      Parse("strategy = fleet.DistributedStrategy()\nstrategy.sync_batch_norm = True\n"
+            "opt = fleet.distributed_optimizer(paddle.optimizer.SGD(learning_rate=0.1), "
+            "strategy)\n");
+  ASSERT_EQ(sbn.strategy.size(), 1u);
+  EXPECT_EQ(sbn.strategy[0].config_key, "sync_batch_norm");
+  EXPECT_EQ(std::get<bool>(sbn.strategy[0].value), true);
+
   EXPECT_EQ(ErrorOf("strategy = fleet.DistributedStrategy()\nstrategy.amp = True\n"),
             "t.fleet:2:10: strategy.amp: Fleet does not support this feature (only = False is "
             "accepted); it supports a_sync, a_sync_configs, fuse_all_reduce_ops, "
-            "fuse_grad_size_in_MB, localsgd, localsgd_configs and nccl_comm_num");
+            "fuse_grad_size_in_MB, localsgd, localsgd_configs, nccl_comm_num and sync_batch_norm");
   EXPECT_EQ(ErrorOf("strategy = fleet.DistributedStrategy()\nstrategy.a_snc = True\n"),
             "t.fleet:2:10: strategy.a_snc: DistributedStrategy has no such attribute (did you "
             "mean 'a_sync'?)");
