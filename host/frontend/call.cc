@@ -70,6 +70,9 @@ StatusOr<Value> Interpreter::Call(const Expr& e, const std::shared_ptr<Scope>& s
     // list.append(x) / list.extend(xs) change the list bound to the name in place.
     Value* holder = FindBinding(callee_expr.operand->text, scope);
     if (holder != nullptr && holder->kind == Value::Kind::kList && !holder->tuple) {
+      FLEET_RETURN_IF_ERROR(CheckNotParamCopy(
+          callee_expr.operand->text, scope,
+          callee_expr.text == "append" ? "append to" : "extend", e.pos));
       if (e.items.size() != 1 || !e.keyword_names.empty()) {
         return ErrorAt(file_, e.pos, callee_expr.text + " takes one argument");
       }
@@ -198,6 +201,7 @@ StatusOr<Value> Interpreter::CallFunction(const Callable& fn, Pos pos, std::vect
   std::vector<bool> given(n, false);
   for (size_t i = 0; i < positional.size(); ++i) {
     scope->vars[def.params[i].name] = std::move(positional[i].value);
+    scope->params.insert(def.params[i].name);
     given[i] = true;
   }
   for (auto& [name, arg] : keywords) {
@@ -214,6 +218,7 @@ StatusOr<Value> Interpreter::CallFunction(const Callable& fn, Pos pos, std::vect
       return ErrorAt(file_, arg.pos, fn.name + "(): argument '" + name + "' given twice");
     }
     scope->vars[name] = std::move(arg.value);
+    scope->params.insert(name);
     given[i] = true;
   }
   for (size_t i = 0; i < n; ++i) {
@@ -222,6 +227,7 @@ StatusOr<Value> Interpreter::CallFunction(const Callable& fn, Pos pos, std::vect
       return ErrorAt(file_, pos, fn.name + "() missing argument '" + def.params[i].name + "'");
     }
     scope->vars[def.params[i].name] = *fn.defaults[i];
+    scope->params.insert(def.params[i].name);
   }
   const int saved_loops = loop_depth_;
   loop_depth_ = 0;

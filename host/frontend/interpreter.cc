@@ -210,6 +210,7 @@ Status Interpreter::Assign(const Expr& target, Value value,
         value.pos = target.pos;
       }
       scope->vars[target.text] = std::move(value);
+      scope->params.erase(target.text);  // a new value of its own
       return OkStatus();
     case Expr::Kind::kTuple:
     case Expr::Kind::kList: {
@@ -275,6 +276,8 @@ Status Interpreter::AssignItem(const Expr& target, Value value,
     return ErrorAt(file_, target.operand->pos,
                    "name '" + target.operand->text + "' is not defined");
   }
+  FLEET_RETURN_IF_ERROR(
+      CheckNotParamCopy(target.operand->text, scope, "assign an item of", target.operand->pos));
   FLEET_ASSIGN_OR_RETURN(Value key, Eval(target.items[0], scope));
   holder = FindBinding(target.operand->text, scope);  // the key's evaluation may rebind
   if (holder == nullptr) {
@@ -583,6 +586,28 @@ Value* Interpreter::FindBinding(std::string_view name, const std::shared_ptr<Sco
   }
   auto it = globals_->vars.find(name);
   return it != globals_->vars.end() ? &it->second : nullptr;
+}
+
+Status Interpreter::CheckNotParamCopy(std::string_view name, const std::shared_ptr<Scope>& scope,
+                                      const std::string& what, Pos pos) {
+  for (Scope* s = scope.get(); s != nullptr; s = s->parent.get()) {
+    auto it = s->vars.find(name);
+    if (it == s->vars.end()) continue;
+    const Value::Kind kind = it->second.kind;
+    if (!s->params.count(name) || (kind != Value::Kind::kList && kind != Value::Kind::kDict)) {
+      return OkStatus();
+    }
+    const std::string n(name);
+    const bool list = kind == Value::Kind::kList;
+    return ErrorAt(file_, pos, "cannot " + what + " '" + n + "': it is a parameter, and a " +
+                                   (list ? "list" : "dict") +
+                                   " passed to a function is a copy here, so the caller's "
+                                   "would not change as it does in Python; return it instead (" +
+                                   n + " = f(" + n + ", ...))" +
+                                   (list ? " or make a copy first (" + n + " = list(" + n + "))"
+                                         : std::string()));
+  }
+  return OkStatus();
 }
 
 StatusOr<Value> Interpreter::Lookup(const std::string& name, Pos pos,

@@ -6,6 +6,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,6 +24,10 @@ namespace fleet::frontend {
 // do; the file's scope is searched after the chain.
 struct Scope {
   std::map<std::string, Value, std::less<>> vars;
+  // The names a call bound from its arguments (or their defaults) and the function has not
+  // rebound since. A list or dict there is a copy of the caller's, so changing it in place is
+  // refused: Python would change the caller's, and a program must not silently differ.
+  std::set<std::string, std::less<>> params;
   std::shared_ptr<Scope> parent;
 };
 
@@ -116,6 +121,10 @@ class Interpreter {
   StatusOr<Value> EvalInner(const Expr& e, const std::shared_ptr<Scope>& scope);
   StatusOr<Value> Lookup(const std::string& name, Pos pos, const std::shared_ptr<Scope>& scope);
   Value* FindBinding(std::string_view name, const std::shared_ptr<Scope>& scope);
+  // OK unless `name` is a parameter holding a list or dict (Scope::params), which `what`
+  // ("append to", ...) would change only in the callee's copy; the error says so at `pos`.
+  Status CheckNotParamCopy(std::string_view name, const std::shared_ptr<Scope>& scope,
+                           const std::string& what, Pos pos);
   StatusOr<Value> GlobalName(const std::string& name, Pos pos);
   StatusOr<Value> ListComp(const Expr& e, const std::shared_ptr<Scope>& scope);
   StatusOr<Value> FString(const Expr& e, const std::shared_ptr<Scope>& scope);

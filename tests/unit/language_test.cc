@@ -262,6 +262,39 @@ TEST(LanguageTest, OptimizerObjectsAndParameters) {
                                                  "'word_emb'");
 }
 
+// Lists and dicts are values here: a function's parameter holds a copy of the caller's list, so
+// changing it in place, which Python would show the caller, is refused rather than dropped. A
+// copy made in the function, a list of its own, or one reached through a closure (the very
+// list, as in Python) may change.
+TEST(LanguageTest, ChangingAParameterListInPlaceIsRefused) {
+  EXPECT_EQ(ErrorOf("def add(layers, x):\n    layers.append(x)\n    return layers\n"
+                    "outs = add([], 1)\n"),
+            "t.fleet:2:5: cannot append to 'layers': it is a parameter, and a list passed to a "
+            "function is a copy here, so the caller's would not change as it does in Python; "
+            "return it instead (layers = f(layers, ...)) or make a copy first (layers = "
+            "list(layers))");
+  EXPECT_EQ(ErrorOf("def put(d):\n    d['k'] = 1\nput({})\n"),
+            "t.fleet:2:5: cannot assign an item of 'd': it is a parameter, and a dict passed to "
+            "a function is a copy here, so the caller's would not change as it does in Python; "
+            "return it instead (d = f(d, ...))");
+  EXPECT_NE(ErrorOf("def grow(xs=[]):\n    xs.extend([1])\ngrow()\n").find("cannot extend 'xs'"),
+            std::string::npos);
+  const ParsedProgram p = Parse(
+      kX +
+      "def widths(base, n):\n"
+      "    base = list(base)\n"
+      "    seen = []\n"
+      "    def note(v):\n"
+      "        seen.append(v)\n"
+      "    for i in range(n):\n"
+      "        base.append(base[-1] * 2)\n"
+      "        note(i)\n"
+      "    return base + seen\n"
+      "w = widths([4], 2)\n"
+      "y = fc(x, size=sum(w))\n");  // 4 + 8 + 16 + 0 + 1
+  EXPECT_EQ(Shape(p, p.names.at("y")), (std::vector<int64_t>{-1, 29}));
+}
+
 TEST(LanguageTest, BuildTimeValuesFollowPython) {
   const ParsedProgram p = Parse(
       "n = 7 // 2 + 7 % -3 + int(2 ** 3 / 4)\n"   // 3 + -2 + 2 = 3
