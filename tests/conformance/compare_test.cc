@@ -466,6 +466,11 @@ TEST(CompareConformance, ArgsortIsStableAndMatchesNumpy) {
       {{2, 3, 4}, {{"axis", int32_t{-3}}}},
       {{37}, {}},
       {{2, 0}, {}},
+      // Rows long enough for a device to sort them another way (the CUDA plugin sorts rows up
+      // to 2048 in a block, longer ones on a thread).
+      {{2, 700}, {}},
+      {{2048, 2}, {{"axis", int32_t{0}}, {"descending", true}}},
+      {{1, 2500}, {{"descending", true}}},
   };
   uint64_t seed = 10000;
   for (DataType dtype : kNumeric) {
@@ -477,6 +482,7 @@ TEST(CompareConformance, ArgsortIsStableAndMatchesNumpy) {
   }
   for (const auto& [dims, attrs] : cases) {
     ++seed;
+    if (dims.size() == 2 && dims[0] * dims[1] > 100) continue;  // finite differences: small only
     SCOPED_TRACE("gradient seed " + std::to_string(seed));
     VarMap vars{{"x", RandomTensor<double>(dims, seed)}};
     GradCheckOptions opts;

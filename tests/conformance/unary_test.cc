@@ -284,6 +284,30 @@ TEST(CumsumConformance, MatchesNumpyAndGradients) {
   }
 }
 
+// Lines long enough for a device to scan them another way (the CUDA plugin scans lines of 512
+// or more in a block), along the last axis and along a strided one, both directions.
+TEST(CumsumConformance, LongLinesMatchNumpy) {
+  FLEET_CONFORMANCE_RUNNER(runner);
+  uint64_t seed = 1500;
+  for (const auto& [dims, axis] : std::vector<std::pair<std::vector<int64_t>, int32_t>>{
+           {{3, 1000}, 1}, {{600, 2}, 0}, {{2, 5000}, -1}}) {
+    for (bool exclusive : {false, true}) {
+      for (bool reverse : {false, true}) {
+        SCOPED_TRACE("axis " + std::to_string(axis) + " of " + ir::ShapeText(dims) +
+                     (exclusive ? " exclusive" : "") + (reverse ? " reverse" : ""));
+        ir::Op op = Unary("cumsum",
+                          {{"axis", axis}, {"exclusive", exclusive}, {"reverse", reverse}});
+        ExpectUnaryMatchesNumpy(*runner, op, {{"x", RandomTensor<double>(dims, ++seed)}});
+        VarMap ints{{"x", RandomInts(dims, ++seed, -100, 100)}};
+        auto expected = NumpyReference("cumsum", op, ints);
+        ASSERT_TRUE(expected.ok()) << expected.status().ToString();
+        ASSERT_TRUE(runner->Run(op, ints).ok());
+        EXPECT_TRUE(AllClose(ints.at("out"), expected->at("Out")[0], 0, 0));
+      }
+    }
+  }
+}
+
 TEST(CumsumConformance, FlattenGivesOneDimAndAGradientShapedLikeX) {
   FLEET_CONFORMANCE_RUNNER(runner);
   for (bool reverse : {false, true}) {

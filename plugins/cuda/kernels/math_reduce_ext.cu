@@ -5,9 +5,11 @@
 // Reductions run a warp per output element: lane l folds members l, l + 32, ... in order, then
 // the lanes meet in a fixed shuffle tree, so results do not vary from run to run (max, min, any,
 // all and arg_* are exact in any order; prod and p_norm's sums are rounded in this fixed order,
-// which differs from the CPU's sequential one by rounding only). argsort sorts each row on one
-// thread with the shared stable merge sort, through scratch asked for at prepare: simple and
-// deterministic, but slow for a few very long rows.
+// which differs from the CPU's sequential one by rounding only). argsort sorts a row of up to
+// 2048 elements in one block (a bitonic network over (key, index) pairs, which gives the stable
+// order); a longer row sorts on one thread with the shared stable merge sort, through scratch
+// asked for at prepare.
+#include <algorithm>
 #include <climits>
 #include <memory>
 #include <string>
@@ -278,6 +280,68 @@ __global__ void ArgsortKernel(ReduceGroups g, int64_t len, int64_t stride, bool 
   }
 }
 
+// Rows up to kBlockSortMax long sort in one block: a bitonic network in shared memory over
+// (key, index) pairs ordered by SortsBefore and then by index, which is a total order, so the
+// network gives exactly the stable sort of StableArgsortRow (equal keys, NaNs among them, keep
+// their order). Positions past the row are padding that sorts last.
+constexpr int kBlockSortMax = 2048;
+constexpr int kSortPad = INT_MAX;
+
+template <typename T>
+__device__ inline bool PairBefore(const T* keys, const int* ids, int a, int b, bool descending) {
+  if (ids[a] == kSortPad) return false;
+  if (ids[b] == kSortPad) return true;
+  if (fleet::kernel::SortsBefore(keys[a], keys[b], descending)) return true;
+  if (fleet::kernel::SortsBefore(keys[b], keys[a], descending)) return false;
+  return ids[a] < ids[b];
+}
+
+template <typename T>
+__global__ void BlockArgsortKernel(ReduceGroups g, int64_t len, int64_t stride, bool descending,
+                                   const T* x, T* out, int64_t* indices) {
+  __shared__ T keys[kBlockSortMax];
+  __shared__ int ids[kBlockSortMax];
+  int n = 1;
+  while (n < len) n <<= 1;
+  for (int64_t k = blockIdx.x; k < g.kept_count; k += gridDim.x) {
+    const int64_t base = GroupBase(g, k);
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+      if (i < len) {
+        keys[i] = x[base + i * stride];
+        ids[i] = i;
+      } else {
+        ids[i] = kSortPad;
+      }
+    }
+    __syncthreads();
+    for (int size = 2; size <= n; size <<= 1) {
+      for (int j = size >> 1; j > 0; j >>= 1) {
+        for (int i = threadIdx.x; i < n; i += blockDim.x) {
+          const int l = i ^ j;
+          if (l <= i) continue;
+          // (i & size) == 0: this pair ends up in order i before l; else l before i.
+          const bool swap = (i & size) == 0 ? PairBefore(keys, ids, l, i, descending)
+                                            : PairBefore(keys, ids, i, l, descending);
+          if (swap) {
+            const T key = keys[i];
+            keys[i] = keys[l];
+            keys[l] = key;
+            const int id = ids[i];
+            ids[i] = ids[l];
+            ids[l] = id;
+          }
+        }
+        __syncthreads();
+      }
+    }
+    for (int64_t r = threadIdx.x; r < len; r += blockDim.x) {
+      out[base + r * stride] = keys[r];
+      indices[base + r * stride] = ids[r];
+    }
+    __syncthreads();  // the next row reuses keys and ids
+  }
+}
+
 template <typename T>
 FleetStatus* ArgsortLaunch(void*, const FleetKernelContext* kc, void* state) {
   return Run(kc, [&](FleetStream* s) -> FleetStatus* {
@@ -292,9 +356,18 @@ FleetStatus* ArgsortLaunch(void*, const FleetKernelContext* kc, void* state) {
     if (FleetStatus* e = CheckScratch(kc, static_cast<size_t>(2 * n) * sizeof(int64_t))) {
       return e;
     }
+    const bool descending = BoolAttr(kc, "descending", false);
+    T* out = Data<T>(Output(kc, "Out"));
+    int64_t* indices = Data<int64_t>(Output(kc, "Indices"));
+    if (p->axis_len <= kBlockSortMax) {
+      const unsigned grid =
+          static_cast<unsigned>(std::min<int64_t>(p->groups.kept_count, 65535));
+      BlockArgsortKernel<T><<<grid, kThreads, 0, s->native>>>(
+          p->groups, p->axis_len, p->axis_stride, descending, Data<const T>(x), out, indices);
+      return nullptr;
+    }
     ArgsortKernel<T><<<Blocks(p->groups.kept_count), kThreads, 0, s->native>>>(
-        p->groups, p->axis_len, p->axis_stride, BoolAttr(kc, "descending", false),
-        Data<const T>(x), Data<T>(Output(kc, "Out")), Data<int64_t>(Output(kc, "Indices")),
+        p->groups, p->axis_len, p->axis_stride, descending, Data<const T>(x), out, indices,
         static_cast<int64_t*>(kc->scratch));
     return nullptr;
   });

@@ -4,7 +4,9 @@
 // sum (math_groups.h) over each alpha's elements in a fixed order, planned at prepare. cumsum
 // runs a thread per line along the summed axis, each adding its line in order (in double for
 // floats), so results do not vary from run to run; neighbouring threads take neighbouring
-// lines, which are adjacent in memory unless the axis is the innermost one.
+// lines, which are adjacent in memory unless the axis is the innermost one. Lines of 512 or
+// more scan in a block each (BlockScanKernel), still in a fixed order.
+#include <algorithm>
 #include <memory>
 #include <string>
 
@@ -241,6 +243,46 @@ __global__ void ScanKernel(ScanPlan p, const T* in, T* out, bool exclusive, bool
   }
 }
 
+// A long line scans in one block: each thread sums a contiguous chunk, a fixed tree
+// (Hillis-Steele over the block) gives every chunk its exclusive prefix, then each thread scans
+// its chunk from there. The sums are in ScanLine's accumulator type, added in a fixed order, so
+// runs agree bit for bit; floats differ from the CPU's sequential sum by rounding only. Each
+// thread reads its elements before it writes them and no other thread touches them, so X and
+// Out may be one buffer.
+constexpr int64_t kBlockScanMin = 512;
+
+template <typename T>
+__global__ void BlockScanKernel(ScanPlan p, const T* in, T* out, bool exclusive, bool reverse) {
+  using Acc = fleet::kernel::ScanAcc<T>;
+  __shared__ Acc sums[kThreads];
+  const int64_t lines = p.outer * p.inner;
+  const int64_t chunk = (p.dim + blockDim.x - 1) / blockDim.x;
+  for (int64_t line = blockIdx.x; line < lines; line += gridDim.x) {
+    const int64_t base = (line / p.inner) * p.dim * p.inner + line % p.inner;
+    const int64_t k0 = threadIdx.x * chunk;
+    const int64_t k1 = k0 + chunk < p.dim ? k0 + chunk : p.dim;
+    auto at = [&](int64_t k) { return base + (reverse ? p.dim - 1 - k : k) * p.inner; };
+    Acc own = 0;
+    for (int64_t k = k0; k < k1; ++k) own += static_cast<Acc>(in[at(k)]);
+    sums[threadIdx.x] = own;
+    __syncthreads();
+    for (unsigned off = 1; off < blockDim.x; off <<= 1) {
+      const Acc add = threadIdx.x >= off ? sums[threadIdx.x - off] : Acc(0);
+      __syncthreads();
+      sums[threadIdx.x] += add;
+      __syncthreads();
+    }
+    Acc acc = threadIdx.x > 0 ? sums[threadIdx.x - 1] : Acc(0);
+    for (int64_t k = k0; k < k1; ++k) {
+      const int64_t i = at(k);
+      const Acc v = in[i];
+      out[i] = static_cast<T>(exclusive ? acc : acc + v);
+      acc += v;
+    }
+    __syncthreads();  // the next line reuses sums
+  }
+}
+
 // cumsum scans X into Out; cumsum_grad scans Out@GRAD into X@GRAD the other way, over X's plan.
 template <bool kGrad, typename T>
 FleetStatus* CumsumLaunch(void*, const FleetKernelContext* kc, void*) {
@@ -264,6 +306,12 @@ FleetStatus* CumsumLaunch(void*, const FleetKernelContext* kc, void*) {
     if (n == 0) return nullptr;
     const bool exclusive = BoolAttr(kc, "exclusive", false);
     const bool reverse = BoolAttr(kc, "reverse", false) != kGrad;
+    if (p.dim >= kBlockScanMin) {
+      const unsigned grid = static_cast<unsigned>(std::min<int64_t>(p.outer * p.inner, 65535));
+      BlockScanKernel<T><<<grid, kThreads, 0, s->native>>>(p, Data<const T>(in), Data<T>(out),
+                                                            exclusive, reverse);
+      return nullptr;
+    }
     ScanKernel<T><<<Blocks(p.outer * p.inner), kThreads, 0, s->native>>>(
         p, Data<const T>(in), Data<T>(out), exclusive, reverse);
     return nullptr;
