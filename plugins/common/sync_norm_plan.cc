@@ -8,15 +8,16 @@ namespace fleet::kernel {
 namespace {
 
 // INVALID_ARGUMENT naming `slot` unless `t` exists with `numel` elements, `what` saying whose.
-PlanStatus Expect(const std::string& op, const FleetTensor* t, const char* slot, int64_t numel,
-                  const char* what, int32_t dtype) {
-  if (t == nullptr) return PlanInvalid(op + ": missing " + slot);
+// The op's name is built only for an error: this runs at every launch.
+PlanStatus Expect(const FleetKernelContext* kc, const FleetTensor* t, const char* slot,
+                  int64_t numel, const char* what, int32_t dtype) {
+  if (t == nullptr) return PlanInvalid(OpName(kc) + ": missing " + slot);
   if (Numel(t) != numel) {
-    return PlanInvalid(op + ": " + slot + " must have " + std::to_string(numel) + " elements (" +
-                       what + "), got " + DimsText(t));
+    return PlanInvalid(OpName(kc) + ": " + slot + " must have " + std::to_string(numel) +
+                       " elements (" + what + "), got " + DimsText(t));
   }
-  if (dtype >= 0 && t->dtype != dtype) {
-    return PlanInvalid(op + ": " + slot + " has dtype " + std::to_string(t->dtype) +
+  if (t->dtype != dtype) {
+    return PlanInvalid(OpName(kc) + ": " + slot + " has dtype " + std::to_string(t->dtype) +
                        ", expected " + std::to_string(dtype));
   }
   return PlanOk();
@@ -25,10 +26,11 @@ PlanStatus Expect(const std::string& op, const FleetTensor* t, const char* slot,
 }  // namespace
 
 PlanStatus PlanSyncNorm(const FleetKernelContext* kc, SyncNormOp op, SyncNormPlan* plan) {
-  const std::string name = OpName(kc);
   const FleetTensor* x = Input(kc, "X");
-  if (x == nullptr) return PlanInvalid(name + ": missing X");
-  if (x->ndim < 2) return PlanInvalid(name + ": X must be at least 2-D, got " + DimsText(x));
+  if (x == nullptr) return PlanInvalid(OpName(kc) + ": missing X");
+  if (x->ndim < 2) {
+    return PlanInvalid(OpName(kc) + ": X must be at least 2-D, got " + DimsText(x));
+  }
   plan->n = x->dims[0];
   plan->c = x->dims[1];
   plan->s = 1;
@@ -37,7 +39,7 @@ PlanStatus PlanSyncNorm(const FleetKernelContext* kc, SyncNormOp op, SyncNormPla
   const int32_t f64 = FLEET_DTYPE_FLOAT64, same = x->dtype;
   auto check = [&](bool input, const char* slot, int64_t size, const char* what,
                    int32_t dtype) -> PlanStatus {
-    return Expect(name, input ? Input(kc, slot) : Output(kc, slot), slot, size, what, dtype);
+    return Expect(kc, input ? Input(kc, slot) : Output(kc, slot), slot, size, what, dtype);
   };
   auto optional = [&](const char* slot, int64_t size, const char* what) -> PlanStatus {
     return Output(kc, slot) == nullptr ? PlanOk() : check(false, slot, size, what, same);
@@ -76,7 +78,7 @@ PlanStatus PlanSyncNorm(const FleetKernelContext* kc, SyncNormOp op, SyncNormPla
       }
       return check(false, "X@GRAD", numel, "X's shape", same);
   }
-  return PlanInvalid(name + ": unknown sync_batch_norm op");
+  return PlanInvalid(OpName(kc) + ": unknown sync_batch_norm op");
 }
 
 }  // namespace fleet::kernel

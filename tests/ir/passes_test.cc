@@ -281,6 +281,36 @@ TEST_F(BuiltinPassTest, SyncBatchNormLeavesProgramsWithoutBatchNormAlone) {
                   "grad_allreduce_r1_expected.ir");
 }
 
+// The batch statistics travel through SavedMean/SavedVariance, named per batch_norm: a
+// batch_norm without them, or two writing the same SavedMean, is refused naming the op.
+TEST_F(BuiltinPassTest, SyncBatchNormRefusesBatchNormsItCannotPair) {
+  auto find_bn = [](ir::Block& block) -> size_t {
+    for (size_t i = 0; i < block.ops.size(); ++i) {
+      if (block.ops[i].type == "batch_norm") return i;
+    }
+    ADD_FAILURE() << "no batch_norm in the input";
+    return 0;
+  };
+  ProgramSet programs = ParsePassData("bn_grad_allreduce_input.ir");
+  ir::Block& block = programs.at("main").global();
+  const size_t bn = find_bn(block);
+  block.ops[bn].outputs.erase("SavedVariance");
+  Status s = Run("sync_batch_norm", programs, Trainer(0, 2), {});
+  EXPECT_EQ(s.code(), Code::kInvalidArgument) << s.ToString();
+  EXPECT_THAT(s.message(), HasSubstr("op " + std::to_string(bn) +
+                                     " (batch_norm) writes no SavedMean/SavedVariance"));
+
+  programs = ParsePassData("bn_grad_allreduce_input.ir");
+  ir::Block& again = programs.at("main").global();
+  const size_t first = find_bn(again);
+  again.ops.insert(again.ops.begin() + static_cast<ptrdiff_t>(first) + 1, again.ops[first]);
+  s = Run("sync_batch_norm", programs, Trainer(0, 2), {});
+  EXPECT_EQ(s.code(), Code::kInvalidArgument) << s.ToString();
+  EXPECT_THAT(s.message(), HasSubstr("op " + std::to_string(first + 1) +
+                                     " (batch_norm) writes SavedMean 'batch_norm_0.tmp_0', as "
+                                     "op " + std::to_string(first) + " does"));
+}
+
 TEST_F(BuiltinPassTest, SyncBatchNormNeedsACollectivePassFirst) {
   ProgramSet programs = ParsePassData("mlp2_input.ir");
   Status s = Run("sync_batch_norm", programs, Trainer(0, 2), {});
