@@ -11,10 +11,11 @@ torch.cuda.synchronize() so that it measures finished work, not queued launches.
 """
 import argparse
 import json
-import time
 
 import numpy as np
 import torch
+
+from torch_timing import timed_steps
 
 
 def main():
@@ -66,16 +67,7 @@ def main():
         opt.step()
         return loss
 
-    for i in range(a.warmup):
-        step(i)
-    if cuda:
-        torch.cuda.synchronize()
-    start = time.perf_counter()
-    for i in range(a.steps):
-        loss = step(a.warmup + i)
-    if cuda:
-        torch.cuda.synchronize()
-    elapsed = time.perf_counter() - start
+    elapsed, loss = timed_steps(step, a.warmup, a.steps, cuda)
     print(json.dumps({"samples_per_sec": a.steps * a.batch / elapsed,
                       "loss": float(loss.detach())}))
 

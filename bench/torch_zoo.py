@@ -48,6 +48,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from torch_timing import timed_steps
+
 
 def linear(n_in, n_out, init):
     lin = torch.nn.Linear(n_in, n_out)
@@ -346,16 +348,7 @@ def main():
         # Kept as a tensor: float() here would make a GPU run wait for every step to finish.
         losses.append(loss.detach())
 
-    for i in range(a.warmup):
-        step(i)
-    if cuda:
-        torch.cuda.synchronize()
-    start = time.perf_counter()
-    for i in range(a.steps):
-        step(a.warmup + i)
-    if cuda:
-        torch.cuda.synchronize()
-    elapsed = time.perf_counter() - start
+    elapsed, _ = timed_steps(step, a.warmup, a.steps, cuda)
     losses = torch.stack(losses).cpu().tolist()
     print(json.dumps({"samples_per_sec": a.steps * a.batch / elapsed, "losses": losses}))
 
