@@ -1,11 +1,17 @@
-// The per-element update rules of the optimizer ops adagrad, rmsprop, lamb and adamax, and the
-// scale of clip_by_norm, written once for the CPU and the CUDA plugin so the two cannot drift
-// apart.
+// The per-element update rules of the optimizer ops momentum, adam, adagrad, rmsprop, lamb and
+// adamax, and the scale of clip_by_norm, written once for Fleet's plugins (the CPU's dense and
+// sparse kernels, CUDA's) so that they cannot drift apart.
 //
 // Contract: every function is pure and handles one element (or one finished reduction); the
 // caller reads all inputs of element i before writing any output of element i, so outputs may
 // alias inputs (ParamOut == Param), and owns the reductions lamb and clip_by_norm need (in a
 // fixed order, in double). Formulas, with Paddle's slot and attribute names:
+//   momentum: g = rescale_grad * Grad + regularization_coeff * Param (coeff 0 without l2_decay);
+//             VelocityOut = mu * Velocity + g; ParamOut = Param - lr * VelocityOut, or with
+//             use_nesterov Param - lr * (g + mu * VelocityOut)
+//   adam:     Moment1Out = beta1 * Moment1 + (1 - beta1) * g; Moment2Out likewise with g^2;
+//             ParamOut = Param - lr_t * Moment1Out / (sqrt(Moment2Out) + eps_t), with the
+//             bias-corrected lr_t and eps_t the caller computes once
 //   adagrad:  MomentOut = Moment + g^2; ParamOut = Param - lr * g / (sqrt(MomentOut) + epsilon)
 //   rmsprop:  MeanSquareOut = rho * MeanSquare + (1 - rho) * g^2 (rho is the attribute decay);
 //             centered: MeanGradOut = rho * MeanGrad + (1 - rho) * g and
@@ -34,6 +40,32 @@ namespace fleet::kernel {
 
 FLEET_HOST_DEVICE inline float OptSqrt(float v) { return sqrtf(v); }
 FLEET_HOST_DEVICE inline double OptSqrt(double v) { return sqrt(v); }
+
+template <typename T>
+struct MomentumOut {
+  T param, velocity;
+};
+
+template <typename T>
+FLEET_HOST_DEVICE inline MomentumOut<T> MomentumStep(T param, T grad, T velocity, T lr, T mu,
+                                                     T coeff, T rescale, bool nesterov) {
+  const T g = rescale * grad + coeff * param;
+  const T v = mu * velocity + g;
+  return {nesterov ? param - (g + mu * v) * lr : param - lr * v, v};
+}
+
+template <typename T>
+struct AdamOut {
+  T param, moment1, moment2;
+};
+
+template <typename T>
+FLEET_HOST_DEVICE inline AdamOut<T> AdamStep(T param, T grad, T moment1, T moment2, T beta1,
+                                             T beta2, T lr_t, T eps_t) {
+  const T m1 = beta1 * moment1 + (T(1) - beta1) * grad;
+  const T m2 = beta2 * moment2 + (T(1) - beta2) * grad * grad;
+  return {param - lr_t * (m1 / (OptSqrt(m2) + eps_t)), m1, m2};
+}
 
 template <typename T>
 struct AdagradOut {

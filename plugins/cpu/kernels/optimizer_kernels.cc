@@ -13,6 +13,7 @@
 
 #include "kernels/kernel_util.h"
 #include "lr_formulas.h"
+#include "optimizer_formulas.h"
 
 namespace fleet_cpu {
 namespace {
@@ -103,11 +104,10 @@ FleetStatus* MomentumLaunch(void*, const FleetKernelContext* kc, void*) {
     T* po = Data<T>(p_out);
     T* vo = Data<T>(v_out);
     for (int64_t i = 0; i < n; ++i) {
-      const T param = ps[i];
-      const T grad = rescale * gs[i] + coeff * param;
-      const T vel = mu * vs[i] + grad;
-      vo[i] = vel;
-      po[i] = nesterov ? param - (grad + mu * vel) * lr : param - lr * vel;
+      const auto r = fleet::kernel::MomentumStep(ps[i], gs[i], vs[i], lr, mu, coeff, rescale,
+                                                 nesterov);
+      vo[i] = r.velocity;
+      po[i] = r.param;
     }
     return nullptr;
   });
@@ -159,14 +159,13 @@ FleetStatus* AdamLaunch(void*, const FleetKernelContext* kc, void*) {
     T* m1o = Data<T>(m1_out);
     T* m2o = Data<T>(m2_out);
     for (int64_t i = 0; i < n; ++i) {
-      const T grad = gs[i];
       T param = ps[i];
       if constexpr (kAdamW) param -= decay * param;
-      const T mom1 = beta1 * m1s[i] + (T(1) - beta1) * grad;
-      const T mom2 = beta2 * m2s[i] + (T(1) - beta2) * grad * grad;
-      m1o[i] = mom1;
-      m2o[i] = mom2;
-      po[i] = param - lr_t * (mom1 / (std::sqrt(mom2) + eps_t));
+      const auto r =
+          fleet::kernel::AdamStep(param, gs[i], m1s[i], m2s[i], beta1, beta2, lr_t, eps_t);
+      m1o[i] = r.moment1;
+      m2o[i] = r.moment2;
+      po[i] = r.param;
     }
     if (const FleetTensor* o = Output(kc, "Beta1PowOut")) WriteScalar(o, b1p_d * beta1);
     if (const FleetTensor* o = Output(kc, "Beta2PowOut")) WriteScalar(o, b2p_d * beta2);
