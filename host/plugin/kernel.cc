@@ -47,6 +47,22 @@ bool TakesSequences(const FleetKernelDef& def) {
          (def.flags & FLEET_KERNEL_FLAG_SEQUENCES) != 0;
 }
 
+bool TakesSelectedRows(const FleetKernelDef& def) {
+  return def.struct_size >= FLEET_STRUCT_SIZE(FleetKernelDef, flags) &&
+         (def.flags & FLEET_KERNEL_FLAG_SELECTED_ROWS) != 0;
+}
+
+bool HasSelectedRows(const KernelCallArgs& args) {
+  for (const auto* slots : {&args.inputs, &args.outputs}) {
+    for (const SlotShapes& slot : *slots) {
+      for (const TensorShape& t : slot.tensors) {
+        if (t.height >= 0) return true;
+      }
+    }
+  }
+  return false;
+}
+
 StatusOr<std::unique_ptr<KernelCall>> ChooseKernel(const PluginRegistry& registry,
                                                    std::string_view device, ir::DataType dtype,
                                                    const KernelCallArgs& args, bool sequences) {
@@ -56,6 +72,12 @@ StatusOr<std::unique_ptr<KernelCall>> ChooseKernel(const PluginRegistry& registr
   if (sequences) {
     std::erase_if(candidates, [](const KernelCandidate& c) { return !TakesSequences(*c.def); });
     what += " that reads sequence offsets (FLEET_KERNEL_FLAG_SEQUENCES)";
+  }
+  if (HasSelectedRows(args)) {
+    std::erase_if(candidates, [](const KernelCandidate& c) { return !TakesSelectedRows(*c.def); });
+    what += std::string(sequences ? " and" : " that") +
+            " takes SelectedRows (FLEET_KERNEL_FLAG_SELECTED_ROWS; a sparse gradient: build the "
+            "embedding with is_sparse=False to keep it dense)";
   }
   if (candidates.empty()) return NotFound("no kernel for " + what);
   std::string refusals;
@@ -113,6 +135,7 @@ std::unique_ptr<KernelCall> KernelCall::Create(const KernelCandidate& kernel,
   call->args_ = std::move(args);
   KernelCallArgs& a = call->args_;
   const bool sequences = TakesSequences(*kernel.def);
+  const bool selected_rows = TakesSelectedRows(*kernel.def);
 
   auto build = [&](std::vector<SlotShapes>& slots, std::vector<std::vector<FleetTensor>>& tensors,
                    std::vector<std::vector<const FleetTensor*>>& ptrs,
@@ -127,7 +150,7 @@ std::unique_ptr<KernelCall> KernelCall::Create(const KernelCandidate& kernel,
         const TensorShape& shape = slots[s].tensors[i];
         FleetTensor& t = tensors[s][i];
         t = FleetTensor{};
-        t.struct_size = FLEET_STRUCT_SIZE(FleetTensor, lod_count);
+        t.struct_size = FLEET_STRUCT_SIZE(FleetTensor, height);
         t.dtype = static_cast<int32_t>(shape.dtype);
         t.ndim = static_cast<int32_t>(shape.dims.size());
         t.dims = shape.dims.data();
@@ -135,6 +158,8 @@ std::unique_ptr<KernelCall> KernelCall::Create(const KernelCandidate& kernel,
         t.device_ordinal = a.device_ordinal;
         // A kernel that does not read offsets sees the dense rows (padding included).
         t.lod_count = sequences ? shape.lod_count : 0;
+        // ChooseKernel hands a SelectedRows tensor only to a kernel that takes one.
+        t.height = selected_rows ? shape.height : -1;
         ptrs[s].push_back(&t);
       }
       FleetTensorSlot& fs = slot_structs[s];
@@ -214,6 +239,11 @@ void KernelCall::SetData(bool output, size_t slot, size_t i, void* data) {
 void KernelCall::SetLod(bool output, size_t slot, size_t i, const int64_t* lod) {
   FleetTensor& t = (output ? out_tensors_ : in_tensors_)[slot][i];
   if (t.lod_count > 0) t.lod = lod;
+}
+
+void KernelCall::SetRows(bool output, size_t slot, size_t i, int64_t* rows) {
+  FleetTensor& t = (output ? out_tensors_ : in_tensors_)[slot][i];
+  if (t.height >= 0) t.rows = rows;
 }
 
 bool KernelCall::takes_sequences() const { return TakesSequences(*kernel_.def); }

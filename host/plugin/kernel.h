@@ -39,6 +39,10 @@ struct TensorShape {
   // A sequence tensor's offset count (sequences + 1); 0 for a dense tensor. Handed to kernels
   // that declare FLEET_KERNEL_FLAG_SEQUENCES only.
   int64_t lod_count = 0;
+  // A SelectedRows tensor's height (the rows of the dense tensor it stands for; dims[0] is its
+  // capacity of entries); -1 for any other tensor. Only kernels that declare
+  // FLEET_KERNEL_FLAG_SELECTED_ROWS are chosen for a call with one.
+  int64_t height = -1;
 };
 
 // A slot's tensors by position. An absent optional input is an empty `tensors`.
@@ -77,6 +81,9 @@ class KernelCall {
   // Points the same tensor's offsets at `lod` (device memory), for a kernel that declares
   // FLEET_KERNEL_FLAG_SEQUENCES; a no-op for any other kernel.
   void SetLod(bool output, size_t slot, size_t i, const int64_t* lod);
+  // Points the same tensor's row indices at `rows` (device memory); a no-op for a tensor that
+  // is not SelectedRows.
+  void SetRows(bool output, size_t slot, size_t i, int64_t* rows);
   // Whether the kernel declares FLEET_KERNEL_FLAG_SEQUENCES.
   bool takes_sequences() const;
   void SetScratch(void* scratch) { context_.scratch = scratch; }
@@ -122,7 +129,8 @@ class HostKernels {
 
 // The kernel for `args.op_type` on `device` with `dtype`: candidates are tried by priority and
 // the first whose `supports` accepts `args` is returned, not yet prepared. With `sequences`, only
-// kernels that declare FLEET_KERNEL_FLAG_SEQUENCES are candidates. NOT_FOUND names op, device
+// kernels that declare FLEET_KERNEL_FLAG_SEQUENCES are candidates; for args with a SelectedRows
+// tensor, only kernels that declare FLEET_KERNEL_FLAG_SELECTED_ROWS. NOT_FOUND names op, device
 // and dtype when no kernel exists, and lists each refusal when all of them refuse.
 StatusOr<std::unique_ptr<KernelCall>> ChooseKernel(const PluginRegistry& registry,
                                                    std::string_view device, ir::DataType dtype,
@@ -131,6 +139,8 @@ StatusOr<std::unique_ptr<KernelCall>> ChooseKernel(const PluginRegistry& registr
 
 // Whether `def` declares FLEET_KERNEL_FLAG_SEQUENCES (an ABI 1.4 definition never does).
 bool TakesSequences(const FleetKernelDef& def);
+// Whether `def` declares FLEET_KERNEL_FLAG_SELECTED_ROWS (a definition before ABI 1.6 never does).
+bool TakesSelectedRows(const FleetKernelDef& def);
 
 // Fills `out` from `attr` (name must outlive `out`); arrays go to the given storage vectors,
 // which must outlive `out` too. Shared with other places that hand attributes to plugins.

@@ -601,13 +601,23 @@ static_assert(FLEET_KERNEL_FLAG_SEQUENCES == 0x1u);
 // =================================================================================================
 // end of ABI 1.5
 // =================================================================================================
+
+// ABI 1.6: SelectedRows in the tensor descriptor (FLEET_KERNEL_FLAG_SELECTED_ROWS).
+FLEET_FROZEN_MEMBER(FleetTensor, rows, 64, int64_t*);
+FLEET_FROZEN_MEMBER(FleetTensor, height, 72, int64_t);
+FLEET_FROZEN_SIZE(FleetTensor, height, 80);
+static_assert(FLEET_KERNEL_FLAG_SELECTED_ROWS == 0x2u);
+
+// =================================================================================================
+// end of ABI 1.6
+// =================================================================================================
 #endif  // LP64
 
 // ---- not frozen: checks that move with the current version --------------------------------------
 
 // Bumping the minor needs a new frozen block above (and a CHANGELOG line); this assert is the
 // reminder. Update it together with the new block.
-static_assert(FLEET_ABI_MINOR == 5, "new ABI minor: add its frozen block to abi_layout_test.cc");
+static_assert(FLEET_ABI_MINOR == 6, "new ABI minor: add its frozen block to abi_layout_test.cc");
 
 // The host's Status codes are the ABI's codes, so a plugin's status converts without a table.
 static_assert(static_cast<int>(fleet::Code::kOk) == FLEET_CODE_OK);

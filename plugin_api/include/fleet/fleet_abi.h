@@ -34,7 +34,7 @@ extern "C" {
 /* ---- version --------------------------------------------------------------------------- */
 
 #define FLEET_ABI_MAJOR 1
-#define FLEET_ABI_MINOR 5
+#define FLEET_ABI_MINOR 6
 
 /* Size of struct T counted through member M. Used instead of sizeof so that trailing padding
  * does not change when a later minor appends a member. */
@@ -152,6 +152,20 @@ typedef struct FleetTensor {
    * before the launch). Read only when FLEET_HAS_FIELD(t, FleetTensor, lod_count). */
   const int64_t* lod;
   int64_t lod_count;
+  /* 1.6: a SelectedRows tensor (Paddle's sparse rows) has height >= 0; any other tensor has
+   * height -1 and rows == NULL. It stands for a dense tensor [height, dims[1], ...] that is
+   * zero except in the rows it lists: entry i (i < dims[0]) adds slice i of `data` to row
+   * rows[i]. rows holds dims[0] row indices, in the same memory as `data`; each lies in
+   * [0, height) or is -1, an empty entry whose slice is zero and adds nothing. Like `data`,
+   * rows is NULL in supports and prepare. A row may be listed more than once (its entries add
+   * up), and rows need not be sorted. dims[0] is a capacity fixed at prepare (the ids of a
+   * batch, say), so the number of rows a batch touches may vary without a new prepare. A
+   * kernel that writes a SelectedRows output writes all dims[0] rows and slices. Only a
+   * kernel that declares FLEET_KERNEL_FLAG_SELECTED_ROWS (fleet_kernels.h) is ever handed
+   * one, and such a kernel tells the two kinds apart by height. Read only when
+   * FLEET_HAS_FIELD(t, FleetTensor, height). */
+  int64_t* rows;
+  int64_t height;
 } FleetTensor;
 
 /* ---- typed attributes / named values --------------------------------------------------- */

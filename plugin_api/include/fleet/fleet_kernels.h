@@ -94,6 +94,11 @@ typedef struct FleetKernelDef {
 /* 1.5: the kernel reads sequence offsets (FleetTensor.lod). The host chooses only kernels with
  * this flag for sequence ops (sequence_pool, ...), and hands offsets only to them. */
 #define FLEET_KERNEL_FLAG_SEQUENCES 0x1u
+/* 1.6: the kernel takes or produces SelectedRows tensors (FleetTensor.rows). The host chooses
+ * only kernels with this flag for an op with a SelectedRows input or output, and every other
+ * kernel sees rows == NULL and height -1. A flagged kernel may also be offered the op with dense
+ * tensors alone; its `supports` may refuse that, leaving the call to another kernel. */
+#define FLEET_KERNEL_FLAG_SELECTED_ROWS 0x2u
 
 typedef struct FleetKernelsVTable {
   size_t struct_size;
