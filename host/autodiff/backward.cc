@@ -98,6 +98,19 @@ std::vector<ir::Op> AccumulateRepeatedGrads(std::vector<ir::Op> grad_ops, int32_
   return out;
 }
 
+// Whether `op` may write a sparse gradient: it was asked to (is_sparse), or it reads one (the
+// sum of a table's gradients).
+bool WritesSelectedRows(const ir::Op& op, const ir::Block& block) {
+  if (const ir::Attribute* a = op.FindAttr("is_sparse")) {
+    if (auto b = ir::AttrAsBool(*a); b && *b) return true;
+  }
+  for (const auto& n : op.InputVars()) {
+    const ir::Var* v = block.FindVar(n);
+    if (v != nullptr && v->selected_rows) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 StatusOr<std::vector<ParamGrad>> AppendBackward(ir::Program& main, const std::string& loss,
@@ -222,6 +235,9 @@ StatusOr<std::vector<ParamGrad>> AppendBackward(ir::Program& main, const std::st
     std::set<std::string> fwd_outputs;
     for (const auto& n : fwd.OutputVars()) fwd_outputs.insert(n);
     for (ir::Op& g : schema->grad(fwd)) {
+      if (!options.sparse_gradients) {
+        if (auto it = g.attrs.find("is_sparse"); it != g.attrs.end()) it->second = false;
+      }
       // Prune gradients nobody needs.
       for (auto it = g.outputs.begin(); it != g.outputs.end();) {
         std::string_view fwd_slot = ir::ForwardVarName(it->first);
@@ -266,8 +282,10 @@ StatusOr<std::vector<ParamGrad>> AppendBackward(ir::Program& main, const std::st
   ir::Program result_program = main;
   ir::Block& out_block = result_program.global();
   for (const ir::Op& op : emitted) {
-    bool needs_inference = false;
+    // A sparse gradient is declared by its op's shape function: its type is the op's choice.
+    bool needs_inference = WritesSelectedRows(op, out_block);
     for (const auto& n : op.OutputVars()) {
+      if (needs_inference) break;
       if (out_block.FindVar(n) != nullptr) continue;
       std::string fv = ForwardOfGrad(n);
       const ir::Var* fvar =

@@ -22,6 +22,10 @@ struct ParamGrad {
 
 struct BackwardOptions {
   std::set<std::string> no_grad_set;  // vars whose gradient is never computed or propagated
+  // Whether a grad op whose forward op asks for a sparse gradient (is_sparse: an embedding)
+  // makes one (a SelectedRows var, ir::Var::selected_rows); false makes every gradient dense,
+  // for jobs whose ops or kernels do not take sparse ones.
+  bool sparse_gradients = true;
 };
 
 // Appends to the global block of `main`: a fill_constant seeding "<loss>@GRAD" with 1 (the loss
@@ -41,7 +45,8 @@ struct BackwardOptions {
 // A gradient written several times is renamed per write to "<x>@GRAD@RENAME@block<b>@<k>" (k
 // from 0) and summed into "<x>@GRAD" right after the last writer. Gradient vars are declared
 // (not persistable) with the forward var's dtype and shape; other outputs of grad ops through
-// their schemas' shape functions. On error the program is unchanged.
+// their schemas' shape functions, and so are the sparse gradients (and the sums of them). On
+// error the program is unchanged.
 StatusOr<std::vector<ParamGrad>> AppendBackward(ir::Program& main, const std::string& loss,
                                                 const BackwardOptions& options = {},
                                                 const ops::OpRegistry& registry = ops::BuiltinOps());

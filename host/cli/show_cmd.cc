@@ -153,6 +153,11 @@ int ShowCommand(const GlobalOptions& global, const std::vector<std::string>& arg
     for (const std::string& name : config->plugins.load) {
       if (auto loaded = registry.Load(name); !loaded.ok()) return Fail(err, loaded.status());
     }
+    // A distributed job trains with dense gradients (DenseGradientsReason), as `run` builds it.
+    if (EffectiveStrategy(*config, *role) != "none" && AsksForSparseGradients(programs->main)) {
+      programs = BuildPrograms(file, Stage::kOptimized, false);
+      if (!programs.ok()) return Fail(err, programs.status());
+    }
     std::vector<PassRun> ran;
     auto transpiled = Transpile(*config, *role, *programs, registry, &ran);
     if (!transpiled.ok()) return Fail(err, transpiled.status().WithContext(file));

@@ -43,10 +43,20 @@ bool FullyKnown(const std::vector<int64_t>& dims) {
   return std::all_of(dims.begin(), dims.end(), [](int64_t d) { return d >= 0; });
 }
 
-size_t Bytes(const ops::TensorInfo& info) {
+// The values of a tensor; a SelectedRows tensor's row indices follow them (RowsOffset).
+size_t ValueBytes(const ops::TensorInfo& info) {
   size_t n = 1;
   for (int64_t d : info.dims) n *= static_cast<size_t>(d);
   return n * ir::DataTypeSize(info.dtype);
+}
+
+size_t RowsOffset(const ops::TensorInfo& info) {
+  return (ValueBytes(info) + alignof(int64_t) - 1) / alignof(int64_t) * alignof(int64_t);
+}
+
+size_t Bytes(const ops::TensorInfo& info) {
+  if (!info.selected_rows()) return ValueBytes(info);
+  return RowsOffset(info) + static_cast<size_t>(info.dims[0]) * sizeof(int64_t);
 }
 
 uint64_t SplitMix(uint64_t x) {
@@ -220,8 +230,10 @@ Status Executor::AddFeeds(PreparedProgram& p, LodOf& lod_of) {
   for (const auto& [name, dims] : p.feed_shapes_) {
     const ir::Var* v = p.program_->FindVarRecursive(0, name);
     if (v == nullptr) return InvalidArgument("feed '" + name + "' is not a var of the program");
-    if (v->persistable) {
-      return InvalidArgument("feed '" + name + "' is a persistable var; feed data vars only");
+    if (v->persistable || v->selected_rows) {
+      return InvalidArgument("feed '" + name + "' is a " +
+                             (v->persistable ? "persistable var" : "sparse gradient") +
+                             "; feed data vars only");
     }
     if (!FullyKnown(dims) || !ir::ShapesCompatible(v->shape, dims)) {
       return InvalidArgument("feed '" + name + "' has shape " + ir::ShapeText(dims) +
@@ -372,6 +384,11 @@ StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
           return InvalidArgument(label + ": output " + slot + " '" + names[k] +
                                  "': " + bytes.status().message());
         }
+        if (info.selected_rows() && v != nullptr && v->persistable) {
+          return InvalidArgument(label + ": output " + slot + " '" + names[k] +
+                                 "' would be a sparse gradient (selected_rows), but it is "
+                                 "persistable");
+        }
         if (info.lod_level != 0 && slot == schema->derive_lod) {
           if (v != nullptr && v->persistable) {
             return InvalidArgument(label + ": output " + slot + " '" + names[k] +
@@ -435,7 +452,7 @@ StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
       }
       SlotShapes shapes{spec.name, {}};
       for (const std::string& n : names) {
-        shapes.tensors.push_back({infos[n].dtype, infos[n].dims, LodCount(n)});
+        shapes.tensors.push_back({infos[n].dtype, infos[n].dims, LodCount(n), infos[n].height});
       }
       args.inputs.push_back(std::move(shapes));
       slots.inputs.push_back(names);
@@ -449,7 +466,7 @@ StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
       }
       SlotShapes shapes{spec.name, {}};
       for (const std::string& n : names) {
-        shapes.tensors.push_back({infos[n].dtype, infos[n].dims, LodCount(n)});
+        shapes.tensors.push_back({infos[n].dtype, infos[n].dims, LodCount(n), infos[n].height});
       }
       args.outputs.push_back(std::move(shapes));
       slots.outputs.push_back(names);
@@ -506,6 +523,10 @@ StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
         return InvalidArgument("fetch '" + name + "': no feed, op or persistable provides it");
       }
       infos[name] = {sv->dtype, sv->dims};
+    }
+    if (infos[name].selected_rows()) {
+      return InvalidArgument("fetch '" + name + "': a sparse gradient (selected_rows) cannot be "
+                             "fetched; fetch the parameter it updates");
     }
   }
 
@@ -585,16 +606,26 @@ StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
       p.data_[name] = sv->data;
     }
   }
+  // A SelectedRows var's row indices live right after its values, in the same buffer.
+  auto bind = [&](KernelCall& call, bool output, size_t s, size_t k, const std::string& name) {
+    void* data = p.data_[name];
+    call.SetData(output, s, k, data);
+    const ops::TensorInfo& info = infos[name];
+    if (info.selected_rows()) {
+      call.SetRows(output, s, k,
+                   reinterpret_cast<int64_t*>(static_cast<uint8_t*>(data) + RowsOffset(info)));
+    }
+  };
   for (size_t i = 0; i < p.calls_.size(); ++i) {
     KernelCall& call = *p.calls_[i];
     for (size_t s = 0; s < op_slots[i].inputs.size(); ++s) {
       for (size_t k = 0; k < op_slots[i].inputs[s].size(); ++k) {
-        call.SetData(false, s, k, p.data_[op_slots[i].inputs[s][k]]);
+        bind(call, false, s, k, op_slots[i].inputs[s][k]);
       }
     }
     for (size_t s = 0; s < op_slots[i].outputs.size(); ++s) {
       for (size_t k = 0; k < op_slots[i].outputs[s].size(); ++k) {
-        call.SetData(true, s, k, p.data_[op_slots[i].outputs[s][k]]);
+        bind(call, true, s, k, op_slots[i].outputs[s][k]);
       }
     }
     call.SetScratch(p.scratch_bytes_ > 0 ? base + scratch_offset : nullptr);

@@ -95,6 +95,11 @@ struct Var {
   // and the tensor carries offsets saying where each sequence starts (exec::HostTensor::lod).
   // 0: dense. Deeper levels are not supported.
   int32_t lod_level = 0;
+  // A SelectedRows var (Paddle's sparse rows, FleetTensor.rows): `shape` is the dense tensor it
+  // stands for, [height, ...]; at run time it holds a capacity of (row index, slice) entries
+  // fixed at prepare (ops::TensorInfo::height). Only sparse gradients are SelectedRows: never
+  // persistable, fed or fetched. Written "selected_rows" before the dtype in the text form.
+  bool selected_rows = false;
   bool operator==(const Var&) const = default;
 };
 

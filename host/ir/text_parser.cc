@@ -304,6 +304,11 @@ class Parser {
                                         std::to_string(block.index));
     }
     FLEET_RETURN_IF_ERROR(Expect(':'));
+    if (PeekWord() == "selected_rows") {
+      pos_ += std::string_view("selected_rows").size();
+      SkipSpace();
+      var.selected_rows = true;
+    }
     std::string_view dtype = PeekWord();
     var.dtype = ParseDataType(dtype);
     if (var.dtype == DataType::kInvalid && dtype != "invalid") {
@@ -345,6 +350,11 @@ class Parser {
         break;
       }
       pos_ += flag.size();
+    }
+    if (var.selected_rows && (var.persistable || var.lod_level != 0 || var.shape.empty())) {
+      return ErrorMessage(name_pos, "selected_rows var '" + var.name +
+                                        "' must have a shape [height, ...] and be neither "
+                                        "persistable, a parameter nor a sequence");
     }
     if (is_param) {
       ParamInfo info;

@@ -168,6 +168,7 @@ void AppendVar(std::string& out, const Var& v, std::string_view indent) {
   out += v.param ? "param " : "var ";
   AppendName(out, v.name);
   out += " : ";
+  if (v.selected_rows) out += "selected_rows ";
   out += DataTypeName(v.dtype);
   out += '[';
   for (size_t i = 0; i < v.shape.size(); ++i) {

@@ -8,6 +8,7 @@
 #include "autodiff/backward.h"
 #include "optim/optimizer.h"
 #include "fleet/fleet_plugin.h"
+#include "plugin/kernel.h"
 #include "plugin/pass.h"
 #include "support/text.h"
 
@@ -111,11 +112,14 @@ StatusOr<Stage> ParseStage(std::string_view name) {
                          "': expected parsed, backward, optimized or transpiled");
 }
 
-StatusOr<frontend::ParsedProgram> BuildPrograms(const std::filesystem::path& file, Stage stage) {
+StatusOr<frontend::ParsedProgram> BuildPrograms(const std::filesystem::path& file, Stage stage,
+                                                bool sparse_gradients) {
   FLEET_ASSIGN_OR_RETURN(frontend::ParsedProgram p, frontend::ParseProgramFile(file));
   if (stage == Stage::kParsed || p.loss.empty()) return p;
   autodiff::BackwardOptions options;
   options.no_grad_set.insert(p.no_grad.begin(), p.no_grad.end());
+  options.sparse_gradients =
+      sparse_gradients && (!p.optimizer || optim::OptimizerTakesSparseGradients(*p.optimizer));
   auto params_grads = autodiff::AppendBackward(p.main, p.loss, options);
   if (!params_grads.ok()) return params_grads.status().WithContext(file.string());
   if (stage == Stage::kBackward || !p.optimizer) return p;
@@ -123,6 +127,29 @@ StatusOr<frontend::ParsedProgram> BuildPrograms(const std::filesystem::path& fil
     return s.WithContext(file.string());
   }
   return p;
+}
+
+std::string DenseGradientsReason(const Config& config, const PluginRegistry& registry,
+                                 const std::string& device) {
+  if (config.strategy_mode != "none") {
+    return "sparse gradients are not exchanged between trainers yet ([strategy] mode \"" +
+           config.strategy_mode + "\")";
+  }
+  for (ir::DataType dtype : {ir::DataType::kFloat32, ir::DataType::kFloat64}) {
+    for (const KernelCandidate& k : FindKernels(registry, "lookup_table_v2_grad", device, dtype)) {
+      if (TakesSelectedRows(*k.def)) return "";
+    }
+  }
+  return "device '" + device + "' has no kernels that take sparse gradients";
+}
+
+bool AsksForSparseGradients(const ir::Program& main) {
+  for (const ir::Op& op : main.global().ops) {
+    const ir::Attribute* a = op.FindAttr("is_sparse");
+    if (a == nullptr) continue;
+    if (auto b = ir::AttrAsBool(*a); b && *b) return true;
+  }
+  return false;
 }
 
 std::string EffectiveStrategy(const Config& config, const Role& role) {

@@ -26,7 +26,20 @@ StatusOr<Stage> ParseStage(std::string_view name);
 // The programs of `file` after `stage` (kTranspiled gives kOptimized here: see Transpile). A
 // file without minimize() stops after parsing (there is nothing to differentiate); `run` checks
 // for a loss itself.
-StatusOr<frontend::ParsedProgram> BuildPrograms(const std::filesystem::path& file, Stage stage);
+// With `sparse_gradients` (and an optimizer that applies them, optim::
+// OptimizerTakesSparseGradients), an embedding built with is_sparse=True gets a sparse gradient
+// (ir::Var::selected_rows); otherwise every gradient is dense.
+StatusOr<frontend::ParsedProgram> BuildPrograms(const std::filesystem::path& file, Stage stage,
+                                                bool sparse_gradients = true);
+
+// Why the job of `config` (its [strategy] mode resolved) on `device` trains embeddings with
+// dense gradients though they ask for sparse ones; "" when it can use sparse ones: a single
+// process whose device has kernels that take them (FLEET_KERNEL_FLAG_SELECTED_ROWS).
+std::string DenseGradientsReason(const Config& config, const PluginRegistry& registry,
+                                 const std::string& device);
+
+// Whether a program asks for sparse gradients (an op with is_sparse=True).
+bool AsksForSparseGradients(const ir::Program& main);
 
 // [strategy] mode with "auto" decided: "collective" for a job of several trainers, else "none".
 std::string EffectiveStrategy(const Config& config, const Role& role);

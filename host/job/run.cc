@@ -20,6 +20,7 @@
 #include "plugin/transport.h"
 #include "pserver/server.h"
 #include "pserver/trainer.h"
+#include "support/logging.h"
 #include "roles/role.h"
 #include "support/host_memory.h"
 
@@ -206,6 +207,13 @@ Status RunJob(const JobRequest& request, std::ostream& out,
   FLEET_RETURN_IF_ERROR(RegisterBuiltinPasses(registry));
   FLEET_ASSIGN_OR_RETURN(Selection selection, LoadSelected(config, registry));
   for (const std::string& w : selection.warnings) warn(w);
+  if (AsksForSparseGradients(programs.main)) {
+    const std::string dense = DenseGradientsReason(config, registry, selection.device->name);
+    if (!dense.empty()) {
+      Log().info("embeddings with is_sparse=True train with dense gradients: {}", dense);
+      FLEET_ASSIGN_OR_RETURN(programs, BuildPrograms(file, Stage::kOptimized, false));
+    }
+  }
 
   if (config.collective.mode == "single_process_multi_thread" &&
       config.strategy_mode == "collective") {

@@ -84,6 +84,16 @@ Status CheckSequenceOperand(const ShapeContext& c, int64_t axis_attr) {
 }
 
 Status InferElementwise(ShapeContext& c) {
+  const TensorInfo& x = c.Input("X");
+  if (x.selected_rows()) {  // elementwise_mul only (its selected_rows_inputs)
+    const TensorInfo& y = c.Input("Y");
+    if (y.dtype != x.dtype || ir::KnownNumel(y.dims) != 1) {
+      return c.Error("a sparse X (selected_rows) takes only a one-element Y of its dtype, got " +
+                     std::string(ir::DataTypeName(y.dtype)) + ir::ShapeText(y.dims));
+    }
+    c.Output("Out") = x;
+    return OkStatus();
+  }
   FLEET_RETURN_IF_ERROR(CheckSequenceOperand(c, c.IntAttr("axis")));
   return InferBroadcastBinary(c, c.IntAttr("axis"));
 }
@@ -124,6 +134,8 @@ void RegisterElementwiseOps(OpRegistry& registry) {
     // X may hold sequences when Y broadcasts over its rows (InferElementwise checks): Out
     // follows X. A Y with sequences is refused.
     s.lod_share = {{"Out", "X"}};
+    // A sparse gradient times a one-element Y (clipping by global norm scales it).
+    if (type == "elementwise_mul") s.selected_rows_inputs = {"X"};
     const bool reads_out = k.grad_reads_out;
     s.grad = [grad_type, reads_out](const ir::Op& fwd) {
       std::vector<std::string> outs;

@@ -9,9 +9,50 @@
 namespace fleet::ops::math {
 namespace {
 
+// Sparse gradients meeting (a table looked up twice): SelectedRows inputs alone give their
+// entries one after another; with a dense input among them, Out is dense.
+Status InferSelectedRowsSum(ShapeContext& c) {
+  const size_t n = c.InputCount("X");
+  int64_t height = -1, entries = 0;
+  bool all_sparse = true;
+  std::vector<int64_t> row_dims;
+  ir::DataType dtype = c.Input("X", 0).dtype;
+  for (size_t i = 0; i < n; ++i) {
+    const TensorInfo& t = c.Input("X", i);
+    const int64_t h = t.selected_rows() ? t.height : (t.dims.empty() ? -1 : t.dims[0]);
+    std::vector<int64_t> rest(t.dims.begin() + (t.dims.empty() ? 0 : 1), t.dims.end());
+    if (i == 0) row_dims = rest;
+    if (t.dtype != dtype || t.dims.empty() || rest.size() != row_dims.size() ||
+        (height >= 0 && h >= 0 && h != height) || t.lod_level != 0) {
+      return c.Error("X[" + std::to_string(i) + "] is " + std::string(ir::DataTypeName(t.dtype)) +
+                     ir::ShapeText(DeclaredShape(t)) + " but X[0] is " +
+                     std::string(ir::DataTypeName(dtype)) +
+                     ir::ShapeText(DeclaredShape(c.Input("X", 0))) +
+                     "; all inputs must match (sparse gradients of one table)");
+    }
+    for (size_t d = 0; d < rest.size(); ++d) {
+      if (!DimsAgree(rest[d], row_dims[d])) {
+        return c.Error("X[" + std::to_string(i) + "] has rows of " + ir::ShapeText(rest) +
+                       " but X[0] of " + ir::ShapeText(row_dims));
+      }
+    }
+    if (h >= 0) height = h;
+    all_sparse = all_sparse && t.selected_rows();
+    entries = entries < 0 || t.dims[0] < 0 ? -1 : entries + t.dims[0];
+  }
+  TensorInfo out{dtype, {all_sparse ? entries : height}};
+  out.dims.insert(out.dims.end(), row_dims.begin(), row_dims.end());
+  if (all_sparse) out.height = height;
+  c.Output("Out") = out;
+  return OkStatus();
+}
+
 Status InferSum(ShapeContext& c) {
   const size_t n = c.InputCount("X");
   if (n == 0) return c.Error("X needs at least one tensor");
+  for (size_t i = 0; i < n; ++i) {
+    if (c.Input("X", i).selected_rows()) return InferSelectedRowsSum(c);
+  }
   TensorInfo out = c.Input("X", 0);
   for (size_t i = 1; i < n; ++i) {
     const TensorInfo& t = c.Input("X", i);
@@ -104,6 +145,7 @@ void RegisterReduceOps(OpRegistry& registry) {
     // Gradients of a sequence var used twice meet here: Out follows X[0] (InferSum wants all
     // inputs to hold sequences, or none).
     s.lod_share = {{"Out", "X"}};
+    s.selected_rows_inputs = {"X"};
     // As in Paddle: each input's gradient is a copy of Out@GRAD, made by a scale op of 1.
     s.grad = [](const ir::Op& fwd) {
       std::vector<ir::Op> ops;

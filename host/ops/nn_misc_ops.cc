@@ -126,8 +126,20 @@ void RegisterLookupTable(OpRegistry& registry, const std::string& type) {
   g.kernel_dtype_slot = "W";
   // Padding rows hold id 0 and a zero gradient, so they add nothing to W@GRAD.
   g.lod_share = {{"", "Ids"}, {"", "Out@GRAD"}};
+  // With is_sparse, W@GRAD is SelectedRows: one entry per id (rows = the ids, values = the rows
+  // of Out@GRAD), so a step touches only the rows its batch looked up.
   g.infer_shape = [](ShapeContext& c) {
-    if (c.HasOutput("W@GRAD")) c.Output("W@GRAD") = c.Input("W");
+    if (!c.HasOutput("W@GRAD")) return OkStatus();
+    const TensorInfo& w = c.Input("W");
+    if (!c.BoolAttr("is_sparse")) {
+      c.Output("W@GRAD") = w;
+      return OkStatus();
+    }
+    if (w.dims.size() != 2) return c.Error("W must be 2-D [vocab, dim], got " + ir::ShapeText(w.dims));
+    const TensorInfo& ids = c.Input("Ids");
+    TensorInfo dw{w.dtype, {ProductOrUnknown(ids.dims, 0, ids.dims.size()), w.dims[1]}};
+    dw.height = w.dims[0] < 0 ? 0 : w.dims[0];
+    c.Output("W@GRAD") = dw;
     return OkStatus();
   };
   RegisterBuiltin(registry, std::move(g));

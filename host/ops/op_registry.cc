@@ -164,6 +164,21 @@ void RegisterBuiltin(OpRegistry& registry, OpSchema schema) {
   }
 }
 
+TensorInfo InfoOfVar(const ir::Var& v) {
+  TensorInfo info{v.dtype, v.shape, v.lod_level, -1};
+  if (v.selected_rows && !v.shape.empty()) {
+    info.height = v.shape[0] < 0 ? 0 : v.shape[0];
+    info.dims[0] = -1;
+  }
+  return info;
+}
+
+std::vector<int64_t> DeclaredShape(const TensorInfo& info) {
+  std::vector<int64_t> shape = info.dims;
+  if (info.selected_rows() && !shape.empty()) shape[0] = info.height;
+  return shape;
+}
+
 int64_t ProductOrUnknown(const std::vector<int64_t>& dims, size_t begin, size_t end) {
   int64_t p = 1;
   for (size_t i = begin; i < end && i < dims.size(); ++i) {

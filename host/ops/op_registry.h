@@ -49,8 +49,19 @@ struct TensorInfo {
   std::vector<int64_t> dims;
   int32_t lod_level = 0;
   int64_t sequences = -1;
+  // A SelectedRows tensor (ir::Var::selected_rows, FleetTensor.rows): the height of the dense
+  // tensor it stands for, `dims` being [entries, dense dims after the first...], the entries a
+  // capacity fixed at prepare (-1 before run time). -1 for every other tensor.
+  int64_t height = -1;
   bool operator==(const TensorInfo&) const = default;
+  bool selected_rows() const { return height >= 0; }
 };
+
+// What a shape function sees for a declared var (a SelectedRows var: entries unknown, height
+// its declared first dim), and the shape a var is declared with for an inferred tensor (a
+// SelectedRows tensor's dense shape, [height, ...]).
+TensorInfo InfoOfVar(const ir::Var& v);
+std::vector<int64_t> DeclaredShape(const TensorInfo& info);
 
 // See OpSchema::rpc.
 inline constexpr std::string_view kSlotNamesAttrPrefix = "@names@";
@@ -174,6 +185,11 @@ struct OpSchema {
   // attributes, one strings attribute per slot, kSlotNamesAttrPrefix + slot ("@names@X"),
   // holding that slot's var names in order.
   bool rpc = false;
+  // Input slots that may hold SelectedRows tensors (sparse gradients); a SelectedRows var in any
+  // other slot is refused at shape inference, naming the op, the slot and the var. The shape
+  // function decides which outputs are SelectedRows (TensorInfo::height), and the executor
+  // chooses only kernels that declare FLEET_KERNEL_FLAG_SELECTED_ROWS for an op with one.
+  std::vector<std::string> selected_rows_inputs;
 
   const SlotSpec* FindInput(std::string_view name) const;
   const SlotSpec* FindOutput(std::string_view name) const;

@@ -28,8 +28,9 @@ Status LikeParam(const ShapeContext& c, std::string_view slot) {
     return c.Error(std::string(slot) + " is " + std::string(ir::DataTypeName(t.dtype)) +
                    " but Param is " + std::string(ir::DataTypeName(p.dtype)));
   }
-  if (!SameShape(t.dims, p.dims)) {
-    return c.Error(std::string(slot) + " has shape " + ir::ShapeText(t.dims) + " but Param has " +
+  const std::vector<int64_t> shape = DeclaredShape(t);  // a sparse Grad's dense shape
+  if (!SameShape(shape, p.dims)) {
+    return c.Error(std::string(slot) + " has shape " + ir::ShapeText(shape) + " but Param has " +
                    ir::ShapeText(p.dims));
   }
   return OkStatus();
@@ -86,6 +87,7 @@ void RegisterAdagrad(OpRegistry& registry) {
   s.outputs = {{"ParamOut"}, {"MomentOut"}};
   s.attrs = {{"epsilon", 1e-6f}};
   s.kernel_dtype_slot = "Param";
+  s.selected_rows_inputs = {"Grad"};  // the listed rows move; others have a zero gradient
   s.infer_shape = [](ShapeContext& c) {
     FLEET_RETURN_IF_ERROR(ParamGradRate(c));
     FLEET_RETURN_IF_ERROR(LikeParam(c, "Moment"));

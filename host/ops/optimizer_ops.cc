@@ -1,5 +1,5 @@
 // Optimizer ops (Paddle's sgd, momentum, adam, adamw), the global-norm clipping helper
-// squared_l2_norm and the learning-rate schedule op lr_schedule. None is differentiable: they
+// squared_l2_norm, sparse_weight_decay and the learning-rate schedule op lr_schedule. None is differentiable: they
 // run after the backward pass. Every update op may write its outputs in place (ParamOut ==
 // Param, VelocityOut == Velocity, ...), which is how the optimizers emit them.
 #include <string>
@@ -22,7 +22,8 @@ bool SameShape(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
   return true;
 }
 
-// `slot` must be a float tensor shaped like Param.
+// `slot` must be a float tensor shaped like Param; a sparse gradient (selected_rows) must stand
+// for one.
 Status CheckLikeParam(const ShapeContext& c, std::string_view slot) {
   const TensorInfo& p = c.Input("Param");
   const TensorInfo& t = c.Input(slot);
@@ -30,8 +31,9 @@ Status CheckLikeParam(const ShapeContext& c, std::string_view slot) {
     return c.Error(std::string(slot) + " is " + std::string(ir::DataTypeName(t.dtype)) +
                    " but Param is " + std::string(ir::DataTypeName(p.dtype)));
   }
-  if (!SameShape(t.dims, p.dims)) {
-    return c.Error(std::string(slot) + " has shape " + ir::ShapeText(t.dims) + " but Param has " +
+  const std::vector<int64_t> shape = DeclaredShape(t);
+  if (!SameShape(shape, p.dims)) {
+    return c.Error(std::string(slot) + " has shape " + ir::ShapeText(shape) + " but Param has " +
                    ir::ShapeText(p.dims));
   }
   return OkStatus();
@@ -73,6 +75,7 @@ void RegisterSgd(OpRegistry& registry) {
   s.inputs = {{"Param"}, {"LearningRate"}, {"Grad"}};
   s.outputs = {{"ParamOut"}};
   s.kernel_dtype_slot = "Param";
+  s.selected_rows_inputs = {"Grad"};  // updates the listed rows only
   s.infer_shape = [](ShapeContext& c) {
     FLEET_RETURN_IF_ERROR(CheckParam(c));
     Forward(c, "Param", "ParamOut");
@@ -96,6 +99,8 @@ void RegisterMomentum(OpRegistry& registry) {
              {"regularization_coeff", 0.0f},
              {"rescale_grad", 1.0f}};
   s.kernel_dtype_slot = "Param";
+  // As Paddle's sparse momentum: every row moves, untouched rows with a zero gradient.
+  s.selected_rows_inputs = {"Grad"};
   s.infer_shape = [](ShapeContext& c) {
     FLEET_RETURN_IF_ERROR(CheckParam(c));
     FLEET_RETURN_IF_ERROR(CheckLikeParam(c, "Velocity"));
@@ -136,6 +141,9 @@ void RegisterAdamLike(OpRegistry& registry, bool adamw) {
     s.attrs.push_back({"with_decay", false});
   }
   s.kernel_dtype_slot = "Param";
+  // adam only: lazy_mode updates the listed rows and their moments alone; otherwise every row
+  // moves, untouched rows with a zero gradient (Paddle's sparse adam).
+  if (!adamw) s.selected_rows_inputs = {"Grad"};
   s.infer_shape = [](ShapeContext& c) {
     FLEET_RETURN_IF_ERROR(CheckParam(c));
     FLEET_RETURN_IF_ERROR(CheckLikeParam(c, "Moment1"));
@@ -164,6 +172,9 @@ void RegisterSquaredL2Norm(OpRegistry& registry) {
   s.summary = "Out[0] = sum(X * X) (used by gradient clipping by global norm)";
   s.inputs = {{"X"}};
   s.outputs = {{"Out"}};
+  // Of a sparse X: the squared norm of the dense tensor it stands for (entries of one row add
+  // up before squaring).
+  s.selected_rows_inputs = {"X"};
   s.infer_shape = [](ShapeContext& c) {
     const TensorInfo& x = c.Input("X");
     if (!IsFloat(x.dtype)) {
@@ -171,6 +182,35 @@ void RegisterSquaredL2Norm(OpRegistry& registry) {
                      std::string(ir::DataTypeName(x.dtype)));
     }
     c.Output("Out") = TensorInfo{x.dtype, {1}};
+    return OkStatus();
+  };
+  (void)registry.Register(std::move(s));
+}
+
+// Regularization of a sparse gradient, as Paddle regularizes one: only the rows it touches
+// decay, each once however many entries list it.
+void RegisterSparseWeightDecay(OpRegistry& registry) {
+  OpSchema s;
+  s.type = "sparse_weight_decay";
+  s.summary =
+      "Out = Grad (selected_rows) with coeff * Param[r] (regularizer l2) or coeff * "
+      "sign(Param[r]) (l1) added once to each row r that Grad lists";
+  s.inputs = {{"Grad"}, {"Param"}};
+  s.outputs = {{"Out"}};
+  s.attrs = {{"coeff", 0.0f}, {"regularizer", std::string("l2")}};
+  s.kernel_dtype_slot = "Param";
+  s.selected_rows_inputs = {"Grad"};
+  s.infer_shape = [](ShapeContext& c) {
+    if (!c.Input("Grad").selected_rows()) {
+      return c.Error("Grad must be a sparse gradient (selected_rows); a dense one decays with "
+                     "scale and sum");
+    }
+    FLEET_RETURN_IF_ERROR(CheckLikeParam(c, "Grad"));
+    const std::string kind = c.StringAttr("regularizer");
+    if (kind != "l1" && kind != "l2") {
+      return c.Error("regularizer must be \"l1\" or \"l2\", not \"" + kind + "\"");
+    }
+    c.Output("Out") = c.Input("Grad");
     return OkStatus();
   };
   (void)registry.Register(std::move(s));
@@ -254,6 +294,7 @@ void RegisterOptimizerOps(OpRegistry& registry) {
   RegisterAdamLike(registry, /*adamw=*/false);
   RegisterAdamLike(registry, /*adamw=*/true);
   RegisterSquaredL2Norm(registry);
+  RegisterSparseWeightDecay(registry);
   RegisterLrSchedule(registry);
   RegisterOptimizerExtOps(registry);
 }

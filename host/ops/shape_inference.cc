@@ -43,7 +43,7 @@ StatusOr<SlotInfos> InferOpShapes(const OpRegistry& registry, const ir::Program&
         return NotFound(op.type + ": input " + slot + " reads '" + name +
                         "', which is not declared");
       }
-      infos.push_back({v->dtype, v->shape, v->lod_level, -1});
+      infos.push_back(InfoOfVar(*v));
     }
   }
   for (const auto& [slot, names] : op.outputs) ctx.outputs[slot].resize(names.size());
@@ -53,6 +53,20 @@ StatusOr<SlotInfos> InferOpShapes(const OpRegistry& registry, const ir::Program&
 }
 
 Status ApplyLodRules(const OpSchema& schema, ShapeContext& ctx) {
+  for (const auto& [slot, infos] : ctx.inputs) {
+    if (std::find(schema.selected_rows_inputs.begin(), schema.selected_rows_inputs.end(),
+                  slot) != schema.selected_rows_inputs.end()) {
+      continue;
+    }
+    for (size_t i = 0; i < infos.size(); ++i) {
+      if (!infos[i].selected_rows()) continue;
+      const std::vector<std::string>& names = ctx.op().Input(slot);
+      return ctx.Error("input " + slot + " '" + (i < names.size() ? names[i] : "") +
+                       "' is a sparse gradient (selected_rows), which " + ctx.op().type +
+                       " does not take; build the embedding with is_sparse=False to keep its "
+                       "gradient dense");
+    }
+  }
   if (schema.sequence_kernel) return OkStatus();
   for (const auto& [input_slot, infos] : ctx.inputs) {
     const std::string& slot = input_slot;  // a structured binding cannot be captured in C++17
@@ -96,8 +110,9 @@ Status InferAndDeclareOutputs(const OpRegistry& registry, ir::Program& program, 
         ir::Var nv;
         nv.name = names[i];
         nv.dtype = info.dtype;
-        nv.shape = info.dims;
+        nv.shape = DeclaredShape(info);
         nv.lod_level = info.lod_level;
+        nv.selected_rows = info.selected_rows();
         FLEET_RETURN_IF_ERROR(program.block(block).AddVar(std::move(nv)).status());
       } else if (v->persistable) {
         if (v->dtype != info.dtype || !ir::ShapesCompatible(v->shape, info.dims)) {
@@ -108,8 +123,9 @@ Status InferAndDeclareOutputs(const OpRegistry& registry, ir::Program& program, 
         }
       } else {
         v->dtype = info.dtype;
-        v->shape = info.dims;
+        v->shape = DeclaredShape(info);
         v->lod_level = info.lod_level;
+        v->selected_rows = info.selected_rows();
       }
     }
   }

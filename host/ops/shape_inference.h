@@ -22,7 +22,8 @@ StatusOr<SlotInfos> InferOpShapes(const OpRegistry& registry, const ir::Program&
 
 // Sequence tensors after the shape function ran (OpSchema::lod_share, sequence_kernel): refuses a
 // sequence input the op does not take, naming the slot, the var and what to do; gives each
-// lod_share output the lod_level and sequences of its input. Every shape inference runs it.
+// lod_share output the lod_level and sequences of its input. Also refuses a SelectedRows input
+// in a slot that does not take one (OpSchema::selected_rows_inputs). Every shape inference runs it.
 Status ApplyLodRules(const OpSchema& schema, ShapeContext& ctx);
 
 // InferOpShapes, then declares each output var that does not exist yet in `block` (not

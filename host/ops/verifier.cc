@@ -116,6 +116,10 @@ class Verifier {
       if (var.param && !var.persistable) {
         errors_.push_back(where + ": param '" + name + "' is not persistable");
       }
+      if (var.selected_rows && (var.persistable || var.lod_level != 0 || var.shape.empty())) {
+        errors_.push_back(where + ": selected_rows var '" + name + "' must have a shape " +
+                          "[height, ...] and be neither persistable nor a sequence");
+      }
       if (IsEmptyVar(name)) {
         errors_.push_back(where + ": declares '" + name + "', a reserved name: it marks an " +
                           "output entry that is not computed");
@@ -243,11 +247,17 @@ class Verifier {
         if (info.dtype == DataType::kInvalid) continue;  // the shape function left it open
         const Var* v = program_.FindVarRecursive(b, names[k]);
         if (v == nullptr) continue;
-        if (v->dtype != info.dtype || !ShapesCompatible(v->shape, info.dims)) {
+        const std::vector<int64_t> shape = ops::DeclaredShape(info);
+        if (v->dtype != info.dtype || !ShapesCompatible(v->shape, shape)) {
           errors_.push_back(where + ": output " + slot + " '" + names[k] + "' is declared " +
                             std::string(DataTypeName(v->dtype)) + ShapeText(v->shape) +
                             " but the op produces " + std::string(DataTypeName(info.dtype)) +
-                            ShapeText(info.dims));
+                            ShapeText(shape));
+        } else if (v->selected_rows != info.selected_rows()) {
+          errors_.push_back(where + ": output " + slot + " '" + names[k] + "' is declared " +
+                            (v->selected_rows ? "selected_rows" : "dense") +
+                            " but the op produces a " +
+                            (info.selected_rows() ? "selected_rows" : "dense") + " tensor");
         }
       }
     }

@@ -1,7 +1,9 @@
 // Gradient transforms applied before the update ops, in Paddle's order (apply_gradients):
 // clipping (by global norm, per-tensor norm or value) first, then regularization. Each
 // rewrites every gradient in place, so the gradient keeps its name ("<param>@GRAD") for the
-// passes that look for it.
+// passes that look for it. A sparse gradient (selected_rows) is clipped by global norm with
+// the same ops (squared_l2_norm and elementwise_mul take one) and regularized on the rows it
+// touches (sparse_weight_decay); the other clips do not take one (CheckSparsePair).
 #include <cmath>
 
 #include "ops/op_registry.h"
@@ -94,6 +96,13 @@ Status AppendRegularization(ir::Program& main, ir::Program& startup,
                            "a finite non-negative number, got " + std::to_string(coeff));
   }
   if (coeff == 0) return OkStatus();
+  if (block.FindVar(pg.grad)->selected_rows) {
+    // A sparse gradient: only the rows it touches decay (once each), as in Paddle.
+    block.ops.push_back(MakeOp("sparse_weight_decay", {{"Grad", {pg.grad}}, {"Param", {pg.param}}},
+                               {{"Out", {pg.grad}}},
+                               {{"coeff", static_cast<float>(coeff)}, {"regularizer", kind}}));
+    return OkStatus();
+  }
   const ir::DataType dtype = param->dtype;
   const std::vector<int64_t> shape = param->shape;
   std::string source = pg.param;

@@ -148,6 +148,21 @@ Status CheckPair(const ir::Program& main, const autodiff::ParamGrad& pg) {
   return OkStatus();
 }
 
+// A sparse gradient goes only where an op takes it: these updates, clipping by global norm and
+// regularization.
+Status CheckSparsePair(const ir::Program& main, const OptimizerSpec& spec,
+                       const autodiff::ParamGrad& pg) {
+  const ir::Var* g = main.global().FindVar(pg.grad);
+  if (!g->selected_rows) return OkStatus();
+  const std::string what = "optimizer: the gradient of '" + pg.param +
+                           "' is sparse (an embedding with is_sparse=True), ";
+  if (!OptimizerTakesSparseGradients(spec)) {
+    return InvalidArgument(what + "which " + spec.type + " does not update; use sgd, momentum, "
+                           "adam or adagrad, or is_sparse=False");
+  }
+  return OkStatus();
+}
+
 // A persistable accumulator shaped `shape`, declared in both programs and set to `init` in
 // startup.
 StatusOr<std::string> Accumulator(ir::Program& main, ir::Program& startup, const ir::Var& param,
@@ -323,6 +338,12 @@ Status Emit(ir::Program& main, ir::Program& startup, const std::vector<autodiff:
 
 }  // namespace
 
+bool OptimizerTakesSparseGradients(const OptimizerSpec& spec) {
+  const bool update = spec.type == "sgd" || spec.type == "momentum" || spec.type == "adam" ||
+                      spec.type == "adagrad";
+  return update && spec.clip_norm == 0 && !spec.clip_by_value;
+}
+
 Status ApplyOptimizer(ir::Program& main, ir::Program& startup,
                       const std::vector<autodiff::ParamGrad>& params_grads,
                       const OptimizerSpec& spec) {
@@ -369,6 +390,7 @@ Status ApplyOptimizer(ir::Program& main, ir::Program& startup,
       return InvalidArgument("optimizer: parameter '" + pairs[i].param + "' is listed twice");
     }
     FLEET_RETURN_IF_ERROR(CheckPair(main, pairs[i]));
+    FLEET_RETURN_IF_ERROR(CheckSparsePair(main, spec, pairs[i]));
   }
   // Validate the schedule before anything is appended, so an error leaves the programs alone.
   FLEET_RETURN_IF_ERROR(internal::PlanLrSchedule(spec.lr).status());

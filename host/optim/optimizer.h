@@ -51,6 +51,10 @@ struct OptimizerSpec {
   double clip_max = 0.0;
 };
 
+// Whether `spec` can apply sparse gradients (ir::Var::selected_rows): its update is sgd,
+// momentum, adam (lazy_mode or not) or adagrad, and it clips by global norm if at all.
+bool OptimizerTakesSparseGradients(const OptimizerSpec& spec);
+
 // Appends to `main`: regularization, clipping, the learning-rate ops and one update op per
 // parameter (with per-parameter learning-rate scale), in parameter-name order; declares the
 // accumulators (moments, beta powers, the step counter, the learning-rate var) as persistable

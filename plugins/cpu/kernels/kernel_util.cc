@@ -34,6 +34,7 @@ const KernelList& AllKernels() {
     AddNnKernels(l);
     AddTensorKernels(l);
     AddOptimizerKernels(l);
+    AddSparseKernels(l);
     return l;
   }();
   return list;

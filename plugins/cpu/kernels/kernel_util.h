@@ -40,6 +40,8 @@ void AddNnKernels(KernelList& list);         // nn_kernels.cc
 void AddTensorKernels(KernelList& list);     // tensor_kernels.cc
 void AddOptimizerKernels(KernelList& list);  // optimizer_kernels.cc
 void AddOptimizerExtKernels(KernelList& list);  // optimizer_ext_kernels.cc (from the above)
+// sparse_kernels.cc: the SelectedRows kernels; added last, after the dense kernels of their ops.
+void AddSparseKernels(KernelList& list);
 
 // The whole list, built once.
 const KernelList& AllKernels();
