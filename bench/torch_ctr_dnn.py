@@ -4,7 +4,8 @@ The same network on the same MultiSlot files: one shared table [vocab, 10] looke
 id slots through nn.EmbeddingBag(mode="sum") over offsets (the sum of each slot's ids, what
 sequence_pool(SUM) gives; an empty slot gives zeros), concatenated with the 13 dense features,
 three fc-400 relu layers, a 2-way softmax with cross-entropy, Adam (lr 0.001), dense gradients as
-in Fleet's run. Batches are cut in file order and turned into tensors before the timed region.
+in Fleet's run; with --sparse, the table's gradients are sparse and torch.optim.SparseAdam (lazy
+Adam) updates it (bench/ctr_sparse.py). Batches are cut in file order and turned into tensors before the timed region.
 Prints one JSON line: {"samples_per_sec": ..., "final_loss": ...}.
 """
 import argparse
@@ -55,9 +56,9 @@ def batches(dense, ids, labels, batch):
 
 
 class CtrDnn(nn.Module):
-    def __init__(self, vocab, dim=10):
+    def __init__(self, vocab, dim=10, sparse=False):
         super().__init__()
-        self.table = nn.EmbeddingBag(vocab, dim, mode="sum")
+        self.table = nn.EmbeddingBag(vocab, dim, mode="sum", sparse=sparse)
         nn.init.xavier_uniform_(self.table.weight)
         self.mlp = nn.Sequential(nn.Linear(SLOTS * dim + 13, 400), nn.ReLU(), nn.Linear(400, 400),
                                  nn.ReLU(), nn.Linear(400, 400), nn.ReLU(), nn.Linear(400, 2))
@@ -75,13 +76,19 @@ def main():
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--sparse", action="store_true")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
     dense, ids, labels = read_multislot(sorted(glob.glob(a.data + "/part-*.txt")))
     data = batches(dense, ids, labels, a.batch)
-    model = CtrDnn(a.vocab)
-    opt = torch.optim.Adam(model.parameters(), lr=0.001)
+    model = CtrDnn(a.vocab, sparse=a.sparse)
+    if a.sparse:
+        dense_params = [p for n, p in model.named_parameters() if not n.startswith("table.")]
+        opts = [torch.optim.SparseAdam(list(model.table.parameters()), lr=0.001),
+                torch.optim.Adam(dense_params, lr=0.001)]
+    else:
+        opts = [torch.optim.Adam(model.parameters(), lr=0.001)]
     loss_fn = nn.CrossEntropyLoss()
     start = None
     loss = None
@@ -89,10 +96,12 @@ def main():
         if step == a.warmup:
             start = time.perf_counter()
         d, flat, offsets, y = data[step % len(data)]
-        opt.zero_grad()
+        for opt in opts:
+            opt.zero_grad()
         loss = loss_fn(model(d, flat, offsets), y)
         loss.backward()
-        opt.step()
+        for opt in opts:
+            opt.step()
     elapsed = time.perf_counter() - start
     print(json.dumps({"samples_per_sec": a.steps * a.batch / elapsed, "final_loss": loss.item()}))
 

@@ -1,0 +1,129 @@
+"""CTR-DNN with a large table, dense against sparse gradients, fleet-host against PyTorch.
+
+examples/ctr_dnn/ctr_dnn.fleet with its shared table grown to [--vocab, 10] (default 1e6 rows,
+of which a batch touches a few hundred), run in one fleet-host process twice: as written but with
+is_sparse=False (every step makes and applies a dense [vocab, 10] gradient), and with
+is_sparse=True and Adam's lazy_mode (the gradient holds one entry per id; only touched rows and
+their moments move). The peer is bench/torch_ctr_dnn.py on the same files: nn.EmbeddingBag with
+dense gradients and Adam, and with sparse=True, torch.optim.SparseAdam for the table and Adam for
+the rest (SparseAdam is lazy Adam). Runs alternate, `--runs` times each; the table gives median
+samples/s over the timed steps, the peak resident memory of the process and the ratios.
+
+  /usr/bin/python3 bench/ctr_sparse.py [--fleet-host build/bin/fleet-host] [--vocab 1000000]
+
+It needs Debian's python3-torch and OpenBLAS (scripts/install-bench-deps.sh).
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+import ctr_dnn  # bench/ctr_dnn.py: the example's config for a timed run
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+EXAMPLE = os.path.join(ROOT, "examples", "ctr_dnn")
+
+# Runs a command and prints its peak resident set size (KiB) as the last line.
+PEAK = ("import resource, subprocess, sys\n"
+        "r = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, text=True)\n"
+        "sys.stdout.write(r.stdout)\n"
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+        "sys.exit(r.returncode)\n")
+
+
+def with_peak(cmd, env):
+    out = subprocess.run([sys.executable, "-c", PEAK] + cmd, check=True, capture_output=True,
+                         text=True, env=env)
+    lines = out.stdout.strip().splitlines()
+    return lines[:-1], int(lines[-1]) / 1024.0
+
+
+def program(work, vocab, sparse):
+    with open(os.path.join(EXAMPLE, "ctr_dnn.fleet")) as f:
+        text = f.read()
+    text = text.replace("size=[10000, 10]", f"size=[{vocab}, 10]")
+    text = text.replace("is_sparse=True", f"is_sparse={sparse}")
+    if sparse:
+        text = text.replace("adam(learning_rate=0.001)", "adam(learning_rate=0.001, lazy_mode=True)")
+    path = os.path.join(work, f"ctr_{'sparse' if sparse else 'dense'}.fleet")
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def run_fleet(args, work, data_dir, sparse):
+    metrics = os.path.join(work, "metrics.jsonl")
+    if os.path.exists(metrics):
+        os.remove(metrics)
+    cfg = os.path.join(work, "fleet.toml")
+    with open(cfg, "w") as f:
+        f.write(ctr_dnn.fleet_config(args, data_dir, metrics))
+    env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
+    _, peak = with_peak([args.fleet_host, "--config", cfg, "run",
+                         program(work, args.vocab, sparse)], env)
+    with open(metrics) as f:
+        recs = [json.loads(line) for line in f if line.strip()]
+    first = next(r for r in recs if r["step"] >= args.warmup)
+    last = recs[-1]
+    rate = (last["step"] - first["step"]) * args.batch / (last["elapsed_s"] - first["elapsed_s"])
+    return rate, peak, last.get("loss")
+
+
+def run_torch(args, data_dir, sparse):
+    env = dict(os.environ, OMP_NUM_THREADS=str(args.threads),
+               OPENBLAS_NUM_THREADS=str(args.threads))
+    env.setdefault("OPENBLAS_CORETYPE", "SkylakeX")
+    cmd = [sys.executable, os.path.join(HERE, "torch_ctr_dnn.py"), "--data", data_dir,
+           "--vocab", str(args.vocab), "--batch", str(args.batch), "--steps", str(args.steps),
+           "--warmup", str(args.warmup), "--threads", str(args.threads)]
+    if sparse:
+        cmd.append("--sparse")
+    lines, peak = with_peak(cmd, env)
+    return json.loads(lines[-1])["samples_per_sec"], peak
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--fleet-host", default=os.path.join(ROOT, "build", "bin", "fleet-host"))
+    ap.add_argument("--vocab", type=int, default=1000000)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=100)
+    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--lines", type=int, default=2000, help="lines per data file (4 files)")
+    args = ap.parse_args()
+    results = {}
+    with tempfile.TemporaryDirectory() as work:
+        data_dir = os.path.join(work, "data")
+        subprocess.run([sys.executable, os.path.join(EXAMPLE, "make_data.py"), data_dir,
+                        "--lines", str(args.lines)], check=True, stdout=subprocess.DEVNULL)
+        for _ in range(args.runs):
+            for sparse in (False, True):
+                rate, peak, _ = run_fleet(args, work, data_dir, sparse)
+                results.setdefault(("fleet", sparse), []).append((rate, peak))
+                rate, peak = run_torch(args, data_dir, sparse)
+                results.setdefault(("torch", sparse), []).append((rate, peak))
+
+    def med(key, i):
+        return statistics.median(r[i] for r in results[key])
+
+    print(f"CTR-DNN, one table [{args.vocab}, 10] shared by 26 slots, batch {args.batch}, "
+          f"{args.threads} thread(s), median of {args.runs} runs")
+    print("| gradients | fleet samples/s | torch samples/s | fleet/torch | fleet peak MiB | "
+          "torch peak MiB |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for sparse in (False, True):
+        f, t = med(("fleet", sparse), 0), med(("torch", sparse), 0)
+        print(f"| {'sparse (lazy Adam)' if sparse else 'dense (Adam)'} | {f:,.0f} | {t:,.0f} | "
+              f"{f / t:.2f} | {med(('fleet', sparse), 1):,.0f} | {med(('torch', sparse), 1):,.0f} |")
+    fs, fd = med(("fleet", True), 0), med(("fleet", False), 0)
+    print(f"fleet sparse/dense: {fs / fd:.1f}x the samples/s")
+
+
+if __name__ == "__main__":
+    main()
