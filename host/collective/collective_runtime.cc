@@ -196,12 +196,30 @@ FleetStatus* AllReduceLaunch(void* ctx, const FleetKernelContext* kc, void* stat
   return nullptr;
 }
 
+// A sparse gradient (FleetTensor.rows) is gathered in two calls, its slices and then its rows,
+// each as a plain tensor, so communicators never see a SelectedRows descriptor.
 FleetStatus* AllGatherLaunch(void* ctx, const FleetKernelContext* kc, void* state) {
   OpState& st = State(state);
   Status s = RingOf(ctx, st);
-  if (s.ok()) {
-    s = st.ring->AllGather(*kc->inputs[0]->tensors[0], *kc->outputs[0]->tensors[0], kc->stream,
-                           SiteOf(st, 0, 1, true));
+  const FleetTensor& x = *kc->inputs[0]->tensors[0];
+  const FleetTensor& out = *kc->outputs[0]->tensors[0];
+  const bool sparse = FLEET_HAS_FIELD(&x, FleetTensor, height) && x.height >= 0;
+  if (s.ok() && !sparse) s = st.ring->AllGather(x, out, kc->stream, SiteOf(st, 0, 1, true));
+  if (s.ok() && sparse) {
+    FleetTensor values = x, gathered = out;
+    for (FleetTensor* t : {&values, &gathered}) {
+      t->struct_size = FLEET_STRUCT_SIZE(FleetTensor, device_ordinal);
+      t->rows = nullptr;
+      t->height = -1;
+    }
+    s = st.ring->AllGather(values, gathered, kc->stream, SiteOf(st, 0, 1, true));
+    FleetTensor rows = values, all_rows = gathered;
+    rows.data = x.rows;
+    all_rows.data = out.rows;
+    rows.dtype = all_rows.dtype = FLEET_DTYPE_INT64;
+    rows.ndim = all_rows.ndim = 1;
+    rows.strides = all_rows.strides = nullptr;
+    if (s.ok()) s = st.ring->AllGather(rows, all_rows, kc->stream, SiteOf(st, 0, 1, false));
   }
   if (s.ok()) st.agreed_after_last = st.ring->agreements();
   return Done(st, s);
@@ -221,10 +239,17 @@ FleetStatus* ReduceScatterLaunch(void* ctx, const FleetKernelContext* kc, void* 
 // A communicator either completes a call before returning or, handed the compute stream, orders
 // its own stream against it with events both ways (fleet_comm.h), so by the time later work on
 // the compute stream runs the result is in place: a sync only has to honour Out = X.
+// The passes sync sparse gradients in place only (their rows stay where they are).
 FleetStatus* SyncLaunch(void* ctx, const FleetKernelContext* kc, void* state) {
   const FleetTensorSlot* x = kc->inputs[0];
   const FleetTensorSlot* out = kc->outputs[0];
   for (size_t i = 0; i < x->count && i < out->count; ++i) {
+    const FleetTensor& t = *x->tensors[i];
+    if (FLEET_HAS_FIELD(&t, FleetTensor, height) && t.height >= 0 &&
+        t.data != out->tensors[i]->data) {
+      return Done(State(state), InvalidArgument(std::string(kc->op_type) +
+                                                ": a sparse gradient is synced in place only"));
+    }
     Status s = CopyIfApart(ctx, *x->tensors[i], *out->tensors[i]);
     if (!s.ok()) return Done(State(state), s);
   }
@@ -232,8 +257,10 @@ FleetStatus* SyncLaunch(void* ctx, const FleetKernelContext* kc, void* state) {
 }
 
 FleetKernelDef Def(const char* type, FleetStatus* (*launch)(void*, const FleetKernelContext*,
-                                                            void*)) {
+                                                            void*),
+                   uint32_t flags = 0) {
   FleetKernelDef d{};
+  d.flags = flags;
   d.struct_size = sizeof(FleetKernelDef);
   d.op_type = type;
   d.device = "";  // any: the executor asks the runtime directly
@@ -253,10 +280,12 @@ const std::vector<FleetKernelDef>& Defs() {
                           "c_allreduce_prod"}) {
       d.push_back(Def(t, AllReduceLaunch));
     }
-    d.push_back(Def("c_allgather", AllGatherLaunch));
+    // Sparse gradients are gathered and synced (grad_allreduce), never reduced.
+    constexpr uint32_t kRows = FLEET_KERNEL_FLAG_SELECTED_ROWS;
+    d.push_back(Def("c_allgather", AllGatherLaunch, kRows));
     d.push_back(Def("c_reducescatter", ReduceScatterLaunch));
-    d.push_back(Def("c_sync_calc_stream", SyncLaunch));
-    d.push_back(Def("c_sync_comm_stream", SyncLaunch));
+    d.push_back(Def("c_sync_calc_stream", SyncLaunch, kRows));
+    d.push_back(Def("c_sync_comm_stream", SyncLaunch, kRows));
     return d;
   }();
   return defs;

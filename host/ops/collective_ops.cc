@@ -89,7 +89,8 @@ void RegisterBroadcast(OpRegistry& registry) {
 }
 
 // c_allgather concatenates along dim 0 (nranks blocks); c_reducescatter splits dim 0 into
-// nranks blocks and keeps this rank's reduced block.
+// nranks blocks and keeps this rank's reduced block. c_allgather of a sparse gradient gathers its
+// entries, rows and slices (Paddle's exchange of SelectedRows): the sum over ranks.
 void RegisterGatherScatter(OpRegistry& registry, bool gather) {
   OpSchema s;
   s.type = gather ? "c_allgather" : "c_reducescatter";
@@ -98,6 +99,7 @@ void RegisterGatherScatter(OpRegistry& registry, bool gather) {
   s.inputs = {{"X"}};
   s.outputs = {{"Out"}};
   s.attrs = {{"ring_id", int32_t{0}}, {"nranks", int32_t{1}}, {"use_calc_stream", false}};
+  if (gather) s.selected_rows_inputs = {"X"};
   s.infer_shape = [gather](ShapeContext& c) {
     FLEET_RETURN_IF_ERROR(CheckRing(c));
     const int64_t nranks = c.IntAttr("nranks");
@@ -129,6 +131,7 @@ void RegisterSync(OpRegistry& registry, bool comm) {
                      "reads their results)";
   s.inputs = {{"X", false, true}};
   s.outputs = {{"Out", false, true}};
+  s.selected_rows_inputs = {"X"};  // in place: they move no data
   if (comm) s.attrs = {{"ring_id", int32_t{0}}};
   s.infer_shape = [comm](ShapeContext& c) {
     if (comm) FLEET_RETURN_IF_ERROR(CheckRing(c));

@@ -12,6 +12,10 @@
 //        c_allreduce_sum(X=Out=gi, ring_id) {op_role=Backward}   for each pair, in pair order
 //      where ring_id counts (0, 1, ..., nrings-1, 0, ...) over the reverse scan, so the last
 //      gradient produced gets ring 0;
+//      A sparse gradient (selected_rows) is gathered instead, as Paddle exchanges SelectedRows:
+//        c_allgather(X=gi, Out=gi@GATHER, ring_id, nranks=world_size) {op_role=Backward}
+//      and every later op reads (and writes) gi@GATHER in its place: the entries of every rank,
+//      whose sum is the sum of the gradients;
 //   3. before the first op whose role has the Optimize bit:
 //        c_sync_comm_stream(X=Out=<last gradient seen by the scan>, ring_id=r) {op_role=Optimize}
 //      for r in 0..nrings-1.
@@ -32,6 +36,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "ir/program.h"
 
 #include "passes/collective_util.h"
 
@@ -85,6 +91,8 @@ Status RunGradAllReduce(ProgramSet& programs, const PassContextInfo& ctx,
 
   // Step 2: what goes right after each op, collected by the reverse scan.
   std::vector<std::vector<ir::Op>> after(block.ops.size());
+  // Sparse gradients: the op after which each is gathered, and the name it has from then on.
+  std::vector<std::pair<size_t, std::pair<std::string, std::string>>> gathered;
   int32_t ring = -1;
   std::string last_grad;
   for (size_t i = block.ops.size(); i-- > 0;) {
@@ -109,6 +117,22 @@ Status RunGradAllReduce(ProgramSet& programs, const PassContextInfo& ctx,
                                   ir::op_role::kBackward));
       }
       ring = (ring + 1) % nrings;
+      const ir::Var* g = main->FindVarRecursive(0, grad);
+      if (g->selected_rows) {
+        ir::Var all = *g;
+        all.name = grad + "@GATHER";
+        if (main->FindVarRecursive(0, all.name) != nullptr) {
+          return InvalidArgument(where + ": '" + all.name + "', the gathered '" + grad +
+                                 "', is declared already");
+        }
+        FLEET_RETURN_IF_ERROR(block.AddVar(all).status());
+        after[i].push_back(RoleOp("c_allgather", {{"X", {grad}}}, {{"Out", {all.name}}},
+                                  {{"ring_id", ring}, {"nranks", ctx.world_size}},
+                                  ir::op_role::kBackward));
+        gathered.push_back({i, {grad, all.name}});
+        last_grad = all.name;
+        continue;
+      }
       after[i].push_back(RoleOp("c_allreduce_sum", {{"X", {grad}}}, {{"Out", {grad}}},
                                 {{"ring_id", ring}}, ir::op_role::kBackward));
       last_grad = grad;
@@ -126,6 +150,18 @@ Status RunGradAllReduce(ProgramSet& programs, const PassContextInfo& ctx,
   for (int32_t r = 0; r < nrings; ++r) {
     syncs.push_back(RoleOp("c_sync_comm_stream", {{"X", {last_grad}}}, {{"Out", {last_grad}}},
                            {{"ring_id", r}}, ir::op_role::kOptimize));
+  }
+  // Ops after a sparse gradient's gather use the gathered name.
+  for (const auto& [at, names] : gathered) {
+    for (size_t i = at + 1; i < block.ops.size(); ++i) {
+      for (ir::SlotMap* slots : {&block.ops[i].inputs, &block.ops[i].outputs}) {
+        for (auto& [slot, vars] : *slots) {
+          for (std::string& v : vars) {
+            if (v == names.first) v = names.second;
+          }
+        }
+      }
+    }
   }
   std::vector<ir::Op> ops;
   bool synced = false;

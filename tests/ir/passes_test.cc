@@ -402,6 +402,47 @@ TEST_F(BuiltinPassTest, LocalSgdNeedsUpdateOps) {
   EXPECT_THAT(s.message(), HasSubstr("no update ops"));
 }
 
+// A sparse gradient (the CTR example's shared table, is_sparse=True) is gathered, not reduced:
+// c_allgather of its entries from every rank into "<grad>@GATHER", which the ops after it (the
+// update) read instead; the dense gradients are all-reduced as before.
+TEST_F(BuiltinPassTest, SparseGradientsAreGatheredAndTheUpdateReadsTheGather) {
+  auto built = BuildPrograms(std::string(FLEET_EXAMPLES_DIR) + "/ctr_dnn/ctr_dnn.fleet",
+                             Stage::kOptimized);
+  ASSERT_TRUE(built.ok()) << built.status().ToString();
+  const std::string grad = "SparseFeatFactors@GRAD";
+  ASSERT_NE(built->main.global().FindVar(grad), nullptr);
+  ASSERT_TRUE(built->main.global().FindVar(grad)->selected_rows);
+  ProgramSet programs{{"main", built->main}, {"startup", built->startup}};
+  Status s = Run("grad_allreduce", programs, Trainer(0, 2), {});
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  Status v = ir::VerifyProgram(programs.at("main"));
+  ASSERT_TRUE(v.ok()) << v.ToString();
+  const ir::Block& block = programs.at("main").global();
+  const ir::Var* all = block.FindVar(grad + "@GATHER");
+  ASSERT_NE(all, nullptr);
+  EXPECT_TRUE(all->selected_rows);
+  size_t gather = block.ops.size(), update = block.ops.size();
+  for (size_t i = 0; i < block.ops.size(); ++i) {
+    const ir::Op& op = block.ops[i];
+    if (op.type == "c_allgather") {
+      EXPECT_EQ(gather, block.ops.size()) << "gathered twice";
+      gather = i;
+      EXPECT_EQ(op.Input("X"), std::vector<std::string>{grad});
+      EXPECT_EQ(op.Output("Out"), std::vector<std::string>{grad + "@GATHER"});
+      EXPECT_TRUE(*op.FindAttr("nranks") == ir::Attribute(int32_t{2}));
+    }
+    if (op.type == "c_allreduce_sum") {
+      for (const std::string& x : op.Input("X")) EXPECT_NE(x, grad);
+    }
+    if (op.type == "adam" && op.InputOne("Param") == "SparseFeatFactors") {
+      update = i;
+      EXPECT_EQ(op.InputOne("Grad"), grad + "@GATHER");
+    }
+  }
+  ASSERT_LT(gather, update);
+  ASSERT_LT(update, block.ops.size());
+}
+
 // The real quick-start program: grad_allreduce then fuse_allreduce, checked structurally.
 TEST_F(BuiltinPassTest, RealMlpThroughGradAllReduceAndFusePasses) {
   auto built = BuildPrograms(std::string(FLEET_EXAMPLES_DIR) + "/mlp/mlp.fleet",
