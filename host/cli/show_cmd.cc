@@ -153,8 +153,10 @@ int ShowCommand(const GlobalOptions& global, const std::vector<std::string>& arg
     for (const std::string& name : config->plugins.load) {
       if (auto loaded = registry.Load(name); !loaded.ok()) return Fail(err, loaded.status());
     }
-    // A distributed job trains with dense gradients (DenseGradientsReason), as `run` builds it.
-    if (EffectiveStrategy(*config, *role) != "none" && AsksForSparseGradients(programs->main)) {
+    // The gradients `run` would build (DenseGradientsReason); the device is the job's business.
+    Config resolved = *config;
+    resolved.strategy_mode = EffectiveStrategy(*config, *role);
+    if (!SparseExchangeReason(resolved).empty() && AsksForSparseGradients(programs->main)) {
       programs = BuildPrograms(file, Stage::kOptimized, false);
       if (!programs.ok()) return Fail(err, programs.status());
     }

@@ -129,12 +129,23 @@ StatusOr<frontend::ParsedProgram> BuildPrograms(const std::filesystem::path& fil
   return p;
 }
 
+std::string SparseExchangeReason(const Config& config) {
+  // Collective trainers gather sparse gradients (grad_allreduce); the other modes do not
+  // exchange them yet.
+  const bool gathered = config.strategy_mode == "collective" &&
+                        config.collective.mode == "grad_allreduce";
+  if (config.strategy_mode == "none" || gathered) return "";
+  return "sparse gradients are not exchanged between trainers yet ([strategy] mode \"" +
+         config.strategy_mode + "\"" +
+         (config.strategy_mode == "collective"
+              ? ", collective_mode \"" + config.collective.mode + "\""
+              : std::string()) +
+         ")";
+}
+
 std::string DenseGradientsReason(const Config& config, const PluginRegistry& registry,
                                  const std::string& device) {
-  if (config.strategy_mode != "none") {
-    return "sparse gradients are not exchanged between trainers yet ([strategy] mode \"" +
-           config.strategy_mode + "\")";
-  }
+  if (std::string why = SparseExchangeReason(config); !why.empty()) return why;
   for (ir::DataType dtype : {ir::DataType::kFloat32, ir::DataType::kFloat64}) {
     for (const KernelCandidate& k : FindKernels(registry, "lookup_table_v2_grad", device, dtype)) {
       if (TakesSelectedRows(*k.def)) return "";

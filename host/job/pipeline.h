@@ -33,10 +33,13 @@ StatusOr<frontend::ParsedProgram> BuildPrograms(const std::filesystem::path& fil
                                                 bool sparse_gradients = true);
 
 // Why the job of `config` (its [strategy] mode resolved) on `device` trains embeddings with
-// dense gradients though they ask for sparse ones; "" when it can use sparse ones: a single
-// process whose device has kernels that take them (FLEET_KERNEL_FLAG_SELECTED_ROWS).
+// dense gradients though they ask for sparse ones; "" when it can use sparse ones: one process
+// or collective trainers with grad_allreduce (which gathers them), on a device with kernels that
+// take them (FLEET_KERNEL_FLAG_SELECTED_ROWS).
 std::string DenseGradientsReason(const Config& config, const PluginRegistry& registry,
                                  const std::string& device);
+// The part of that which the [strategy] alone decides (`show` has no device).
+std::string SparseExchangeReason(const Config& config);
 
 // Whether a program asks for sparse gradients (an op with is_sparse=True).
 bool AsksForSparseGradients(const ir::Program& main);
