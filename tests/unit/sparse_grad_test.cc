@@ -378,5 +378,26 @@ TEST(SparseGradIr, SelectedRowsVarsRoundTripAndPersistableOnesAreRefused) {
       << refused.status().ToString();
 }
 
+// A sparse gradient handed to an op that does not take one is refused by name, before any kernel
+// could misread its entries as a dense tensor.
+TEST(SparseGradIr, AnOpThatTakesNoSparseGradientRefusesOne) {
+  const std::string text =
+      "program {\n"
+      "block 0 {\n"
+      "  var g : selected_rows float32[10, 4]\n"
+      "  var y : float32[10, 4]\n"
+      "  op relu (X=[g]) -> (Out=[y])\n"
+      "}\n"
+      "}\n";
+  auto parsed = ir::ParseProgram(text, "t");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  const std::vector<std::string> errors = ir::VerifyProgramErrors(*parsed, ops::BuiltinOps());
+  ASSERT_FALSE(errors.empty());
+  EXPECT_NE(errors.front().find("input X 'g' is a sparse gradient (selected_rows), which relu "
+                                "does not take"),
+            std::string::npos)
+      << errors.front();
+}
+
 }  // namespace
 }  // namespace fleet
