@@ -156,6 +156,11 @@ Status CheckSparsePair(const ir::Program& main, const OptimizerSpec& spec,
   if (!g->selected_rows) return OkStatus();
   const std::string what = "optimizer: the gradient of '" + pg.param +
                            "' is sparse (an embedding with is_sparse=True), ";
+  if (spec.clip_norm > 0 || spec.clip_by_value) {
+    return InvalidArgument(what + "which " +
+                           (spec.clip_norm > 0 ? "ClipGradByNorm" : "ClipGradByValue") +
+                           " does not take; clip by global norm, or use is_sparse=False");
+  }
   if (!OptimizerTakesSparseGradients(spec)) {
     return InvalidArgument(what + "which " + spec.type + " does not update; use sgd, momentum, "
                            "adam or adagrad, or is_sparse=False");

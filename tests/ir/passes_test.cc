@@ -415,6 +415,9 @@ TEST_F(BuiltinPassTest, SparseGradientsAreGatheredAndTheUpdateReadsTheGather) {
   ProgramSet programs{{"main", built->main}, {"startup", built->startup}};
   Status s = Run("grad_allreduce", programs, Trainer(0, 2), {});
   ASSERT_TRUE(s.ok()) << s.ToString();
+  // fuse_allreduce buckets the all-reduces and leaves the gather alone.
+  s = Run("fuse_allreduce", programs, Trainer(0, 2), {});
+  ASSERT_TRUE(s.ok()) << s.ToString();
   Status v = ir::VerifyProgram(programs.at("main"));
   ASSERT_TRUE(v.ok()) << v.ToString();
   const ir::Block& block = programs.at("main").global();

@@ -349,6 +349,18 @@ TEST_F(SparseGradTest, ASparseGradientIsNotFetchedAndOnlySomeOptimizersTakeIt) {
                              "which rmsprop does not update"),
             std::string::npos)
       << s.ToString();
+
+  // Nor does clipping each gradient by its own norm.
+  optim::OptimizerSpec clipped = Spec("sgd");
+  clipped.clip_norm = 1.0;
+  main = m.main;
+  startup = m.startup;
+  std::erase_if(main.global().ops,
+                [](const ir::Op& op) { return ir::OpRoleOf(op) & ir::op_role::kOptimize; });
+  s = optim::ApplyOptimizer(main, startup, m.pairs, clipped);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("which ClipGradByNorm does not take"), std::string::npos)
+      << s.ToString();
 }
 
 TEST(SparseGradIr, SelectedRowsVarsRoundTripAndPersistableOnesAreRefused) {
