@@ -48,7 +48,8 @@ def program(work, vocab, sparse):
     text = text.replace("size=[10000, 10]", f"size=[{vocab}, 10]")
     text = text.replace("is_sparse=True", f"is_sparse={sparse}")
     if sparse:
-        text = text.replace("adam(learning_rate=0.001)", "adam(learning_rate=0.001, lazy_mode=True)")
+        text = text.replace("adam(learning_rate=0.001)",
+                            "adam(learning_rate=0.001, lazy_mode=True)")
     path = os.path.join(work, f"ctr_{'sparse' if sparse else 'dense'}.fleet")
     with open(path, "w") as f:
         f.write(text)
@@ -119,8 +120,9 @@ def main():
     print("|---|---:|---:|---:|---:|---:|")
     for sparse in (False, True):
         f, t = med(("fleet", sparse), 0), med(("torch", sparse), 0)
+        fm, tm = med(("fleet", sparse), 1), med(("torch", sparse), 1)
         print(f"| {'sparse (lazy Adam)' if sparse else 'dense (Adam)'} | {f:,.0f} | {t:,.0f} | "
-              f"{f / t:.2f} | {med(('fleet', sparse), 1):,.0f} | {med(('torch', sparse), 1):,.0f} |")
+              f"{f / t:.2f} | {fm:,.0f} | {tm:,.0f} |")
     fs, fd = med(("fleet", True), 0), med(("fleet", False), 0)
     print(f"fleet sparse/dense: {fs / fd:.1f}x the samples/s")
 

@@ -5,7 +5,8 @@ id slots through nn.EmbeddingBag(mode="sum") over offsets (the sum of each slot'
 sequence_pool(SUM) gives; an empty slot gives zeros), concatenated with the 13 dense features,
 three fc-400 relu layers, a 2-way softmax with cross-entropy, Adam (lr 0.001), dense gradients as
 in Fleet's run; with --sparse, the table's gradients are sparse and torch.optim.SparseAdam (lazy
-Adam) updates it (bench/ctr_sparse.py). Batches are cut in file order and turned into tensors before the timed region.
+Adam) updates it (bench/ctr_sparse.py). Batches are cut in file order and turned into tensors
+before the timed region.
 Prints one JSON line: {"samples_per_sec": ..., "final_loss": ...}.
 """
 import argparse

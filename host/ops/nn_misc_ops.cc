@@ -135,7 +135,9 @@ void RegisterLookupTable(OpRegistry& registry, const std::string& type) {
       c.Output("W@GRAD") = w;
       return OkStatus();
     }
-    if (w.dims.size() != 2) return c.Error("W must be 2-D [vocab, dim], got " + ir::ShapeText(w.dims));
+    if (w.dims.size() != 2) {
+      return c.Error("W must be 2-D [vocab, dim], got " + ir::ShapeText(w.dims));
+    }
     const TensorInfo& ids = c.Input("Ids");
     TensorInfo dw{w.dtype, {ProductOrUnknown(ids.dims, 0, ids.dims.size()), w.dims[1]}};
     dw.height = w.dims[0] < 0 ? 0 : w.dims[0];

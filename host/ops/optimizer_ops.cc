@@ -1,6 +1,6 @@
 // Optimizer ops (Paddle's sgd, momentum, adam, adamw), the global-norm clipping helper
-// squared_l2_norm, sparse_weight_decay and the learning-rate schedule op lr_schedule. None is differentiable: they
-// run after the backward pass. Every update op may write its outputs in place (ParamOut ==
+// squared_l2_norm, sparse_weight_decay and the learning-rate schedule op lr_schedule. None is
+// differentiable: they run after the backward pass. Every update op may write its outputs in place (ParamOut ==
 // Param, VelocityOut == Velocity, ...), which is how the optimizers emit them.
 #include <string>
 
