@@ -336,14 +336,17 @@ TEST_F(SparseGradTest, ASparseGradientIsNotFetchedAndOnlySomeOptimizersTakeIt) {
   EXPECT_NE(p.status().message().find("fetch 'W@GRAD': a sparse gradient"), std::string::npos)
       << p.status().ToString();
 
+  // Another optimizer on the same gradient: the sgd ops stripped, `spec` applied instead.
+  auto reapply = [&](const optim::OptimizerSpec& spec) {
+    ir::Program main = m.main, startup = m.startup;
+    std::erase_if(main.global().ops,
+                  [](const ir::Op& op) { return ir::OpRoleOf(op) & ir::op_role::kOptimize; });
+    return optim::ApplyOptimizer(main, startup, m.pairs, spec);
+  };
   // rmsprop has no sparse update: the build says which parameter and what to use.
   optim::OptimizerSpec rms = Spec("rmsprop");
   EXPECT_FALSE(optim::OptimizerTakesSparseGradients(rms));
-  ir::Program main = m.main, startup = m.startup;
-  // Strip the sgd ops to apply rmsprop to the same gradient.
-  std::erase_if(main.global().ops,
-                [](const ir::Op& op) { return ir::OpRoleOf(op) & ir::op_role::kOptimize; });
-  Status s = optim::ApplyOptimizer(main, startup, m.pairs, rms);
+  Status s = reapply(rms);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("the gradient of 'W' is sparse (an embedding with is_sparse=True), "
                              "which rmsprop does not update"),
@@ -353,11 +356,7 @@ TEST_F(SparseGradTest, ASparseGradientIsNotFetchedAndOnlySomeOptimizersTakeIt) {
   // Nor does clipping each gradient by its own norm.
   optim::OptimizerSpec clipped = Spec("sgd");
   clipped.clip_norm = 1.0;
-  main = m.main;
-  startup = m.startup;
-  std::erase_if(main.global().ops,
-                [](const ir::Op& op) { return ir::OpRoleOf(op) & ir::op_role::kOptimize; });
-  s = optim::ApplyOptimizer(main, startup, m.pairs, clipped);
+  s = reapply(clipped);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("which ClipGradByNorm does not take"), std::string::npos)
       << s.ToString();

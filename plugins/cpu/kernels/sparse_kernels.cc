@@ -17,6 +17,7 @@
 
 #include "kernels/kernel_util.h"
 #include "kernels/nn_kernels.h"
+#include "kernels/optimizer_apply.h"
 #include "optimizer_formulas.h"
 #include "selected_rows_plan.h"
 
@@ -46,19 +47,6 @@ FleetStatus* SparseOnly(void*, const FleetKernelContext* kc) {
   if (AnySelectedRows(kc)) return nullptr;
   return Unimplemented(OpName(kc) + ": this kernel takes sparse (selected_rows) tensors; dense "
                                     "ones go to the op's dense kernel");
-}
-
-// A float32 or float64 one-element tensor (learning rate, beta power, clip factor).
-bool Scalar(const FleetTensor* t, double* out) {
-  if (t == nullptr || t->data == nullptr || Numel(t) < 1) return false;
-  if (t->dtype == FLEET_DTYPE_FLOAT32) *out = *static_cast<const float*>(t->data);
-  else if (t->dtype == FLEET_DTYPE_FLOAT64) *out = *static_cast<const double*>(t->data);
-  else return false;
-  return true;
-}
-
-FleetStatus* Missing(const FleetKernelContext* kc, const char* slot) {
-  return InvalidArgument(OpName(kc) + ": " + slot + " is missing");
 }
 
 // The sparse Grad of an update, checked against Param.
@@ -289,7 +277,7 @@ FleetStatus* SgdRows(void*, const FleetKernelContext* kc, void*) {
     if (FleetStatus* s = PlanGrad(kc, p, &v)) return s;
     if (out == nullptr || Numel(out) != Numel(p)) return Missing(kc, "ParamOut");
     double lr_d = 0;
-    if (!Scalar(Input(kc, "LearningRate"), &lr_d)) return Missing(kc, "LearningRate");
+    if (!ReadScalar(Input(kc, "LearningRate"), &lr_d)) return Missing(kc, "LearningRate");
     const T lr = static_cast<T>(lr_d);
     SortedScratch<T> sc = Sorted<T>(kc, v.entries);
     int64_t count = 0;
@@ -322,7 +310,7 @@ FleetStatus* AdagradRows(void*, const FleetKernelContext* kc, void*) {
       if (t == nullptr || Numel(t) != Numel(p)) return Missing(kc, "Moment, ParamOut or MomentOut");
     }
     double lr_d = 0;
-    if (!Scalar(Input(kc, "LearningRate"), &lr_d)) return Missing(kc, "LearningRate");
+    if (!ReadScalar(Input(kc, "LearningRate"), &lr_d)) return Missing(kc, "LearningRate");
     const T lr = static_cast<T>(lr_d);
     const T eps = static_cast<T>(FloatAttr(kc, "epsilon", 1e-6));
     SortedScratch<T> sc = Sorted<T>(kc, v.entries);
@@ -349,109 +337,53 @@ FleetStatus* AdagradRows(void*, const FleetKernelContext* kc, void*) {
   });
 }
 
-// Every row moves (Paddle's sparse momentum): the gradient is made dense in the scratch first.
+// Every row moves (Paddle's sparse momentum): the dense kernel's update, of the gradient made
+// dense in the scratch.
 template <typename T>
 FleetStatus* MomentumRows(void*, const FleetKernelContext* kc, void*) {
   return Guard(kc, [&]() -> FleetStatus* {
-    const FleetTensor* p = Input(kc, "Param");
-    const FleetTensor* vel = Input(kc, "Velocity");
-    const FleetTensor* po_t = Output(kc, "ParamOut");
-    const FleetTensor* vo_t = Output(kc, "VelocityOut");
     RowsView v;
-    if (FleetStatus* s = PlanGrad(kc, p, &v)) return s;
-    const int64_t n = Numel(p);
-    for (const FleetTensor* t : {vel, po_t, vo_t}) {
-      if (t == nullptr || Numel(t) != n) return Missing(kc, "Velocity, ParamOut or VelocityOut");
-    }
-    double lr_d = 0;
-    if (!Scalar(Input(kc, "LearningRate"), &lr_d)) return Missing(kc, "LearningRate");
+    if (FleetStatus* s = PlanGrad(kc, Input(kc, "Param"), &v)) return s;
     T* grad = static_cast<T*>(kc->scratch);
     if (FleetStatus* s = Densify(kc, "Grad", v, Data<const T>(Input(kc, "Grad")), grad)) return s;
-    const T lr = static_cast<T>(lr_d);
-    const T mu = static_cast<T>(FloatAttr(kc, "mu", 0.9));
-    const bool nesterov = BoolAttr(kc, "use_nesterov", false);
-    const bool l2 = StringAttr(kc, "regularization_method") == "l2_decay";
-    const T coeff = l2 ? static_cast<T>(FloatAttr(kc, "regularization_coeff", 0.0)) : T(0);
-    const T rescale = static_cast<T>(FloatAttr(kc, "rescale_grad", 1.0));
-    const T* ps = Data<const T>(p);
-    const T* vs = Data<const T>(vel);
-    T* po = Data<T>(po_t);
-    T* vo = Data<T>(vo_t);
-    for (int64_t i = 0; i < n; ++i) {
-      const auto r = fleet::kernel::MomentumStep(ps[i], grad[i], vs[i], lr, mu, coeff, rescale,
-                                                 nesterov);
-      vo[i] = r.velocity;
-      po[i] = r.param;
-    }
-    return nullptr;
+    return ApplyMomentum<T>(kc, grad);
   });
 }
 
 // lazy_mode: the listed rows and their moments only. Otherwise every row (Paddle's sparse adam
-// without lazy_mode), from the gradient made dense in the scratch.
+// without lazy_mode), from the gradient made dense in the scratch. Either way the dense
+// kernel's update (optimizer_apply.h).
 template <typename T>
 FleetStatus* AdamRows(void*, const FleetKernelContext* kc, void*) {
   return Guard(kc, [&]() -> FleetStatus* {
     const FleetTensor* p = Input(kc, "Param");
     RowsView v;
     if (FleetStatus* s = PlanGrad(kc, p, &v)) return s;
-    const int64_t n = Numel(p);
-    const FleetTensor* m1 = Input(kc, "Moment1");
-    const FleetTensor* m2 = Input(kc, "Moment2");
-    const FleetTensor* po_t = Output(kc, "ParamOut");
-    const FleetTensor* m1o_t = Output(kc, "Moment1Out");
-    const FleetTensor* m2o_t = Output(kc, "Moment2Out");
-    for (const FleetTensor* t : {m1, m2, po_t, m1o_t, m2o_t}) {
-      if (t == nullptr || Numel(t) != n) return Missing(kc, "a moment or output shaped like Param");
-    }
-    double lr_d = 0, b1p_d = 0, b2p_d = 0;
-    if (!Scalar(Input(kc, "LearningRate"), &lr_d)) return Missing(kc, "LearningRate");
-    if (!Scalar(Input(kc, "Beta1Pow"), &b1p_d)) return Missing(kc, "Beta1Pow");
-    if (!Scalar(Input(kc, "Beta2Pow"), &b2p_d)) return Missing(kc, "Beta2Pow");
-    const T beta1 = static_cast<T>(FloatAttr(kc, "beta1", 0.9));
-    const T beta2 = static_cast<T>(FloatAttr(kc, "beta2", 0.999));
-    const T eps = static_cast<T>(FloatAttr(kc, "epsilon", 1e-8));
-    const T b1p = static_cast<T>(b1p_d), b2p = static_cast<T>(b2p_d);
-    const T lr_t = static_cast<T>(lr_d) * std::sqrt(T(1) - b2p) / (T(1) - b1p);
-    const T eps_t = eps * std::sqrt(T(1) - b2p);
-    CopyIfApart<T>(p, po_t);
-    CopyIfApart<T>(m1, m1o_t);
-    CopyIfApart<T>(m2, m2o_t);
-    T* po = Data<T>(po_t);
-    T* m1o = Data<T>(m1o_t);
-    T* m2o = Data<T>(m2o_t);
-    auto step = [&](int64_t i, T grad) {
-      const auto r =
-          fleet::kernel::AdamStep(po[i], grad, m1o[i], m2o[i], beta1, beta2, lr_t, eps_t);
-      m1o[i] = r.moment1;
-      m2o[i] = r.moment2;
-      po[i] = r.param;
-    };
     const T* g = Data<const T>(Input(kc, "Grad"));
-    if (BoolAttr(kc, "lazy_mode", false)) {
-      SortedScratch<T> sc = Sorted<T>(kc, v.entries);
-      int64_t count = 0;
-      if (FleetStatus* s =
-              Plan(fleet::kernel::SortEntries(v, kc->op_type, "Grad", sc.order, &count))) {
-        return s;
+    if (!BoolAttr(kc, "lazy_mode", false)) {
+      T* grad = static_cast<T*>(kc->scratch);
+      if (FleetStatus* s = Densify(kc, "Grad", v, g, grad)) return s;
+      const int64_t n = Numel(p);
+      return ApplyAdam<T, false>(kc, [&](auto&& step) {
+        for (int64_t i = 0; i < n; ++i) step(i, grad[i]);
+      });
+    }
+    SortedScratch<T> sc = Sorted<T>(kc, v.entries);
+    int64_t count = 0;
+    if (FleetStatus* s =
+            Plan(fleet::kernel::SortEntries(v, kc->op_type, "Grad", sc.order, &count))) {
+      return s;
+    }
+    return ApplyAdam<T, false>(kc, [&](auto&& step) {
+      // Rows the batch does not touch keep their values and moments.
+      for (const char* slot : {"Param", "Moment1", "Moment2"}) {
+        CopyIfApart<T>(Input(kc, slot), Output(kc, (std::string(slot) + "Out").c_str()));
       }
       ForEachRow(v, sc.order, count, [&](int64_t row, int64_t b, int64_t e) {
         MergeRow(g, v.width, sc.order, b, e, sc.row);
         for (int64_t j = 0; j < v.width; ++j) step(row * v.width + j, sc.row[j]);
       });
-    } else {
-      T* grad = static_cast<T*>(kc->scratch);
-      if (FleetStatus* s = Densify(kc, "Grad", v, g, grad)) return s;
-      for (int64_t i = 0; i < n; ++i) step(i, grad[i]);
-    }
-    auto write = [](const FleetTensor* t, double value) {
-      if (t == nullptr) return;
-      if (t->dtype == FLEET_DTYPE_FLOAT64) *static_cast<double*>(t->data) = value;
-      else *static_cast<float*>(t->data) = static_cast<float>(value);
-    };
-    write(Output(kc, "Beta1PowOut"), b1p_d * beta1);
-    write(Output(kc, "Beta2PowOut"), b2p_d * beta2);
-    return nullptr;
+    });
   });
 }
 
