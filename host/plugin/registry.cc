@@ -334,6 +334,7 @@ StatusOr<const PluginRecord*> PluginRegistry::LoadFile(const fs::path& file) {
   record->notes = ctx.notes();
   for (std::string& n : ctx.UnreadConfigNotes()) record->notes.push_back(std::move(n));
   for (auto& c : ctx.pending()) {
+    c->abi_minor = info.abi_minor;
     record->components.push_back(ComponentKindName(c->kind) + ":" + c->name);
     components_.push_back(std::move(c));
   }
@@ -358,6 +359,7 @@ Status PluginRegistry::RegisterHostComponent(std::unique_ptr<ComponentRecord> re
                          "' is already registered");
   }
   record->plugin = "host";
+  record->abi_minor = FLEET_ABI_MINOR;
   components_.push_back(std::move(record));
   return OkStatus();
 }

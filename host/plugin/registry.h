@@ -43,6 +43,10 @@ struct ComponentRecord {
   void* ctx = nullptr;         // first argument of every slot
   size_t vtable_size = 0;      // the plugin's struct_size of its vtable
   int32_t device_type_id = -1; // devices only: the id tensors carry (FleetTensor.device_type)
+  // The ABI minor its plugin was built against (PluginRecord::abi_minor; the host's own for a
+  // host component). A contract a minor added to a component (not to a table slot the host
+  // can test for NULL) holds only where this is at least that minor.
+  uint32_t abi_minor = 0;
 
   // The host's copy of the vtable, zero-filled past the plugin's struct_size, so a slot the
   // plugin's (older) table lacks reads as NULL. Its struct_size member is the plugin's.

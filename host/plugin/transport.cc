@@ -73,13 +73,57 @@ Status CheckComponent(const ComponentRecord& component) {
   return OkStatus();
 }
 
+// A delivered tensor as the handler reads it: every member through `height` present, so that
+// a handler need not test struct_size. A transport whose descriptor ends before `height` (one
+// built against 1.5 or older) delivers a dense tensor. False (with *error set) when the
+// descriptor lacks the 1.0 members or is inconsistent; `call` names the handler slot.
+bool Delivered(const FleetTensor* t, const char* call, FleetTensor* out, Status* error) {
+  if (!FLEET_HAS_FIELD(t, FleetTensor, device_ordinal) || t->ndim < 0 ||
+      (t->ndim > 0 && t->dims == nullptr)) {
+    *error = InvalidArgument(std::string("transport ") + call + ": bad tensor descriptor");
+    return false;
+  }
+  *out = FleetTensor{};
+  out->struct_size = FLEET_STRUCT_SIZE(FleetTensor, height);
+  out->data = t->data;
+  out->dtype = t->dtype;
+  out->ndim = t->ndim;
+  out->dims = t->dims;
+  out->strides = t->strides;
+  out->device_type = t->device_type;
+  out->device_ordinal = t->device_ordinal;
+  if (FLEET_HAS_FIELD(t, FleetTensor, lod_count)) {
+    out->lod = t->lod;
+    out->lod_count = t->lod_count;
+  }
+  out->height = -1;
+  if (FLEET_HAS_FIELD(t, FleetTensor, height) && t->height >= 0) {
+    if (t->ndim < 1) {
+      *error = InvalidArgument(std::string("transport ") + call +
+                               ": a SelectedRows tensor without dims (its rows are dims[0])");
+      return false;
+    }
+    out->rows = t->rows;
+    out->height = t->height;
+  }
+  return true;
+}
+
 // The handler trampolines: ctx is the TransportHandler.
 FleetStatus* HandleSend(void* ctx, int32_t trainer_id, const char* name,
                         const FleetTensor* tensor) {
   if (name == nullptr || tensor == nullptr) {
     return MakeFleetStatus(InvalidArgument("transport on_send: name or tensor is NULL"));
   }
-  return MakeFleetStatus(static_cast<TransportHandler*>(ctx)->OnSend(trainer_id, name, *tensor));
+  FleetTensor delivered;
+  Status error;
+  if (!Delivered(tensor, "on_send", &delivered, &error)) return MakeFleetStatus(error);
+  if (delivered.height >= 0 && delivered.dims[0] > 0 && delivered.rows == nullptr) {
+    return MakeFleetStatus(InvalidArgument(
+        "transport on_send: SelectedRows tensor '" + std::string(name) + "' without its rows"));
+  }
+  return MakeFleetStatus(
+      static_cast<TransportHandler*>(ctx)->OnSend(trainer_id, name, delivered));
 }
 
 FleetStatus* HandleGet(void* ctx, int32_t trainer_id, const char* name, FleetTensor* out,
@@ -105,12 +149,17 @@ FleetStatus* HandleComplete(void* ctx, int32_t trainer_id) {
 
 FleetStatus* HandleSendBegin(void* ctx, int32_t trainer_id, const char* name,
                              const FleetTensor* shape) {
-  if (name == nullptr || shape == nullptr || shape->ndim < 0 ||
-      (shape->ndim > 0 && shape->dims == nullptr)) {
-    return MakeFleetStatus(InvalidArgument("transport on_send_begin: name or shape is bad"));
+  if (name == nullptr || shape == nullptr) {
+    return MakeFleetStatus(InvalidArgument("transport on_send_begin: name or shape is NULL"));
   }
+  FleetTensor delivered;
+  Status error;
+  if (!Delivered(shape, "on_send_begin", &delivered, &error)) return MakeFleetStatus(error);
+  // Nothing has arrived yet: the contract's data and rows are NULL here, whatever was passed.
+  delivered.data = nullptr;
+  delivered.rows = nullptr;
   return MakeFleetStatus(
-      static_cast<TransportHandler*>(ctx)->OnSendBegin(trainer_id, name, *shape));
+      static_cast<TransportHandler*>(ctx)->OnSendBegin(trainer_id, name, delivered));
 }
 
 FleetStatus* HandleAbort(void* ctx, int32_t trainer_id, const char* reason) {
@@ -118,6 +167,17 @@ FleetStatus* HandleAbort(void* ctx, int32_t trainer_id, const char* reason) {
   std::string_view text = reason != nullptr ? reason : "";
   text = text.substr(0, std::min<size_t>(text.size(), FLEET_TRANSPORT_MAX_REASON));
   return MakeFleetStatus(static_cast<TransportHandler*>(ctx)->OnAbort(trainer_id, text));
+}
+
+FleetStatus* HandlePrefetch(void* ctx, int32_t trainer_id, const char* name, const int64_t* ids,
+                           int64_t num_ids, FleetTensor* out, void** token) {
+  if (name == nullptr || out == nullptr || token == nullptr || num_ids < 0 ||
+      (num_ids > 0 && ids == nullptr)) {
+    return MakeFleetStatus(
+        InvalidArgument("transport on_prefetch: name, ids, out or token is bad"));
+  }
+  return MakeFleetStatus(static_cast<TransportHandler*>(ctx)->OnPrefetch(
+      trainer_id, name, ids, num_ids, *out, token));
 }
 
 // client_get's allocator: asks the caller's TensorSink (alloc_ctx) for the destination.
@@ -134,6 +194,16 @@ FleetStatus* SinkAlloc(void* alloc_ctx, int32_t dtype, int32_t ndim, const int64
 }
 
 }  // namespace
+
+bool TransportCarriesSelectedRows(const ComponentRecord& transport) {
+  return transport.kind == FLEET_COMPONENT_TRANSPORT && transport.abi_minor >= 7;
+}
+
+Status TransportHandler::OnPrefetch(int32_t, std::string_view name, const int64_t*, int64_t,
+                                    FleetTensor&, void**) {
+  return Unimplemented("this parameter server serves no prefetch (asked for rows of '" +
+                       std::string(name) + "')");
+}
 
 std::vector<std::string> TransportOptionNames(const TransportOptions& options) {
   const OptionAttrs attrs(options);
@@ -162,7 +232,7 @@ TransportServer::TransportServer(const ComponentRecord& component, TransportHand
     : component_(component),
       table_(component.table<FleetTransportVTable>()),
       handler_(handler) {
-  handlers_.struct_size = FLEET_STRUCT_SIZE(FleetTransportHandlers, on_abort);
+  handlers_.struct_size = FLEET_STRUCT_SIZE(FleetTransportHandlers, on_prefetch);
   handlers_.ctx = handler;
   handlers_.on_send = HandleSend;
   handlers_.on_get = HandleGet;
@@ -171,6 +241,7 @@ TransportServer::TransportServer(const ComponentRecord& component, TransportHand
   handlers_.on_complete = HandleComplete;
   handlers_.on_send_begin = HandleSendBegin;
   handlers_.on_abort = HandleAbort;
+  handlers_.on_prefetch = HandlePrefetch;
 }
 
 StatusOr<std::unique_ptr<TransportServer>> TransportServer::Start(
@@ -248,6 +319,21 @@ Status Closed(const ComponentRecord& component, const std::string& endpoint, con
 Status TransportClient::Send(std::string_view name, const FleetTensor& tensor) {
   if (closed_) return Closed(component_, endpoint_, "send");
   const std::string n(name);
+  // FLEET_HAS_FIELD without its NULL test: a reference is never null (and GCC says so).
+  if (tensor.struct_size >= FLEET_STRUCT_SIZE(FleetTensor, height) && tensor.height >= 0) {
+    // An older transport would drop the rows and deliver the values as a dense variable.
+    if (!TransportCarriesSelectedRows(component_)) {
+      return FailedPrecondition(Where(component_) + ": send '" + n + "' to " + endpoint_ +
+                                ": a SelectedRows tensor needs a transport of ABI 1.7 or "
+                                "later (its plugin '" + component_.plugin + "' declares 1." +
+                                std::to_string(component_.abi_minor) + ")");
+    }
+    if (tensor.ndim < 1 || tensor.dims == nullptr ||
+        (tensor.dims[0] > 0 && tensor.rows == nullptr)) {
+      return InvalidArgument(Where(component_) + ": send '" + n + "' to " + endpoint_ +
+                             ": a SelectedRows tensor needs dims and rows for dims[0]");
+    }
+  }
   return TakeStatus(table_->client_send(component_.ctx, client_, n.c_str(), &tensor,
                                         options_.timeout.count()),
                     Where(component_));
@@ -262,6 +348,27 @@ Status TransportClient::Get(std::string_view name, const TensorSink& sink) {
       table_->client_get(component_.ctx, client_, n.c_str(), SinkAlloc,
                          const_cast<TensorSink*>(&sink), &out, options_.timeout.count()),
       Where(component_));
+}
+
+Status TransportClient::Prefetch(std::string_view name, const int64_t* ids, int64_t num_ids,
+                                 const TensorSink& sink) {
+  if (closed_) return Closed(component_, endpoint_, "prefetch");
+  const std::string n(name);
+  if (!FLEET_CAN_CALL(table_, FleetTransportVTable, client_prefetch)) {
+    return Unimplemented(Where(component_) + " cannot prefetch rows of '" + n + "' from " +
+                         endpoint_ + " (it predates ABI 1.7's client_prefetch)");
+  }
+  if (num_ids < 0 || (num_ids > 0 && ids == nullptr)) {
+    return InvalidArgument(Where(component_) + ": prefetch '" + n + "' from " + endpoint_ +
+                           ": " + std::to_string(num_ids) + " ids" +
+                           (num_ids > 0 ? " at NULL" : ""));
+  }
+  FleetTensor out{};
+  out.struct_size = FLEET_STRUCT_SIZE(FleetTensor, device_ordinal);
+  return TakeStatus(table_->client_prefetch(component_.ctx, client_, n.c_str(), ids, num_ids,
+                                            SinkAlloc, const_cast<TensorSink*>(&sink), &out,
+                                            options_.timeout.count()),
+                    Where(component_));
 }
 
 Status TransportClient::Barrier(int32_t kind) {

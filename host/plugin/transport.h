@@ -51,6 +51,13 @@ TransportOptions TransportOptionsFrom(const Config& config, std::string_view job
 // get the same); each is one of FLEET_TRANSPORT_HOST_OPTIONS (fleet_transport.h).
 std::vector<std::string> TransportOptionNames(const TransportOptions& options);
 
+// Whether `transport` carries a SelectedRows tensor (height >= 0, fleet_abi.h) through Send
+// with its rows and height (fleet_transport.h, "Sparse rows"): true when the transport's plugin
+// declares ABI 1.7 or later. An older one would deliver the values alone, as a dense tensor of
+// the wrong meaning, so the host sends sparse gradients only where this holds (Send refuses
+// them elsewhere) and sends them dense otherwise.
+bool TransportCarriesSelectedRows(const ComponentRecord& transport);
+
 // What a server does with what trainers send; implemented by the pserver runtime.
 // trainer_id is the id the client declared when it connected; the server does not check it.
 // With a shared token the server cannot tell the trainers apart from one another (the token
@@ -58,7 +65,10 @@ std::vector<std::string> TransportOptionNames(const TransportOptions& options);
 class TransportHandler {
  public:
   virtual ~TransportHandler() = default;
-  // A trainer sent a variable; `tensor` (host memory) is valid for the call only.
+  // A trainer sent a variable; `tensor` (host memory) is valid for the call only. Its height
+  // and rows can always be read: a SelectedRows tensor has height >= 0 and dims[0] rows
+  // (8-byte aligned), any other has height -1 and rows null. The rows are the peer's: a
+  // handler checks them against its variable (the transport only checks their count).
   virtual Status OnSend(int32_t trainer_id, std::string_view name, const FleetTensor& tensor) = 0;
   // A trainer asks for a variable: fill `out` with a host-memory view that stays valid until
   // OnGetDone(token) with the token set here.
@@ -70,14 +80,21 @@ class TransportHandler {
   virtual Status OnBarrier(int32_t trainer_id, int32_t kind) = 0;
   // The trainer finished and will send nothing more.
   virtual Status OnComplete(int32_t trainer_id) = 0;
-  // A send is starting: `shape` carries its dtype and dims (data is null), and nothing beyond
-  // its first message has been buffered yet. An error refuses the send; OnSend is not called
-  // then. Transports of ABI 1.4 call it; with an older one OnSend is the only check, so OnSend
-  // must not rely on it.
+  // A send is starting: `shape` carries its dtype, dims and height (data and rows are null),
+  // and nothing beyond its first message has been buffered yet. An error refuses the send;
+  // OnSend is not called then. Transports of ABI 1.4 call it; with an older one OnSend is the
+  // only check, so OnSend must not rely on it.
   virtual Status OnSendBegin(int32_t trainer_id, std::string_view name,
                              const FleetTensor& shape) = 0;
   // The trainer is failing and will send nothing more; `reason` is its error (untrusted text).
   virtual Status OnAbort(int32_t trainer_id, std::string_view reason) = 0;
+  // A trainer asks for rows ids[0 .. num_ids) of a variable (ids valid for the call only; the
+  // peer's, so unchecked). Fill `out` with a host-memory view of [num_ids, ...] whose row i is
+  // the row of ids[i], valid until OnGetDone(token) with the token set here; a key the
+  // variable does not hold is an error naming it. Transports of ABI 1.7 call it. The default
+  // serves no prefetch: UNIMPLEMENTED, which the trainer gets back.
+  virtual Status OnPrefetch(int32_t trainer_id, std::string_view name, const int64_t* ids,
+                            int64_t num_ids, FleetTensor& out, void** token);
 };
 
 class TransportServer {
@@ -116,7 +133,8 @@ class TransportServer {
 
 // Where a received tensor goes: called with its dtype (FLEET_DTYPE_*) and dims, returns a
 // host-memory descriptor to fill (e.g. a prepared output whose shape is checked here), or an
-// error naming the mismatch. The descriptor's data and dims must stay valid until Get returns.
+// error naming the mismatch. The descriptor's data and dims must stay valid until Get (or
+// Prefetch) returns.
 using TensorSink = std::function<StatusOr<FleetTensor>(int32_t dtype,
                                                        const std::vector<int64_t>& dims)>;
 
@@ -140,8 +158,18 @@ class TransportClient {
   // are attempted once: the request may have reached the server's handler before the
   // connection dropped, and a repeated barrier would be counted twice. Callers wait for every
   // server's port to accept connections before the first barrier (the trainers do).
+  // Send hands the plugin `tensor` as it is. A SelectedRows tensor (height >= 0) must say so
+  // within its struct_size (FLEET_STRUCT_SIZE(FleetTensor, height); a shorter one is dense),
+  // have ndim >= 1 and rows for its dims[0] entries; through a transport that does not carry
+  // one (TransportCarriesSelectedRows) it is refused with FAILED_PRECONDITION.
   Status Send(std::string_view name, const FleetTensor& tensor);
   Status Get(std::string_view name, const TensorSink& sink);
+  // Fetches rows ids[0 .. num_ids) of the server's variable `name` (its OnPrefetch) in one
+  // call, into what `sink` gives for [num_ids, ...]. Idempotent like Get (retried alike, the
+  // same deadline). UNIMPLEMENTED naming the transport when it predates ABI 1.7's
+  // client_prefetch; the server's UNIMPLEMENTED when its handler serves no prefetch.
+  Status Prefetch(std::string_view name, const int64_t* ids, int64_t num_ids,
+                  const TensorSink& sink);
   Status Barrier(int32_t kind);
   Status Complete();
   // Tells the server this trainer is failing (`reason`: its error), attempted once within

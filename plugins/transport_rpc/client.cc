@@ -9,6 +9,7 @@
 #include <grpcpp/support/channel_arguments.h>
 
 #include <chrono>
+#include <limits>
 #include <optional>
 #include <random>
 #include <thread>
@@ -25,6 +26,7 @@ constexpr const char* kBarrier = "/fleet.transport_rpc.Transport/Barrier";
 constexpr const char* kComplete = "/fleet.transport_rpc.Transport/Complete";
 constexpr const char* kAbort = "/fleet.transport_rpc.Transport/Abort";
 constexpr const char* kHello = "/fleet.transport_rpc.Transport/Hello";
+constexpr const char* kPrefetch = "/fleet.transport_rpc.Transport/Prefetch";
 constexpr int64_t kFirstBackoffMs = 100;
 
 // A single request, sent once per attempt.
@@ -350,6 +352,180 @@ RpcClient::Outcome RpcClient::Call(const std::string& what, const char* method,
   }
 }
 
+namespace {
+
+// A SelectedRows send's pad between its values and its rows (at most 7 bytes, always copied).
+constexpr uint8_t kZeroPad[8] = {};
+
+// The pieces of the runs `runs` (laid end to end) that cover [offset, offset + n).
+std::vector<PayloadPiece> PiecesOf(const std::vector<PayloadPiece>& runs, int64_t offset,
+                                   int64_t n) {
+  std::vector<PayloadPiece> out;
+  int64_t start = 0;  // of the current run
+  for (const PayloadPiece& run : runs) {
+    const int64_t size = static_cast<int64_t>(run.n);
+    const int64_t from = std::max(offset, start);
+    const int64_t to = std::min(offset + n, start + size);
+    if (from < to) {
+      out.push_back({static_cast<const uint8_t*>(run.data) + (from - start),
+                     static_cast<size_t>(to - from)});
+    }
+    start += size;
+  }
+  return out;
+}
+
+// Takes a tensor streamed back (Get, Prefetch) into memory from the host's allocator, which is
+// called once: a retry must bring back the same dtype and dims.
+class Receiver {
+ public:
+  // `check` vets the first reply's shape before anything is allocated (may be empty).
+  Receiver(std::string what, FleetTensorAllocFn alloc, void* alloc_ctx, FleetTensor* out,
+           std::function<void(const WireHeader&)> check)
+      : what_(std::move(what)),
+        alloc_(alloc),
+        alloc_ctx_(alloc_ctx),
+        out_(out),
+        check_(std::move(check)) {}
+
+  // A new attempt: its replies start from the first byte again.
+  void Restart() {
+    got_header_ = false;
+    received_ = 0;
+  }
+
+  void OnReply(grpc::ByteBuffer& reply) {
+    Decoded msg;
+    DecodeMessage(&reply, &msg, what_);
+    if (!got_header_) TakeHeader(msg.header);
+    if (msg.header.offset != received_ || received_ + msg.payload_bytes > total_) {
+      throw RpcError(FLEET_CODE_DATA_LOSS,
+                     what_ + ": chunk of " + std::to_string(msg.payload_bytes) + " bytes at " +
+                         std::to_string(msg.header.offset) + " does not fit (received " +
+                         std::to_string(received_) + " of " + std::to_string(total_) + ")");
+    }
+    CopyPayload(msg, static_cast<uint8_t*>(out_->data) + received_);
+    received_ += msg.payload_bytes;
+  }
+
+  // The call ended well: every byte must have come.
+  void Finish() const {
+    if (!got_header_ || received_ != total_) {
+      throw RpcError(FLEET_CODE_DATA_LOSS, what_ + ": the reply ended after " +
+                                               std::to_string(received_) + " of " +
+                                               std::to_string(total_) + " bytes");
+    }
+  }
+
+ private:
+  void TakeHeader(const WireHeader& h) {
+    if (!h.has_tensor) throw RpcError(FLEET_CODE_DATA_LOSS, what_ + ": reply without a tensor");
+    const int64_t bytes = DenseBytes(h.dtype, h.dims);
+    if (bytes < 0 || bytes != h.total_bytes) {
+      throw RpcError(FLEET_CODE_DATA_LOSS, what_ + ": reply with inconsistent dtype " +
+                                               std::to_string(h.dtype) + ", dims " +
+                                               DimsText(h.dims) + " and size " +
+                                               std::to_string(h.total_bytes));
+    }
+    if (check_) check_(h);
+    if (!allocated_) {
+      out_->struct_size = FLEET_STRUCT_SIZE(FleetTensor, device_ordinal);
+      FleetStatus* s = alloc_(alloc_ctx_, h.dtype, static_cast<int32_t>(h.dims.size()),
+                              h.dims.data(), out_);
+      if (s != nullptr) {
+        const int32_t code = g_host->status_code(s);
+        const char* message = g_host->status_message(s);
+        RpcError e(code, what_ + ": " + (message != nullptr ? message : ""));
+        g_host->status_free(s);
+        throw e;
+      }
+      std::vector<int64_t> out_dims;
+      if (out_->ndim > 0 && out_->dims != nullptr) {
+        out_dims.assign(out_->dims, out_->dims + out_->ndim);
+      }
+      if (DenseBytes(out_->dtype, out_dims) != bytes || (bytes > 0 && out_->data == nullptr) ||
+          out_->strides != nullptr || out_->device_type != FLEET_DEVICE_TYPE_HOST) {
+        throw RpcError(FLEET_CODE_INVALID_ARGUMENT,
+                       what_ + ": the destination allocated for " + DtypeName(h.dtype) + " " +
+                           DimsText(h.dims) + " is not dense host memory of that size");
+      }
+      allocated_ = true;
+      dtype_ = h.dtype;
+      dims_ = h.dims;
+      total_ = bytes;
+    } else if (h.dtype != dtype_ || h.dims != dims_) {
+      throw RpcError(FLEET_CODE_DATA_LOSS, what_ + ": the variable changed between attempts");
+    }
+    got_header_ = true;
+  }
+
+  const std::string what_;
+  const FleetTensorAllocFn alloc_;
+  void* const alloc_ctx_;
+  FleetTensor* const out_;
+  const std::function<void(const WireHeader&)> check_;
+  bool allocated_ = false;
+  int32_t dtype_ = 0;
+  std::vector<int64_t> dims_;
+  int64_t total_ = 0;
+  bool got_header_ = false;
+  int64_t received_ = 0;
+};
+
+}  // namespace
+
+void RpcClient::CallWithPayload(const std::string& what, const char* method, int64_t timeout_ms,
+                                bool idempotent, const WireHeader& head,
+                                const std::vector<PayloadPiece>& runs,
+                                const std::function<void()>& on_attempt,
+                                const OnReply& on_reply) {
+  int64_t bytes = 0;
+  for (const PayloadPiece& run : runs) bytes += static_cast<int64_t>(run.n);
+  // gRPC may hold the payload slices a little past the end of the call; the memory is only
+  // valid for this call, so wait until the last slice is released.
+  struct Released {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+  };
+  auto released = std::make_shared<Released>();
+  Pin* pin = Pin::New([released] {
+    std::lock_guard<std::mutex> lock(released->mu);
+    released->done = true;
+    released->cv.notify_all();
+  });
+  const int64_t chunk = options_.max_message_bytes - kHeaderSlack;
+  auto make = [&]() -> NextRequest {
+    if (on_attempt) on_attempt();
+    return [&, offset = int64_t{0}, first = true](grpc::ByteBuffer* out) mutable {
+      if (!first && offset >= bytes) return false;
+      const int64_t n = std::min(chunk, bytes - offset);
+      WireHeader h;
+      if (first) h = head;
+      h.offset = offset;
+      const std::vector<PayloadPiece> pieces = PiecesOf(runs, offset, n);
+      *out = EncodePieces(h, pieces.data(), pieces.size(), pin);
+      offset += n;
+      first = false;
+      return true;
+    };
+  };
+  std::optional<RpcError> error;
+  try {
+    Call(what, method, timeout_ms, idempotent, make, on_reply);
+  } catch (const RpcError& e) {
+    error = e;
+  }
+  Pin::Unref(pin);
+  {
+    std::unique_lock<std::mutex> lock(released->mu);
+    if (!released->cv.wait_for(lock, std::chrono::seconds(60), [&] { return released->done; })) {
+      throw RpcError(FLEET_CODE_INTERNAL, what + ": gRPC did not release the payload in 60 s");
+    }
+  }
+  if (error) throw *error;
+}
+
 void RpcClient::Send(const char* name, const FleetTensor* t, int64_t timeout_ms) {
   const std::string var = name != nullptr ? name : "";
   const std::string what = "rpc send '" + var + "' to " + endpoint_;
@@ -364,13 +540,13 @@ void RpcClient::Send(const char* name, const FleetTensor* t, int64_t timeout_ms)
   head.dtype = t->dtype;
   head.has_tensor = true;
   head.dims.assign(t->dims, t->dims + t->ndim);
-  const int64_t bytes = DenseBytes(t->dtype, head.dims);
-  if (bytes < 0) {
+  const int64_t values = DenseBytes(t->dtype, head.dims);
+  if (values < 0) {
     throw RpcError(FLEET_CODE_INVALID_ARGUMENT, what + ": bad dtype " + std::to_string(t->dtype) +
                                                     " or dims " + DimsText(head.dims));
   }
   if (t->strides != nullptr || t->device_type != FLEET_DEVICE_TYPE_HOST ||
-      (bytes > 0 && t->data == nullptr)) {
+      (values > 0 && t->data == nullptr)) {
     throw RpcError(FLEET_CODE_INVALID_ARGUMENT,
                    what + ": only dense host tensors can be sent");
   }
@@ -378,52 +554,41 @@ void RpcClient::Send(const char* name, const FleetTensor* t, int64_t timeout_ms)
       kHeaderSlack) {
     throw RpcError(FLEET_CODE_INVALID_ARGUMENT, what + ": name or shape too long");
   }
-  head.total_bytes = bytes;
+  // The payload: the values, and for a SelectedRows tensor the pad and the rows after them
+  // (transport_rpc.proto), each referenced where it lies.
+  std::vector<PayloadPiece> runs = {{t->data, static_cast<size_t>(values)}};
+  head.total_bytes = values;
+  if (FLEET_HAS_FIELD(t, FleetTensor, height) && t->height >= 0) {
+    SelectedRowsLayout layout;
+    if (!LayoutSelectedRows(t->dtype, head.dims, &layout)) {
+      throw RpcError(FLEET_CODE_INVALID_ARGUMENT,
+                     what + ": a SelectedRows tensor of dims " + DimsText(head.dims) +
+                         " (its rows are dims[0])");
+    }
+    const int64_t n = head.dims[0];
+    if (n > 0 && t->rows == nullptr) {
+      throw RpcError(FLEET_CODE_INVALID_ARGUMENT,
+                     what + ": a SelectedRows tensor without its " + std::to_string(n) + " rows");
+    }
+    // Checked here too, so a bad row is the caller's error, named, not the server's refusal.
+    for (int64_t i = 0; i < n; ++i) {
+      if (t->rows[i] < -1 || t->rows[i] >= t->height) {
+        throw RpcError(FLEET_CODE_INVALID_ARGUMENT,
+                       what + ": entry " + std::to_string(i) + " lists row " +
+                           std::to_string(t->rows[i]) + ", outside [0, " +
+                           std::to_string(t->height) + ") and not -1");
+      }
+    }
+    head.selected_rows = true;
+    head.height = t->height;
+    head.total_bytes = layout.total;
+    runs.push_back({kZeroPad, static_cast<size_t>(layout.rows_offset - layout.values)});
+    runs.push_back({t->rows, static_cast<size_t>(layout.total - layout.rows_offset)});
+  }
   head.client_id = client_id_;
   head.request_id = next_request_id_.fetch_add(1) + 1;
-
-  // gRPC may hold the payload slices a little past the end of the call; the tensor is only
-  // valid for this call, so wait until the last slice is released.
-  struct Released {
-    std::mutex mu;
-    std::condition_variable cv;
-    bool done = false;
-  };
-  auto released = std::make_shared<Released>();
-  Pin* pin = Pin::New([released] {
-    std::lock_guard<std::mutex> lock(released->mu);
-    released->done = true;
-    released->cv.notify_all();
-  });
-  const int64_t chunk = options_.max_message_bytes - kHeaderSlack;
-  const auto* base = static_cast<const uint8_t*>(t->data);
-  auto make = [&]() -> NextRequest {
-    return [&, offset = int64_t{0}, first = true](grpc::ByteBuffer* out) mutable {
-      if (!first && offset >= bytes) return false;
-      const int64_t n = std::min(chunk, bytes - offset);
-      WireHeader h;
-      if (first) h = head;
-      h.offset = offset;
-      *out = EncodeMessage(h, base + offset, static_cast<size_t>(n), pin);
-      offset += n;
-      first = false;
-      return true;
-    };
-  };
-  std::optional<RpcError> error;
-  try {
-    Call(what, kSend, timeout_ms, /*idempotent=*/true, make, [&](grpc::ByteBuffer&) {});
-  } catch (const RpcError& e) {
-    error = e;
-  }
-  Pin::Unref(pin);
-  {
-    std::unique_lock<std::mutex> lock(released->mu);
-    if (!released->cv.wait_for(lock, std::chrono::seconds(60), [&] { return released->done; })) {
-      throw RpcError(FLEET_CODE_INTERNAL, what + ": gRPC did not release the tensor in 60 s");
-    }
-  }
-  if (error) throw *error;
+  CallWithPayload(what, kSend, timeout_ms, /*idempotent=*/true, head, runs, nullptr,
+                  [](grpc::ByteBuffer&) {});
 }
 
 void RpcClient::Get(const char* name, FleetTensorAllocFn alloc, void* alloc_ctx,
@@ -437,77 +602,54 @@ void RpcClient::Get(const char* name, FleetTensorAllocFn alloc, void* alloc_ctx,
   WireHeader request;
   request.name = var;
   request.trainer_id = trainer_id_;
-
-  // The destination is allocated once; a retry must deliver the same dtype and shape.
-  bool allocated = false;
-  int32_t dtype = 0;
-  std::vector<int64_t> dims;
-  int64_t total = 0;
-  bool got_header = false;
-  int64_t received = 0;
+  Receiver receiver(what, alloc, alloc_ctx, out, nullptr);
   auto make = [&]() -> NextRequest {
-    got_header = false;
-    received = 0;
+    receiver.Restart();
     return OneRequest(request);
   };
-  auto on_reply = [&](grpc::ByteBuffer& reply) {
-    Decoded msg;
-    DecodeMessage(&reply, &msg, what);
-    if (!got_header) {
-      const WireHeader& h = msg.header;
-      if (!h.has_tensor) throw RpcError(FLEET_CODE_DATA_LOSS, what + ": reply without a tensor");
-      const int64_t bytes = DenseBytes(h.dtype, h.dims);
-      if (bytes < 0 || bytes != h.total_bytes) {
-        throw RpcError(FLEET_CODE_DATA_LOSS, what + ": reply with inconsistent dtype " +
-                                                 std::to_string(h.dtype) + ", dims " +
-                                                 DimsText(h.dims) + " and size " +
-                                                 std::to_string(h.total_bytes));
-      }
-      if (!allocated) {
-        out->struct_size = FLEET_STRUCT_SIZE(FleetTensor, device_ordinal);
-        FleetStatus* s = alloc(alloc_ctx, h.dtype, static_cast<int32_t>(h.dims.size()),
-                               h.dims.data(), out);
-        if (s != nullptr) {
-          const int32_t code = g_host->status_code(s);
-          const char* message = g_host->status_message(s);
-          RpcError e(code, what + ": " + (message != nullptr ? message : ""));
-          g_host->status_free(s);
-          throw e;
-        }
-        std::vector<int64_t> out_dims;
-        if (out->ndim > 0 && out->dims != nullptr) {
-          out_dims.assign(out->dims, out->dims + out->ndim);
-        }
-        if (DenseBytes(out->dtype, out_dims) != bytes || (bytes > 0 && out->data == nullptr) ||
-            out->strides != nullptr || out->device_type != FLEET_DEVICE_TYPE_HOST) {
-          throw RpcError(FLEET_CODE_INVALID_ARGUMENT,
-                         what + ": the destination allocated for " + DtypeName(h.dtype) + " " +
-                             DimsText(h.dims) + " is not dense host memory of that size");
-        }
-        allocated = true;
-        dtype = h.dtype;
-        dims = h.dims;
-        total = bytes;
-      } else if (h.dtype != dtype || h.dims != dims) {
-        throw RpcError(FLEET_CODE_DATA_LOSS, what + ": the variable changed between attempts");
-      }
-      got_header = true;
-    }
-    if (msg.header.offset != received || received + msg.payload_bytes > total) {
-      throw RpcError(FLEET_CODE_DATA_LOSS,
-                     what + ": chunk of " + std::to_string(msg.payload_bytes) + " bytes at " +
-                         std::to_string(msg.header.offset) + " does not fit (received " +
-                         std::to_string(received) + " of " + std::to_string(total) + ")");
-    }
-    CopyPayload(msg, static_cast<uint8_t*>(out->data) + received);
-    received += msg.payload_bytes;
-  };
-  Call(what, kGet, timeout_ms, /*idempotent=*/true, make, on_reply);
-  if (!got_header || received != total) {
-    throw RpcError(FLEET_CODE_DATA_LOSS, what + ": the reply ended after " +
-                                             std::to_string(received) + " of " +
-                                             std::to_string(total) + " bytes");
+  Call(what, kGet, timeout_ms, /*idempotent=*/true, make,
+       [&](grpc::ByteBuffer& reply) { receiver.OnReply(reply); });
+  receiver.Finish();
+}
+
+void RpcClient::Prefetch(const char* name, const int64_t* ids, int64_t num_ids,
+                         FleetTensorAllocFn alloc, void* alloc_ctx, FleetTensor* out,
+                         int64_t timeout_ms) {
+  const std::string var = name != nullptr ? name : "";
+  const std::string what = "rpc prefetch '" + var + "' from " + endpoint_;
+  if (var.empty()) throw RpcError(FLEET_CODE_INVALID_ARGUMENT, what + ": empty name");
+  if (alloc == nullptr || out == nullptr) {
+    throw RpcError(FLEET_CODE_INVALID_ARGUMENT, what + ": alloc or out is NULL");
   }
+  if (num_ids < 0 || (num_ids > 0 && ids == nullptr) ||
+      num_ids > std::numeric_limits<int64_t>::max() / 8) {
+    throw RpcError(FLEET_CODE_INVALID_ARGUMENT,
+                   what + ": " + std::to_string(num_ids) + " ids" +
+                       (num_ids > 0 && ids == nullptr ? " at NULL" : ""));
+  }
+  if (static_cast<int64_t>(var.size()) + 256 > kHeaderSlack) {
+    throw RpcError(FLEET_CODE_INVALID_ARGUMENT, what + ": name too long");
+  }
+  // The ids travel as a send of an int64 [num_ids] tensor would, chunked alike.
+  WireHeader head;
+  head.name = var;
+  head.trainer_id = trainer_id_;
+  head.dtype = FLEET_DTYPE_INT64;
+  head.dims = {num_ids};
+  head.has_tensor = true;
+  head.total_bytes = 8 * num_ids;
+  Receiver receiver(what, alloc, alloc_ctx, out, [&](const WireHeader& h) {
+    if (h.dims.empty() || h.dims[0] != num_ids) {
+      throw RpcError(FLEET_CODE_DATA_LOSS, what + ": the server answered " +
+                                               std::to_string(num_ids) + " ids with " +
+                                               DtypeName(h.dtype) + " " + DimsText(h.dims));
+    }
+  });
+  // A prefetch changes nothing on the server, so it is retried like a get.
+  CallWithPayload(what, kPrefetch, timeout_ms, /*idempotent=*/true, head,
+                  {{ids, static_cast<size_t>(8 * num_ids)}}, [&] { receiver.Restart(); },
+                  [&](grpc::ByteBuffer& reply) { receiver.OnReply(reply); });
+  receiver.Finish();
 }
 
 void RpcClient::Barrier(int32_t kind, int64_t timeout_ms) {

@@ -1,11 +1,11 @@
 // The rpc transport's client: one gRPC channel to one server (connected lazily), calls run as
 // bidirectional streams on a completion queue of their own.
 //
-// Every attempt of a call has its own deadline (timeout_ms). Send and Get may be repeated: a
-// get only reads, and every attempt of a send carries the same (client id, request id), which
-// the server delivers at most once. An attempt of theirs that finds the server unreachable
-// (UNAVAILABLE from the transport, not from the host's handler) is repeated up to `retries`
-// times after 100 ms, 200 ms, ... (jittered). Barrier and Complete are
+// Every attempt of a call has its own deadline (timeout_ms). Send, Get and Prefetch may be
+// repeated: a get or a prefetch only reads, and every attempt of a send carries the same
+// (client id, request id), which the server delivers at most once. An attempt of theirs that
+// finds the server unreachable (UNAVAILABLE from the transport, not from the host's handler) is
+// repeated up to `retries` times after 100 ms, 200 ms, ... (jittered). Barrier and Complete are
 // attempted exactly once: an UNAVAILABLE may come from a connection that dropped after the
 // server's handler ran, and a repeated barrier would be counted twice (or in the next round).
 // Trainers wait for every server's port before training, so a server that is not up yet is no
@@ -30,6 +30,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "common.h"
 
@@ -43,6 +44,9 @@ class TemplatedGenericStub;
 
 namespace fleet_rpc {
 
+struct PayloadPiece;
+struct WireHeader;
+
 class RpcClient {
  public:
   // Throws RpcError (INVALID_ARGUMENT: bad endpoint, options or PEM files).
@@ -52,6 +56,10 @@ class RpcClient {
   void Send(const char* name, const FleetTensor* tensor, int64_t timeout_ms);
   void Get(const char* name, FleetTensorAllocFn alloc, void* alloc_ctx, FleetTensor* out,
            int64_t timeout_ms);
+  // Rows ids[0 .. num_ids) of the server's `name` (ABI 1.7): the ids go as a send of an int64
+  // [num_ids] tensor, the answer comes back as a get's and must be [num_ids, ...].
+  void Prefetch(const char* name, const int64_t* ids, int64_t num_ids, FleetTensorAllocFn alloc,
+                void* alloc_ctx, FleetTensor* out, int64_t timeout_ms);
   void Barrier(int32_t kind, int64_t timeout_ms);
   void Complete(int64_t timeout_ms);
   // Tells the server this client's trainer is failing (attempted once).
@@ -88,6 +96,14 @@ class RpcClient {
   Outcome Call(const std::string& what, const char* method, int64_t timeout_ms, bool idempotent,
                const MakeRequests& make, const OnReply& on_reply,
                const std::string& hello_nonce = "");
+  // Call with the request `head` followed by the payload `runs` (laid end to end) in messages
+  // of at most max_message_bytes, the header on the first only; `on_attempt` (may be empty)
+  // runs before each attempt. The payload is referenced, not copied, and it is the caller's
+  // for this call only, so this returns only once gRPC has released every slice of it.
+  void CallWithPayload(const std::string& what, const char* method, int64_t timeout_ms,
+                       bool idempotent, const WireHeader& head,
+                       const std::vector<PayloadPiece>& runs,
+                       const std::function<void()>& on_attempt, const OnReply& on_reply);
   // One attempt. Throws the RpcError an on_reply threw (after cancelling the call).
   Outcome Attempt(const char* method, int64_t timeout_ms, const NextRequest& next,
                   const OnReply& on_reply, const std::string& hello_nonce);

@@ -72,6 +72,19 @@ const char* DtypeName(int32_t dtype);
 // The byte size of a dense tensor, or -1 when a dim is negative or the size overflows.
 int64_t DenseBytes(int32_t dtype, const std::vector<int64_t>& dims);
 
+// Where the parts of a SelectedRows tensor's payload lie (transport_rpc.proto): the values
+// (DenseBytes of dtype and dims), zeros up to rows_offset (a multiple of 8), then dims[0] int64
+// rows up to total. Both sides compute it, so the pad never travels as a choice.
+struct SelectedRowsLayout {
+  int64_t values = 0;
+  int64_t rows_offset = 0;
+  int64_t total = 0;
+};
+// False when dims are empty (the rows are dims[0]), a dim is negative, the dtype unknown or a
+// size overflows int64: hostile dims and heights are refused, never wrapped.
+bool LayoutSelectedRows(int32_t dtype, const std::vector<int64_t>& dims,
+                        SelectedRowsLayout* out);
+
 std::string DimsText(const std::vector<int64_t>& dims);
 
 // "host:port" split; INVALID_ARGUMENT naming `where` when there is no port or it is not a

@@ -148,6 +148,24 @@ int64_t DenseBytes(int32_t dtype, const std::vector<int64_t>& dims) {
   return bytes;
 }
 
+bool LayoutSelectedRows(int32_t dtype, const std::vector<int64_t>& dims,
+                        SelectedRowsLayout* out) {
+  if (dims.empty()) return false;
+  const int64_t values = DenseBytes(dtype, dims);
+  if (values < 0) return false;
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  // Each step subtracts from the limit rather than adding to a size, so none can wrap. With a
+  // zero dim past the first, the values are empty however large dims[0] is: the rows still
+  // count.
+  if (values > kMax - 7) return false;
+  const int64_t rows_offset = (values + 7) / 8 * 8;
+  if (dims[0] > (kMax - rows_offset) / 8) return false;
+  out->values = values;
+  out->rows_offset = rows_offset;
+  out->total = rows_offset + 8 * dims[0];
+  return true;
+}
+
 std::string DimsText(const std::vector<int64_t>& dims) {
   std::string s = "[";
   for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);

@@ -166,6 +166,15 @@ FleetStatus* ClientGet(void*, FleetTransportClient* client, const char* name,
   });
 }
 
+FleetStatus* ClientPrefetch(void*, FleetTransportClient* client, const char* name,
+                           const int64_t* ids, int64_t num_ids, FleetTensorAllocFn alloc,
+                           void* alloc_ctx, FleetTensor* out, int64_t timeout_ms) {
+  return Guard("prefetch", [&] {
+    AllClients().Find(client, "prefetch")
+        ->Prefetch(name, ids, num_ids, alloc, alloc_ctx, out, timeout_ms);
+  });
+}
+
 FleetStatus* ClientBarrier(void*, FleetTransportClient* client, int32_t kind,
                            int64_t timeout_ms) {
   return Guard("barrier",
@@ -194,7 +203,7 @@ void ClientClose(void*, FleetTransportClient* client) {
 const FleetTransportVTable* VTable() {
   static const FleetTransportVTable table = [] {
     FleetTransportVTable t{};
-    t.struct_size = FLEET_STRUCT_SIZE(FleetTransportVTable, client_abort);
+    t.struct_size = FLEET_STRUCT_SIZE(FleetTransportVTable, client_prefetch);
     t.server_start = ServerStart;
     t.server_endpoint = ServerEndpoint;
     t.server_stop = ServerStop;
@@ -206,6 +215,7 @@ const FleetTransportVTable* VTable() {
     t.client_complete = ClientComplete;
     t.client_close = ClientClose;
     t.client_abort = ClientAbort;
+    t.client_prefetch = ClientPrefetch;
     return t;
   }();
   return &table;

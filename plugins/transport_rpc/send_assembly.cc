@@ -10,20 +10,41 @@ void SendAssembly::Begin(const WireHeader& head, const std::string& call) {
   if (!head.has_tensor) {
     throw RpcError(FLEET_CODE_INVALID_ARGUMENT, where_ + ": the first message has no tensor");
   }
-  const int64_t expected = DenseBytes(head.dtype, head.dims);
-  if (expected < 0) {
-    throw RpcError(FLEET_CODE_INVALID_ARGUMENT, where_ + ": bad dtype " +
-                                                    std::to_string(head.dtype) + " or dims " +
-                                                    DimsText(head.dims));
+  int64_t expected = -1;
+  int64_t rows_offset = -1;
+  if (head.selected_rows) {
+    if (head.height < 0) {
+      throw RpcError(FLEET_CODE_INVALID_ARGUMENT,
+                     where_ + ": SelectedRows of height " + std::to_string(head.height));
+    }
+    SelectedRowsLayout layout;
+    if (!LayoutSelectedRows(head.dtype, head.dims, &layout)) {
+      throw RpcError(FLEET_CODE_INVALID_ARGUMENT,
+                     where_ + ": bad dtype " + std::to_string(head.dtype) + " or dims " +
+                         DimsText(head.dims) + " for SelectedRows (its rows are dims[0])");
+    }
+    expected = layout.total;
+    rows_offset = layout.rows_offset;
+    shape_ = std::string(DtypeName(head.dtype)) + " " + DimsText(head.dims) +
+             " rows of height " + std::to_string(head.height) + " (" +
+             std::to_string(expected) + " bytes with the rows)";
+  } else {
+    expected = DenseBytes(head.dtype, head.dims);
+    if (expected < 0) {
+      throw RpcError(FLEET_CODE_INVALID_ARGUMENT, where_ + ": bad dtype " +
+                                                      std::to_string(head.dtype) + " or dims " +
+                                                      DimsText(head.dims));
+    }
+    shape_ = std::string(DtypeName(head.dtype)) + " " + DimsText(head.dims) + " (" +
+             std::to_string(expected) + " bytes)";
   }
-  shape_ = std::string(DtypeName(head.dtype)) + " " + DimsText(head.dims) + " (" +
-           std::to_string(expected) + " bytes)";
   if (head.total_bytes != expected) {
     throw RpcError(FLEET_CODE_INVALID_ARGUMENT,
                    where_ + ": header announces " + std::to_string(head.total_bytes) +
                        " bytes but its dtype and dims make " + shape_);
   }
   expected_ = expected;
+  rows_offset_ = rows_offset;
   received_ = 0;
 }
 

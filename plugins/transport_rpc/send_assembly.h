@@ -1,5 +1,6 @@
-// What a parameter server accepts on a Send call, apart from the server itself so the checks
-// can be fuzzed and tested without gRPC streams. The server owns the buffering: this class only
+// What a parameter server accepts on a Send call (and on a Prefetch, whose ids arrive as a send
+// of an int64 tensor), apart from the server itself so the checks can be fuzzed and tested
+// without gRPC streams. The server owns the buffering: this class only
 // says whether each message may be taken and where its payload belongs.
 #pragma once
 
@@ -21,7 +22,9 @@ namespace fleet_rpc {
 class SendAssembly {
  public:
   // Checks the first header: a non-empty name, has_tensor, a known dtype and dims whose dense
-  // size (DenseBytes) is defined and equals total_bytes. `call` names the call for messages
+  // size (DenseBytes) is defined and equals total_bytes. A SelectedRows header (selected_rows)
+  // needs a height >= 0 and at least one dim, and total_bytes must be its whole layout
+  // (LayoutSelectedRows: values, pad, rows). `call` names the call for messages
   // ("rpc server host:port: Send").
   void Begin(const WireHeader& head, const std::string& call);
 
@@ -37,6 +40,9 @@ class SendAssembly {
   const std::string& where() const { return where_; }
   // The variable's size in bytes (total_bytes, checked against dtype and dims).
   int64_t expected() const { return expected_; }
+  // Where a SelectedRows tensor's rows start within those bytes (a multiple of 8; the values
+  // come first), or -1 for a dense tensor.
+  int64_t rows_offset() const { return rows_offset_; }
   // Payload bytes accepted so far.
   int64_t received() const { return received_; }
 
@@ -44,6 +50,7 @@ class SendAssembly {
   std::string where_;
   std::string shape_;
   int64_t expected_ = -1;
+  int64_t rows_offset_ = -1;
   int64_t received_ = 0;
 };
 

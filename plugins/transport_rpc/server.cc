@@ -112,6 +112,7 @@ class RpcServer::Service : public grpc::Service {
     Add("/fleet.transport_rpc.Transport/Complete", &Service::Complete);
     Add("/fleet.transport_rpc.Transport/Abort", &Service::Abort);
     Add("/fleet.transport_rpc.Transport/Hello", &Service::Hello);
+    Add("/fleet.transport_rpc.Transport/Prefetch", &Service::Prefetch);
   }
 
  private:
@@ -277,12 +278,15 @@ class RpcServer::Service : public grpc::Service {
       }
     }
 
+    // Through `height` on every send, so the host reads height without a version test; rows
+    // stay NULL until the payload has arrived.
     FleetTensor tensor{};
-    tensor.struct_size = FLEET_STRUCT_SIZE(FleetTensor, device_ordinal);
+    tensor.struct_size = FLEET_STRUCT_SIZE(FleetTensor, height);
     tensor.dtype = head.dtype;
     tensor.ndim = static_cast<int32_t>(head.dims.size());
     tensor.dims = head.dims.data();
     tensor.device_type = FLEET_DEVICE_TYPE_HOST;
+    tensor.height = head.selected_rows ? head.height : -1;
     // The host checks the name and shape against its variable before any more is buffered.
     if (FLEET_CAN_CALL(&h, FleetTransportHandlers, on_send_begin)) {
       if (FleetStatus* refused = h.on_send_begin(h.ctx, head.trainer_id, head.name.c_str(),
@@ -326,6 +330,15 @@ class RpcServer::Service : public grpc::Service {
       pieces.clear();
     }
     tensor.data = data->get();
+    int64_t no_rows = 0;  // where the rows of a SelectedRows tensor of no entries point
+    if (head.selected_rows) {
+      // The pool's buffers are kAlign-aligned and the layout puts the rows at a multiple of 8,
+      // so the host reads them in place (fleet_transport.h: 8-byte aligned).
+      tensor.rows = head.dims[0] > 0
+                        ? reinterpret_cast<int64_t*>(data->get() + assembly.rows_offset())
+                        : &no_rows;
+      CheckRows(tensor.rows, head.dims[0], head.height, where);
+    }
     FleetStatus* status = h.on_send(h.ctx, head.trainer_id, head.name.c_str(), &tensor);
     if (claim) {
       DeliveryLog::Answer answer;
@@ -358,10 +371,16 @@ class RpcServer::Service : public grpc::Service {
     Pin* pin = Pin::New(server_->PinGet(token));
     // The owner's reference goes when this call is done with the tensor, whatever happens.
     std::unique_ptr<Pin, void (*)(Pin*)> owner(pin, [](Pin* p) { Pin::Unref(p); });
+    return Reply(stream, head.name, out, pin, where);
+  }
 
+  // Streams a tensor the host lent (on_get, on_prefetch) back in chunks that reference its
+  // memory through `pin`: its shape on the first message only.
+  grpc::Status Reply(Stream* stream, const std::string& name, const FleetTensor& out, Pin* pin,
+                     const std::string& where) {
     WireHeader reply;
     reply.has_tensor = true;
-    reply.name = head.name;
+    reply.name = name;
     reply.dtype = out.dtype;
     if (out.ndim < 0 || (out.ndim > 0 && out.dims == nullptr)) {
       throw RpcError(FLEET_CODE_INTERNAL, where + ": the handler returned a bad shape");
@@ -390,6 +409,81 @@ class RpcServer::Service : public grpc::Service {
       reply = WireHeader{};
     } while (offset < bytes);
     return grpc::Status::OK;
+  }
+
+  // A batched fetch of rows (ABI 1.7): the ids arrive like a send of an int64 [n] tensor, in
+  // as many messages as their size needs, and are held only once all have arrived (memory
+  // grows with what arrived, never with what the header claims). The answer is streamed as a
+  // Get's, from the host's on_prefetch.
+  grpc::Status Prefetch(grpc::ServerContext* ctx, Stream* stream, const std::string& call) {
+    Decoded msg;
+    ReadFirst(stream, &msg, call);
+    const FleetTransportHandlers& h = server_->handlers_;
+    if (!FLEET_CAN_CALL(&h, FleetTransportHandlers, on_prefetch)) {
+      return Error(FLEET_CODE_UNIMPLEMENTED,
+                   call + ": this server's host serves no prefetch (its handlers predate ABI "
+                          "1.7)");
+    }
+    const WireHeader head = msg.header;
+    SendAssembly assembly;
+    assembly.Begin(head, call);
+    const std::string& where = assembly.where();
+    if (head.dtype != FLEET_DTYPE_INT64 || head.dims.size() != 1 || head.selected_rows) {
+      throw RpcError(FLEET_CODE_INVALID_ARGUMENT,
+                     where + ": the ids must be int64 [n], not " + DtypeName(head.dtype) + " " +
+                         DimsText(head.dims) + (head.selected_rows ? " with rows" : ""));
+    }
+    std::vector<grpc::Slice> pieces;
+    for (;;) {
+      assembly.Add(msg);
+      for (grpc::Slice& piece : msg.payload) pieces.push_back(std::move(piece));
+      grpc::ByteBuffer buffer;
+      if (!stream->Read(&buffer)) break;
+      DecodeMessage(&buffer, &msg, where);
+    }
+    if (ctx->IsCancelled()) {
+      throw RpcError(FLEET_CODE_CANCELLED, where + ": cancelled by the client");
+    }
+    assembly.Finish();
+    std::vector<int64_t> ids(static_cast<size_t>(head.dims[0]));
+    auto* dst = reinterpret_cast<uint8_t*>(ids.data());
+    for (const grpc::Slice& piece : pieces) {
+      std::memcpy(dst, piece.begin(), piece.size());
+      dst += piece.size();
+    }
+    pieces.clear();
+
+    FleetTensor out{};
+    out.struct_size = FLEET_STRUCT_SIZE(FleetTensor, device_ordinal);
+    void* token = nullptr;
+    FleetStatus* status = h.on_prefetch(h.ctx, head.trainer_id, head.name.c_str(), ids.data(),
+                                        head.dims[0], &out, &token);
+    if (status != nullptr) return FromHandler(ctx, status);
+    Pin* pin = Pin::New(server_->PinGet(token));
+    std::unique_ptr<Pin, void (*)(Pin*)> owner(pin, [](Pin* p) { Pin::Unref(p); });
+    if (out.ndim < 1 || out.dims == nullptr || out.dims[0] != head.dims[0]) {
+      throw RpcError(FLEET_CODE_INTERNAL,
+                     where + ": the handler answered " + std::to_string(head.dims[0]) +
+                         " ids with a tensor of " +
+                         (out.ndim < 1 || out.dims == nullptr ? std::string("no rows")
+                                                              : std::to_string(out.dims[0]) +
+                                                                    " rows"));
+    }
+    return Reply(stream, head.name, out, pin, where);
+  }
+
+  // A SelectedRows tensor's rows as the ABI allows them (fleet_abi.h): each in [0, height) or
+  // -1. They are the peer's, so a bad one refuses the send before the host sees it.
+  static void CheckRows(const int64_t* rows, int64_t n, int64_t height,
+                        const std::string& where) {
+    for (int64_t i = 0; i < n; ++i) {
+      if (rows[i] < -1 || rows[i] >= height) {
+        throw RpcError(FLEET_CODE_INVALID_ARGUMENT,
+                       where + ": entry " + std::to_string(i) + " lists row " +
+                           std::to_string(rows[i]) + ", outside [0, " + std::to_string(height) +
+                           ") and not -1");
+      }
+    }
   }
 
   grpc::Status Barrier(grpc::ServerContext* ctx, Stream* stream, const std::string& call) {

@@ -1,12 +1,16 @@
 // The rpc transport's server: a gRPC synchronous server (a thread per call in progress, so the
 // host's handlers may block: a Get waiting for its round, a barrier waiting for the other
-// trainers) with six bidirectional-streaming methods of the service
+// trainers) with seven bidirectional-streaming methods of the service
 // "fleet.transport_rpc.Transport":
 //   Send      client streams a variable's chunks; the server assembles them into one host
-//             buffer, checks them against the header's dtype/dims and calls on_send;
+//             buffer, checks them against the header's dtype/dims and calls on_send; a
+//             SelectedRows tensor's rows follow its values there (8-aligned) and are checked
+//             against its height first (ABI 1.7);
 //   Get       client sends the name; the server calls on_get and streams the variable back in
 //             chunks that reference the host's memory until gRPC is done with them
 //             (on_get_done is called then);
+//   Prefetch  client streams the ids as a send of int64 [n]; the server calls on_prefetch and
+//             answers as Get does (ABI 1.7; UNIMPLEMENTED when the host has no on_prefetch);
 //   Barrier   the header's barrier_kind goes to on_barrier;
 //   Complete  on_complete;
 //   Abort     on_abort, with the header's reason (ABI 1.4).

@@ -18,6 +18,12 @@ void Pin::Unref(void* pin) {
 }
 
 grpc::ByteBuffer EncodeMessage(const WireHeader& h, const void* payload, size_t n, Pin* pin) {
+  const PayloadPiece piece{payload, n};
+  return EncodePieces(h, &piece, 1, pin);
+}
+
+grpc::ByteBuffer EncodePieces(const WireHeader& h, const PayloadPiece* pieces, size_t count,
+                              Pin* pin) {
   ::fleet::transport_rpc::Header proto;
   proto.set_name(h.name);
   proto.set_trainer_id(h.trainer_id);
@@ -30,27 +36,38 @@ grpc::ByteBuffer EncodeMessage(const WireHeader& h, const void* payload, size_t 
   proto.set_client_id(h.client_id);
   proto.set_request_id(h.request_id);
   proto.set_reason(h.reason);
+  proto.set_selected_rows(h.selected_rows);
+  proto.set_height(h.height);
   const std::string header = proto.SerializeAsString();
-  const bool reference = pin != nullptr && n >= kZeroCopyMinBytes;
-  std::string frame;
-  frame.reserve(4 + header.size() + (reference ? 0 : n));
+  auto referenced = [pin](const PayloadPiece& p) {
+    return pin != nullptr && p.n >= kZeroCopyMinBytes;
+  };
+  size_t copied = 0;
+  for (size_t i = 0; i < count; ++i) copied += referenced(pieces[i]) ? 0 : pieces[i].n;
+  // Copied bytes gather in `run` up to the next referenced piece: one slice per run.
+  std::string run;
+  run.reserve(4 + header.size() + copied);
   const uint32_t len = static_cast<uint32_t>(header.size());
   const char prefix[4] = {static_cast<char>(len & 0xff), static_cast<char>((len >> 8) & 0xff),
                           static_cast<char>((len >> 16) & 0xff),
                           static_cast<char>((len >> 24) & 0xff)};
-  frame.append(prefix, 4);
-  frame.append(header);
-  if (!reference) {
-    if (n > 0) frame.append(static_cast<const char*>(payload), n);
-    grpc::Slice slice(frame.data(), frame.size());
-    return grpc::ByteBuffer(&slice, 1);
+  run.append(prefix, 4);
+  run.append(header);
+  std::vector<grpc::Slice> slices;
+  for (size_t i = 0; i < count; ++i) {
+    const PayloadPiece& p = pieces[i];
+    if (!referenced(p)) {
+      if (p.n > 0) run.append(static_cast<const char*>(p.data), p.n);
+      continue;
+    }
+    if (!run.empty()) slices.emplace_back(run.data(), run.size());
+    run.clear();
+    pin->Ref();
+    // gRPC only reads through this pointer; the const_cast is for the slice API's type.
+    slices.emplace_back(const_cast<void*>(p.data), p.n, &Pin::Unref, pin);
   }
-  pin->Ref();
-  grpc::Slice slices[2] = {
-      grpc::Slice(frame.data(), frame.size()),
-      // gRPC only reads through this pointer; the const_cast is for the slice API's type.
-      grpc::Slice(const_cast<void*>(payload), n, &Pin::Unref, pin)};
-  return grpc::ByteBuffer(slices, 2);
+  if (!run.empty() || slices.empty()) slices.emplace_back(run.data(), run.size());
+  return grpc::ByteBuffer(slices.data(), slices.size());
 }
 
 namespace {
@@ -135,6 +152,8 @@ void DecodeMessage(grpc::ByteBuffer* buffer, Decoded* out, const std::string& wh
   h.client_id = proto.client_id();
   h.request_id = proto.request_id();
   h.reason = proto.reason();
+  h.selected_rows = proto.selected_rows();
+  h.height = proto.height();
   out->payload.clear();
   reader.Rest(&out->payload, &out->payload_bytes);
 }

@@ -28,6 +28,8 @@ struct WireHeader {
   uint64_t client_id = 0;   // send: with request_id, names one client_send across retries
   uint64_t request_id = 0;
   std::string reason;       // abort
+  bool selected_rows = false;  // send: a SelectedRows tensor (SelectedRowsLayout)
+  int64_t height = 0;          // its height, when selected_rows
 };
 
 // Keeps memory that gRPC slices refer to alive: one reference for the owner plus one per slice.
@@ -51,6 +53,16 @@ constexpr size_t kZeroCopyMinBytes = 32 * 1024;
 // One message: header, then `n` payload bytes at `payload`. With a pin and a large payload the
 // slice references the memory (pin->Ref per slice); otherwise the bytes are copied.
 grpc::ByteBuffer EncodeMessage(const WireHeader& header, const void* payload, size_t n, Pin* pin);
+
+// A run of payload bytes in memory.
+struct PayloadPiece {
+  const void* data = nullptr;
+  size_t n = 0;
+};
+// One message whose payload is the pieces one after another (a SelectedRows send's values,
+// pad and rows): each large piece is referenced as above, the small ones are copied.
+grpc::ByteBuffer EncodePieces(const WireHeader& header, const PayloadPiece* pieces, size_t count,
+                              Pin* pin);
 
 // A received message: its header and the payload as slices of the received buffer.
 struct Decoded {

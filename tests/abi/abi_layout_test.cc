@@ -611,13 +611,27 @@ static_assert(FLEET_KERNEL_FLAG_SELECTED_ROWS == 0x2u);
 // =================================================================================================
 // end of ABI 1.6
 // =================================================================================================
+
+// ABI 1.7: batched row prefetch (client_prefetch, on_prefetch); sends carry SelectedRows.
+FLEET_FROZEN_MEMBER(FleetTransportHandlers, on_prefetch, 72,
+                    FleetStatus* (*)(void*, int32_t, const char*, const int64_t*, int64_t,
+                                     FleetTensor*, void**));
+FLEET_FROZEN_SIZE(FleetTransportHandlers, on_prefetch, 80);
+FLEET_FROZEN_MEMBER(FleetTransportVTable, client_prefetch, 96,
+                    FleetStatus* (*)(void*, FleetTransportClient*, const char*, const int64_t*,
+                                     int64_t, FleetTensorAllocFn, void*, FleetTensor*, int64_t));
+FLEET_FROZEN_SIZE(FleetTransportVTable, client_prefetch, 104);
+
+// =================================================================================================
+// end of ABI 1.7
+// =================================================================================================
 #endif  // LP64
 
 // ---- not frozen: checks that move with the current version --------------------------------------
 
 // Bumping the minor needs a new frozen block above (and a CHANGELOG line); this assert is the
 // reminder. Update it together with the new block.
-static_assert(FLEET_ABI_MINOR == 6, "new ABI minor: add its frozen block to abi_layout_test.cc");
+static_assert(FLEET_ABI_MINOR == 7, "new ABI minor: add its frozen block to abi_layout_test.cc");
 
 // The host's Status codes are the ABI's codes, so a plugin's status converts without a table.
 static_assert(static_cast<int>(fleet::Code::kOk) == FLEET_CODE_OK);

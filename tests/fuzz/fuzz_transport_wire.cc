@@ -10,7 +10,9 @@
 //
 // Besides the sanitizers, the harness checks what the server relies on: a decoded message
 // accounts for every byte it was given, re-encoding it gives back the same message, and the
-// bytes SendAssembly accepts fill the variable's buffer exactly, in order.
+// bytes SendAssembly accepts fill the variable's buffer exactly, in order. For a SelectedRows
+// header (ABI 1.7) the accepted size must be the layout the server reads the rows from (values,
+// pad to 8, dims[0] rows), and the rows are read where the server reads them.
 //
 // The whole input is also given to the parser of a call's credentials (auth.h), which must take
 // only the canonical form: whatever it accepts formats back to the same bytes.
@@ -112,7 +114,8 @@ std::string Encoded(const WireHeader& h) {
 bool SameHeader(const WireHeader& a, const WireHeader& b) {
   return a.name == b.name && a.trainer_id == b.trainer_id && a.dtype == b.dtype &&
          a.dims == b.dims && a.total_bytes == b.total_bytes && a.barrier_kind == b.barrier_kind &&
-         a.has_tensor == b.has_tensor && a.offset == b.offset && Encoded(a) == Encoded(b);
+         a.has_tensor == b.has_tensor && a.offset == b.offset &&
+         a.selected_rows == b.selected_rows && a.height == b.height && Encoded(a) == Encoded(b);
 }
 
 // Encoding what was decoded must decode to the same message, through both of EncodeMessage's
@@ -143,6 +146,24 @@ void RoundTrip(const Decoded& m, const std::string& payload, uint32_t header_len
   }
 }
 
+// What Begin accepted must be the size the server assembles: the dense bytes, or for a
+// SelectedRows header the values padded to 8 and then dims[0] rows, without overflow.
+void CheckLayout(const WireHeader& h, const fleet_rpc::SendAssembly& send) {
+  const int64_t values = fleet_rpc::DenseBytes(h.dtype, h.dims);
+  FUZZ_CHECK(values >= 0);
+  if (!h.selected_rows) {
+    FUZZ_CHECK(send.rows_offset() == -1);
+    FUZZ_CHECK(send.expected() == values);
+    return;
+  }
+  FUZZ_CHECK(!h.dims.empty() && h.height >= 0);
+  const int64_t rows_offset = send.rows_offset();
+  FUZZ_CHECK(rows_offset % 8 == 0 && rows_offset >= values && rows_offset - values < 8);
+  // Computed back from the accepted size, so an overflow on either side shows.
+  FUZZ_CHECK((send.expected() - rows_offset) % 8 == 0);
+  FUZZ_CHECK((send.expected() - rows_offset) / 8 == h.dims[0]);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -153,6 +174,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Input in(data, size);
   fleet_rpc::SendAssembly send;
   bool begun = false;
+  WireHeader head;  // the first message's, once Begin accepted it
   std::unique_ptr<uint8_t[]> variable;  // the server's buffer, when small enough to have one
   std::string accepted;                 // every accepted payload, in order
   for (int i = 0; i < kMaxMessages && !in.empty(); ++i) {
@@ -190,6 +212,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         send.Begin(msg.header, "fuzz Send");
         begun = true;
         FUZZ_CHECK(send.expected() >= 0);
+        CheckLayout(msg.header, send);
+        head = msg.header;
         if (send.expected() <= kMaxBufferBytes) {
           variable.reset(new uint8_t[static_cast<size_t>(send.expected())]);
         }
@@ -218,6 +242,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(static_cast<int64_t>(accepted.size()) == send.expected());
   if (variable != nullptr && !accepted.empty()) {
     FUZZ_CHECK(std::memcmp(variable.get(), accepted.data(), accepted.size()) == 0);
+  }
+  if (variable != nullptr && head.selected_rows) {
+    // Where the server reads the rows from (it checks each against the height): ASan reports a
+    // read past the buffer. The count only keeps the reads from being optimized away.
+    int64_t in_range = 0;
+    for (int64_t i = 0; i < head.dims[0]; ++i) {
+      int64_t row = 0;
+      std::memcpy(&row, variable.get() + send.rows_offset() + 8 * i, 8);
+      in_range += row >= -1 && row < head.height;
+    }
+    FUZZ_CHECK(in_range <= head.dims[0]);
   }
   return 0;
 }

@@ -16,7 +16,7 @@ import struct
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "transport_wire")
 
 # FLEET_DTYPE_* (plugin_api/include/fleet/fleet_abi.h) and FLEET_BARRIER_BATCH.
-UINT8, INT32, FLOAT32, FLOAT64 = 3, 5, 9, 10
+UINT8, INT32, INT64, FLOAT32, FLOAT64 = 3, 5, 6, 9, 10
 BARRIER_BATCH = 1
 
 
@@ -34,7 +34,7 @@ def varint(v):
 
 
 def header(name=None, trainer=0, dtype=0, dims=(), total=0, barrier=0, tensor=False, offset=0,
-           client_id=0, request_id=0, reason=None):
+           client_id=0, request_id=0, reason=None, selected_rows=False, height=0):
     h = bytearray()
     if name is not None:
         raw = name.encode()
@@ -61,6 +61,10 @@ def header(name=None, trainer=0, dtype=0, dims=(), total=0, barrier=0, tensor=Fa
     if reason is not None:
         raw = reason.encode()
         h += b"\x5a" + varint(len(raw)) + raw
+    if selected_rows:
+        h += b"\x60\x01"
+    if height:
+        h += b"\x68" + varint(height)
     return bytes(h)
 
 
@@ -91,6 +95,21 @@ def pattern(n):
     return bytes((i * 7 + 3) & 0xFF for i in range(n))
 
 
+def sparse(name, dtype, dims, values, rows, height, size=None, total=None):
+    """A SelectedRows send (ABI 1.7): values, zeros to a multiple of 8, then the int64 rows;
+    in chunks of `size` bytes when given. `total` overrides the announced size."""
+    data = values + bytes(-len(values) % 8) + b"".join(struct.pack("<q", r) for r in rows)
+    first = header(name=name, trainer=1, dtype=dtype, dims=dims,
+                   total=len(data) if total is None else total, tensor=True,
+                   selected_rows=True, height=height)
+    size = size or max(len(data), 1)
+    out = b""
+    for at in range(0, max(len(data), 1), size):
+        hdr = first if at == 0 else header(offset=at)
+        out += record(message(hdr, data[at:at + size]))
+    return out
+
+
 SEEDS = {
     # Accepted calls.
     "send_one_message": chunks("w", FLOAT32, [2, 3], pattern(24), 24),
@@ -105,6 +124,14 @@ SEEDS = {
                client_id=0x1234_5678_9ABC_DEF0, request_id=7), pattern(8))),
     "send_header_cut_in_slices": record(
         message(tensor("b", INT32, [3], 12), pattern(12)), cuts=(0, 2, 4, 4, 7, 30)),
+    # SelectedRows sends (ABI 1.7): 60 value bytes, 4 of pad, 5 rows.
+    "send_selected_rows": sparse("emb@GRAD", FLOAT32, [5, 3], pattern(60), [7, -1, 2, 7, 0], 9),
+    "send_selected_rows_cut_in_pad": sparse("emb@GRAD", FLOAT32, [5, 3], pattern(60),
+                                            [7, -1, 2, 7, 0], 9, size=62),
+    "send_selected_rows_no_entries": sparse("emb@GRAD", FLOAT32, [0, 4], b"", [], 100),
+    # A prefetch's ids arrive as a send of int64 [n].
+    "prefetch_ids": record(message(tensor("emb", INT64, [3], 24),
+                                   b"".join(struct.pack("<q", i) for i in (3, 0, 3)))),
     # Refused by the decoder.
     "short_framing": record(b"\x05\x00"),
     "header_over_limit": record(b"\xff\xff\xff\xff" + pattern(16)),
@@ -125,6 +152,14 @@ SEEDS = {
     "more_than_announced": (record(message(tensor("w", UINT8, [10], 10), pattern(8))) +
                             record(message(header(offset=8), pattern(8)))),
     "fewer_than_announced": record(message(tensor("w", UINT8, [10], 10), pattern(6))),
+    "selected_rows_negative_height": sparse("g", FLOAT32, [1], pattern(4), [0], -1),
+    "selected_rows_scalar": sparse("g", FLOAT32, [], pattern(4), [], 3),
+    "selected_rows_total_without_pad": sparse("g", FLOAT32, [5, 3], pattern(60),
+                                              [0, 1, 2, 3, 4], 9, total=100),
+    # Empty values, but 2^61 rows of 8 bytes each: the size must not wrap to 0.
+    "selected_rows_overflowing_rows": record(message(
+        header(name="g", trainer=1, dtype=FLOAT32, dims=[1 << 61, 0], total=0, tensor=True,
+               selected_rows=True, height=1))),
 }
 
 

@@ -34,7 +34,7 @@ extern "C" {
 /* ---- version --------------------------------------------------------------------------- */
 
 #define FLEET_ABI_MAJOR 1
-#define FLEET_ABI_MINOR 6
+#define FLEET_ABI_MINOR 7
 
 /* Size of struct T counted through member M. Used instead of sizeof so that trailing padding
  * does not change when a later minor appends a member. */

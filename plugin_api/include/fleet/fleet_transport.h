@@ -25,6 +25,12 @@
  * a server, a call that reaches a different server process at the same endpoint (a restart)
  * fails with FLEET_CODE_DATA_LOSS, its message naming the endpoint and saying that the server
  * restarted, and the replacement's handlers are not called for it.
+ *
+ * Sparse rows (ABI 1.7). A tensor with height >= 0 (a SelectedRows tensor, fleet_abi.h) given
+ * to client_send travels whole: its dims[0] entries, their rows and its height reach
+ * on_send_begin (rows NULL there) and on_send (rows in host memory, 8-byte aligned, valid for
+ * the call). A transport built against an older minor would drop the rows, so the host sends
+ * such a tensor only through a transport whose plugin declares ABI 1.7 or later.
  */
 #ifndef FLEET_TRANSPORT_H_
 #define FLEET_TRANSPORT_H_
@@ -86,6 +92,16 @@ typedef struct FleetTransportHandlers {
   /* A trainer is failing and will send nothing more. `reason` (UTF-8, possibly empty, at most
    * FLEET_TRANSPORT_MAX_REASON bytes as delivered) says why. The host stops waiting for it. */
   FleetStatus* (*on_abort)(void* ctx, int32_t trainer_id, const char* reason);
+
+  /* ---- ABI 1.7: optional for the host; a transport checks FLEET_CAN_CALL. ---- */
+  /* A trainer asks for some rows of a variable (client_prefetch): ids[0 .. num_ids) are row
+   * keys of the variable as the host holds it (num_ids >= 0; ids valid for the call only). The
+   * host fills *out (host memory) with a tensor [num_ids, ...] whose row i is the row of
+   * ids[i], and keeps it valid until on_get_done(ctx, token) is called with the token it set.
+   * A key the variable does not hold is an error naming it; nothing is returned then. */
+  FleetStatus* (*on_prefetch)(void* ctx, int32_t trainer_id, const char* name,
+                              const int64_t* ids, int64_t num_ids, FleetTensor* out,
+                              void** token);
 } FleetTransportHandlers;
 
 /* The longest abort reason a transport must deliver; a longer one may be cut to this. */
@@ -144,6 +160,17 @@ typedef struct FleetTransportVTable {
    * effort, within timeout_ms; the client stays usable for client_close only. */
   FleetStatus* (*client_abort)(void* ctx, FleetTransportClient* client, const char* reason,
                                int64_t timeout_ms);
+
+  /* ---- ABI 1.7 ---- */
+  /* Optional. Fetches rows ids[0 .. num_ids) of the server's variable `name` (its
+   * on_prefetch): *out, allocated through `alloc` as for client_get, is [num_ids, ...] with row
+   * i holding the row of ids[i]. Batched: one call for all ids, however many; a request or
+   * reply larger than max_message_bytes travels in several messages, as sends and gets do. A
+   * prefetch changes nothing on the server, so it may be retried. num_ids == 0 returns a
+   * [0, ...] tensor. A server without on_prefetch answers UNIMPLEMENTED. */
+  FleetStatus* (*client_prefetch)(void* ctx, FleetTransportClient* client, const char* name,
+                                  const int64_t* ids, int64_t num_ids, FleetTensorAllocFn alloc,
+                                  void* alloc_ctx, FleetTensor* out, int64_t timeout_ms);
 } FleetTransportVTable;
 
 #ifdef __cplusplus

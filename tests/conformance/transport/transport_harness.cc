@@ -113,12 +113,14 @@ HostTensor HostTensor::Random(int32_t dtype, std::vector<int64_t> dims, uint64_t
 
 FleetTensor HostTensor::View() {
   FleetTensor v{};
-  v.struct_size = FLEET_STRUCT_SIZE(FleetTensor, device_ordinal);
+  v.struct_size = FLEET_STRUCT_SIZE(FleetTensor, height);
   v.data = bytes.empty() ? nullptr : bytes.data();
   v.dtype = dtype;
   v.ndim = static_cast<int32_t>(dims.size());
   v.dims = dims.data();
   v.device_type = FLEET_DEVICE_TYPE_HOST;
+  v.rows = height >= 0 ? rows.data() : nullptr;
+  v.height = height;
   return v;
 }
 
@@ -131,9 +133,25 @@ TensorSink SinkInto(HostTensor* into) {
 
 Status RecordingHandler::OnSend(int32_t trainer_id, std::string_view name,
                                 const FleetTensor& tensor) {
+  const std::string where = "test handler: send of '" + std::string(name) + "'";
   HostTensor copy = HostTensor::Zeros(tensor.dtype,
                                       std::vector<int64_t>(tensor.dims, tensor.dims + tensor.ndim));
   if (!copy.bytes.empty()) std::memcpy(copy.bytes.data(), tensor.data, copy.bytes.size());
+  // The host's wrapper hands every send on with its height (transport.h, OnSend).
+  if (tensor.height >= 0) {
+    const int64_t n = tensor.ndim > 0 ? tensor.dims[0] : 0;
+    if (n > 0 && tensor.rows == nullptr) return InvalidArgument(where + ": no rows");
+    if (reinterpret_cast<uintptr_t>(tensor.rows) % 8 != 0) {
+      return InvalidArgument(where + ": its rows are not 8-byte aligned");
+    }
+    copy.height = tensor.height;
+    copy.rows.resize(static_cast<size_t>(n));
+    if (n > 0) std::memcpy(copy.rows.data(), tensor.rows, copy.rows.size() * sizeof(int64_t));
+  } else if (tensor.height != -1 || tensor.rows != nullptr) {
+    return InvalidArgument(where + ": a dense tensor must have height -1 and no rows, has " +
+                           std::to_string(tensor.height) +
+                           (tensor.rows != nullptr ? " and rows" : ""));
+  }
   std::lock_guard<std::mutex> lock(mu_);
   vars_[std::string(name)] = std::move(copy);
   senders_[std::string(name)] = trainer_id;
@@ -144,6 +162,7 @@ Status RecordingHandler::OnSend(int32_t trainer_id, std::string_view name,
 Status RecordingHandler::OnSendBegin(int32_t, std::string_view name, const FleetTensor& shape) {
   std::lock_guard<std::mutex> lock(mu_);
   send_begins_.emplace_back(std::string(name), ShapeText(shape.dtype, shape.dims, shape.ndim));
+  send_begin_rows_.emplace_back(shape.height, shape.rows == nullptr);
   auto it = refused_.find(std::string(name));
   return it == refused_.end() ? OkStatus() : it->second;
 }
@@ -169,6 +188,11 @@ int RecordingHandler::send_calls() const {
   return send_calls_;
 }
 
+std::vector<std::pair<int64_t, bool>> RecordingHandler::send_begin_rows() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return send_begin_rows_;
+}
+
 std::vector<std::pair<int32_t, std::string>> RecordingHandler::aborts() const {
   std::lock_guard<std::mutex> lock(mu_);
   return aborts_;
@@ -191,6 +215,54 @@ Status RecordingHandler::OnGet(int32_t trainer_id, std::string_view name, FleetT
   *token = lent.get();
   lent_[lent.get()] = lent;
   return OkStatus();
+}
+
+void RecordingHandler::ServePrefetch(const std::string& name, HostTensor table) {
+  std::lock_guard<std::mutex> lock(mu_);
+  prefetch_tables_[name] = std::move(table);
+}
+
+Status RecordingHandler::OnPrefetch(int32_t trainer_id, std::string_view name,
+                                    const int64_t* ids, int64_t num_ids, FleetTensor& out,
+                                    void** token) {
+  std::unique_lock<std::mutex> lock(mu_);
+  ++prefetch_calls_;
+  if (prefetch_tables_.empty()) {
+    lock.unlock();
+    return TransportHandler::OnPrefetch(trainer_id, name, ids, num_ids, out, token);
+  }
+  if (!WaitIfBlocked(lock)) return DeadlineExceeded("test handler: prefetch blocked too long");
+  auto it = prefetch_tables_.find(std::string(name));
+  if (it == prefetch_tables_.end()) {
+    return NotFound("test handler: no variable '" + std::string(name) + "' to prefetch from");
+  }
+  const HostTensor& table = it->second;
+  if (table.dims.empty()) {
+    return InvalidArgument("test handler: '" + std::string(name) + "' is a scalar: no rows");
+  }
+  const int64_t height = table.dims[0];
+  std::vector<int64_t> dims = table.dims;
+  dims[0] = num_ids;
+  auto lent = std::make_shared<HostTensor>(HostTensor::Zeros(table.dtype, dims));
+  const size_t row_bytes = height > 0 ? table.bytes.size() / static_cast<size_t>(height) : 0;
+  for (int64_t i = 0; i < num_ids; ++i) {
+    if (ids[i] < 0 || ids[i] >= height) {
+      return NotFound("test handler: '" + std::string(name) + "' holds no row " +
+                      std::to_string(ids[i]) + " (ids[" + std::to_string(i) + "]; it has " +
+                      std::to_string(height) + " rows)");
+    }
+    std::memcpy(lent->bytes.data() + static_cast<size_t>(i) * row_bytes,
+                table.bytes.data() + static_cast<size_t>(ids[i]) * row_bytes, row_bytes);
+  }
+  out = lent->View();
+  *token = lent.get();
+  lent_[lent.get()] = lent;
+  return OkStatus();
+}
+
+int RecordingHandler::prefetch_calls() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return prefetch_calls_;
 }
 
 void RecordingHandler::OnGetDone(void* token) {

@@ -38,6 +38,13 @@ uint32_t TransportAbiMinor();
   GTEST_SKIP() << "the transport's plugin predates ABI 1.4 (built against 1."          \
                << TransportAbiMinor() << ")"
 
+// Skips a test of an ABI 1.7 contract (SelectedRows sends, client_prefetch) for a transport
+// built against an older minor.
+#define FLEET_REQUIRE_TRANSPORT_ABI_1_7()                                              \
+  if (TransportAbiMinor() < 7)                                                         \
+  GTEST_SKIP() << "the transport's plugin predates ABI 1.7 (built against 1."          \
+               << TransportAbiMinor() << ")"
+
 // Skips the test (as a failure) when the transport cannot be found.
 #define FLEET_REQUIRE_TRANSPORT(rec)                      \
   std::string transport_error_;                           \
@@ -48,11 +55,14 @@ int64_t ElapsedMs(std::chrono::steady_clock::time_point start);
 
 size_t DtypeBytes(int32_t dtype);
 
-// A tensor in host memory owned by the test.
+// A tensor in host memory owned by the test. With height >= 0 it is a SelectedRows tensor
+// whose dims[0] entries are listed in `rows` (fleet_abi.h).
 struct HostTensor {
   int32_t dtype = FLEET_DTYPE_FLOAT32;
   std::vector<int64_t> dims;
   std::vector<uint8_t> bytes;
+  std::vector<int64_t> rows;
+  int64_t height = -1;
 
   // dims' element count times the dtype's size, zero-filled.
   static HostTensor Zeros(int32_t dtype, std::vector<int64_t> dims);
@@ -60,15 +70,20 @@ struct HostTensor {
   // truncated copy never compares equal.
   static HostTensor Random(int32_t dtype, std::vector<int64_t> dims, uint64_t seed);
 
+  // A descriptor through `height` (rows null for a dense tensor).
   FleetTensor View();
 };
 
 // A TensorSink that allocates `*into` with the dtype and dims it is given.
 TensorSink SinkInto(HostTensor* into);
 
-// Stores what trainers send; Get returns the last value sent under that name (NOT_FOUND
-// otherwise). Barriers and completions are recorded. A barrier (or a get) can be made to block
-// until Release() or its own deadline, to test client deadlines.
+// Stores what trainers send, rows and height included; Get returns the last value sent under
+// that name (NOT_FOUND otherwise). A send whose descriptor breaks the ABI (a SelectedRows
+// tensor without 8-byte aligned rows, a dense one with rows) is refused with INVALID_ARGUMENT
+// saying so. Prefetch reads the tables given to ServePrefetch; without any it is the
+// TransportHandler default (UNIMPLEMENTED). Barriers and completions are recorded. A barrier
+// (or a get, or a prefetch) can be made to block until Release() or its own deadline, to test
+// client deadlines.
 class RecordingHandler : public TransportHandler {
  public:
   Status OnSend(int32_t trainer_id, std::string_view name, const FleetTensor& tensor) override;
@@ -80,11 +95,17 @@ class RecordingHandler : public TransportHandler {
   Status OnSendBegin(int32_t trainer_id, std::string_view name,
                      const FleetTensor& shape) override;
   Status OnAbort(int32_t trainer_id, std::string_view reason) override;
+  Status OnPrefetch(int32_t trainer_id, std::string_view name, const int64_t* ids,
+                    int64_t num_ids, FleetTensor& out, void** token) override;
+
+  // Serves prefetches of `name` from `table` (dense, its rows are dims[0]); an id outside
+  // [0, dims[0]) is NOT_FOUND naming it, and so is a name never served.
+  void ServePrefetch(const std::string& name, HostTensor table);
 
   // Makes OnSendBegin refuse `name` with `status`.
   void RefuseSends(const std::string& name, Status status);
 
-  // Makes barriers and gets block (at most `max_block`) until Release().
+  // Makes barriers, gets and prefetches block (at most `max_block`) until Release().
   void BlockCalls(std::chrono::milliseconds max_block);
   void Release();
   // Makes every OnBarrier answer `status` (counted in barrier_calls()).
@@ -97,10 +118,13 @@ class RecordingHandler : public TransportHandler {
   std::vector<int32_t> completions() const;
   // What OnSendBegin saw, in order: (name, "dtype dims" as ShapeText gives it).
   std::vector<std::pair<std::string, std::string>> send_begins() const;
+  // What else OnSendBegin saw, in the same order: (height, whether rows was null).
+  std::vector<std::pair<int64_t, bool>> send_begin_rows() const;
   int send_calls() const;  // OnSend calls
   std::vector<std::pair<int32_t, std::string>> aborts() const;  // (trainer id, reason)
   int barrier_calls() const;
-  int outstanding_gets() const;  // OnGet without OnGetDone yet
+  int outstanding_gets() const;  // OnGet or OnPrefetch without OnGetDone yet
+  int prefetch_calls() const;    // OnPrefetch calls
 
  private:
   bool WaitIfBlocked(std::unique_lock<std::mutex>& lock);
@@ -112,6 +136,9 @@ class RecordingHandler : public TransportHandler {
   std::vector<std::pair<int32_t, int32_t>> barriers_;
   std::vector<int32_t> completions_;
   std::vector<std::pair<std::string, std::string>> send_begins_;
+  std::vector<std::pair<int64_t, bool>> send_begin_rows_;
+  std::map<std::string, HostTensor> prefetch_tables_;
+  int prefetch_calls_ = 0;
   std::map<std::string, Status> refused_;
   int send_calls_ = 0;
   std::vector<std::pair<int32_t, std::string>> aborts_;
