@@ -218,6 +218,9 @@ std::string ProgramHash(const std::vector<const ir::Program*>& programs) {
 StatusOr<SafeTensors> SnapshotScope(const exec::Scope& scope) {
   SafeTensors out;
   for (const std::string& name : scope.Names()) {
+    // A parameter server's received sparse gradients last one round; a resumed server receives
+    // them anew.
+    if (const exec::ScopeVar* v = scope.Find(name); v != nullptr && v->height >= 0) continue;
     FLEET_ASSIGN_OR_RETURN(exec::HostTensor t, scope.Read(name));
     out.tensors.push_back({name, std::move(t)});
   }

@@ -363,6 +363,7 @@ Status Communicator::HostAllGather(const int64_t* row, int64_t* rows, int64_t co
   in.ndim = 1;
   in.dims = &count;
   in.device_type = FLEET_DEVICE_TYPE_HOST;
+  in.height = -1;
   FleetTensor out = in;
   out.data = rows;
   out.dims = &total;
@@ -416,6 +417,7 @@ Status Communicator::HostAllReduce(void* data, int32_t dtype, int64_t count, int
   t.ndim = 1;
   t.dims = &count;
   t.device_type = FLEET_DEVICE_TYPE_HOST;
+  t.height = -1;
   if (reduces_host_) {
     return Check(vtable_->all_reduce(component_.ctx, comm_, &t, &t, op, nullptr), "all_reduce");
   }

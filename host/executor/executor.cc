@@ -50,9 +50,7 @@ size_t ValueBytes(const ops::TensorInfo& info) {
   return n * ir::DataTypeSize(info.dtype);
 }
 
-size_t RowsOffset(const ops::TensorInfo& info) {
-  return (ValueBytes(info) + alignof(int64_t) - 1) / alignof(int64_t) * alignof(int64_t);
-}
+size_t RowsOffset(const ops::TensorInfo& info) { return SelectedRowsOffset(info.dtype, info.dims); }
 
 size_t Bytes(const ops::TensorInfo& info) {
   if (!info.selected_rows()) return ValueBytes(info);
@@ -343,12 +341,21 @@ StatusOr<std::unique_ptr<PreparedProgram>> Executor::Prepare(
                                       "', which is not in the scope (run the startup program "
                                       "first)");
           }
-          if (sv->dtype != v->dtype || !ir::ShapesCompatible(v->shape, sv->dims)) {
+          // A sparse one (a gradient a parameter server received) holds entries of the rows of
+          // the tensor it is declared as.
+          std::vector<int64_t> dense = sv->dims;
+          if (sv->height >= 0) dense[0] = sv->height;
+          if (sv->dtype != v->dtype || !ir::ShapesCompatible(v->shape, dense) ||
+              v->selected_rows != (sv->height >= 0)) {
             return InvalidArgument(label + ": persistable '" + name + "' is " +
-                                   ir::TypeShapeText(sv->dtype, sv->dims) +
-                                   " in the scope but declared " + ir::TypeShapeText(v->dtype, v->shape));
+                                   (sv->height >= 0 ? "sparse " : "") +
+                                   ir::TypeShapeText(sv->dtype, dense) + " in the scope but declared " +
+                                   (v->selected_rows ? "sparse " : "") +
+                                   ir::TypeShapeText(v->dtype, v->shape));
           }
-          it = infos.emplace(name, ops::TensorInfo{sv->dtype, sv->dims}).first;
+          ops::TensorInfo info{sv->dtype, sv->dims};
+          info.height = sv->height;
+          it = infos.emplace(name, std::move(info)).first;
         }
         slot_infos.push_back(it->second);
       }

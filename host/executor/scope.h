@@ -23,7 +23,15 @@ struct ScopeVar {
   std::vector<int64_t> dims;
   void* data = nullptr;  // device memory owned by the scope
   size_t bytes = 0;
+  // >= 0: a SelectedRows var (a sparse gradient a parameter server receives) standing for a
+  // dense [height, dims[1:]...] tensor: dims[0] entries, their values at `data`, their row
+  // indices at data + SelectedRowsOffset(dtype, dims); -1 for any other var.
+  int64_t height = -1;
 };
+
+// Where a SelectedRows tensor's row indices start in its buffer: after its values (dims[0]
+// slices), rounded up to 8 bytes. The buffer is that plus dims[0] int64s.
+size_t SelectedRowsOffset(ir::DataType dtype, const std::vector<int64_t>& dims);
 
 class Scope {
  public:
@@ -51,8 +59,18 @@ class Scope {
   StatusOr<const ScopeVar*> GetOrCreate(const std::string& name, ir::DataType dtype,
                                         const std::vector<int64_t>& dims);
 
+  // A SelectedRows var named `name` (see ScopeVar::height) with room for at least dims[0]
+  // entries of a [height, dims[1:]...] tensor. An absent var is made with every entry empty
+  // (rows -1, values zero). One of another dtype, slice shape or height is an error naming
+  // both. One with less room is given new memory of dims[0] entries, every entry empty: what
+  // it held is gone, and data pointers taken before (prepared programs reading it) are stale.
+  // One with enough room is left as it is. Errors as GetOrCreate's.
+  StatusOr<const ScopeVar*> EnsureSelectedRows(const std::string& name, ir::DataType dtype,
+                                               const std::vector<int64_t>& dims, int64_t height);
+
   // Copies of a var's contents to and from the host. Write creates the var when it is absent
-  // and requires the same dtype and shape when it is present.
+  // and requires the same dtype and shape when it is present. Read refuses a SelectedRows var
+  // (it has no dense value to copy).
   StatusOr<HostTensor> Read(std::string_view name) const;
   Status Write(const std::string& name, const HostTensor& value);
 
@@ -62,6 +80,8 @@ class Scope {
 
  private:
   Status WaitForStream() const;
+  // Device memory of `bytes` for var `name` (described by `what`), within the memory limit.
+  StatusOr<void*> Allocate(size_t bytes, const std::string& what);
 
   const Device& device_;
   int32_t ordinal_;

@@ -97,8 +97,10 @@ struct Var {
   int32_t lod_level = 0;
   // A SelectedRows var (Paddle's sparse rows, FleetTensor.rows): `shape` is the dense tensor it
   // stands for, [height, ...]; at run time it holds a capacity of (row index, slice) entries
-  // fixed at prepare (ops::TensorInfo::height). Only sparse gradients are SelectedRows: never
-  // persistable, fed or fetched. Written "selected_rows" before the dtype in the text form.
+  // fixed at prepare (ops::TensorInfo::height). Only sparse gradients are SelectedRows: never a
+  // parameter, fed or fetched, and persistable only where a parameter server receives one (the
+  // server sizes its entries; no op may write a persistable one). Written "selected_rows"
+  // before the dtype in the text form.
   bool selected_rows = false;
   bool operator==(const Var&) const = default;
 };

@@ -351,10 +351,10 @@ class Parser {
       }
       pos_ += flag.size();
     }
-    if (var.selected_rows && (var.persistable || var.lod_level != 0 || var.shape.empty())) {
+    if (var.selected_rows && (is_param || var.lod_level != 0 || var.shape.empty())) {
       return ErrorMessage(name_pos, "selected_rows var '" + var.name +
-                                        "' must have a shape [height, ...] and be neither "
-                                        "persistable, a parameter nor a sequence");
+                                        "' must have a shape [height, ...] and be neither a "
+                                        "parameter nor a sequence");
     }
     if (is_param) {
       ParamInfo info;

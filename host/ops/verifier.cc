@@ -116,9 +116,9 @@ class Verifier {
       if (var.param && !var.persistable) {
         errors_.push_back(where + ": param '" + name + "' is not persistable");
       }
-      if (var.selected_rows && (var.persistable || var.lod_level != 0 || var.shape.empty())) {
+      if (var.selected_rows && (var.param || var.lod_level != 0 || var.shape.empty())) {
         errors_.push_back(where + ": selected_rows var '" + name + "' must have a shape " +
-                          "[height, ...] and be neither persistable nor a sequence");
+                          "[height, ...] and be neither a parameter nor a sequence");
       }
       if (IsEmptyVar(name)) {
         errors_.push_back(where + ": declares '" + name + "', a reserved name: it marks an " +

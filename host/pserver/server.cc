@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <utility>
 
 #include "pserver/server_internal.h"
@@ -17,6 +18,13 @@ namespace fleet {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// The room a sparse receive var starts with; the first larger send grows it.
+constexpr int64_t kInitialSparseEntries = 1024;
+
+bool IsSparse(const FleetTensor& t) {
+  return t.struct_size >= FLEET_STRUCT_SIZE(FleetTensor, height) && t.height >= 0;
+}
 
 const ir::Attribute* Attr(const ir::Op& op, std::string_view name) { return op.FindAttr(name); }
 
@@ -231,6 +239,16 @@ Status PsServer::Setup(const PluginRegistry& registry, const std::string& device
       return InvalidArgument(label_ + ": receive var '" + x + "' has an unknown dimension: " +
                              ir::ShapeText(v->shape));
     }
+    if (v->selected_rows) {
+      std::vector<int64_t> room = v->shape;
+      room[0] = kInitialSparseEntries;
+      auto sv = scope.EnsureSelectedRows(x, v->dtype, room, v->shape[0]);
+      if (!sv.ok()) return sv.status().WithContext(label_ + ": receive var '" + x + "'");
+      auto receive = std::make_unique<SparseReceive>();
+      receive->shape = v->shape;
+      sparse_.emplace(x, std::move(receive));
+      continue;
+    }
     auto sv = scope.GetOrCreate(x, v->dtype, v->shape);
     if (!sv.ok()) return sv.status().WithContext(label_ + ": receive var '" + x + "'");
   }
@@ -248,6 +266,12 @@ Status PsServer::Setup(const PluginRegistry& registry, const std::string& device
     block->prepared = std::move(*prepared);
     if (sync_ && trainers_ > 1) FindMerge(*block, trainers_);
     for (const ir::Op& op : block->program.global().ops) {
+      for (const auto& [slot, names] : op.inputs) {
+        for (const std::string& in : names) {
+          auto s = sparse_.find(in);
+          if (s != sparse_.end()) s->second->reader = block.get();
+        }
+      }
       for (const std::string& p : op.Input("Param")) {
         if (std::find(params_.begin(), params_.end(), p) == params_.end()) params_.push_back(p);
       }
@@ -351,12 +375,21 @@ StatusOr<const exec::ScopeVar*> PsServer::ReceiveVar(int32_t trainer_id, std::st
                     Listed(receive_) + ")");
   }
   const exec::ScopeVar& var = *it->second;
-  const std::vector<int64_t> dims(shape.dims, shape.dims + shape.ndim);
-  if (shape.dtype != static_cast<int32_t>(var.dtype) || dims != var.dims) {
+  std::vector<int64_t> dims(shape.dims, shape.dims + shape.ndim);
+  // A sparse send and its var are compared as the dense tensors they stand for: the number of
+  // entries is the send's own. The declared shape, not the var's, which another trainer's send
+  // may be growing right now.
+  auto receive = sparse_.find(name);
+  const bool sparse_var = receive != sparse_.end();
+  const std::vector<int64_t>& want = sparse_var ? receive->second->shape : var.dims;
+  const bool sparse = IsSparse(shape);
+  if (sparse && !dims.empty()) dims[0] = shape.height;
+  if (shape.dtype != static_cast<int32_t>(var.dtype) || dims != want || sparse != sparse_var) {
     return InvalidArgument(label_ + ": trainer " + std::to_string(trainer_id) + " sent '" +
-                           std::string(name) + "' as " +
+                           std::string(name) + "' as " + (sparse ? "sparse " : "") +
                            ir::TypeShapeText(static_cast<ir::DataType>(shape.dtype), dims) +
-                           " but the server's var is " + ir::TypeShapeText(var.dtype, var.dims));
+                           " but the server's var is " + (sparse_var ? "sparse " : "") +
+                           ir::TypeShapeText(var.dtype, want));
   }
   return &var;
 }
@@ -380,7 +413,7 @@ Status PsServer::OnSend(int32_t trainer_id, std::string_view name, const FleetTe
     }
     Touch(trainer_id);
   }
-  auto write = [&]() -> Status {
+  std::function<Status()> write = [&]() -> Status {
     if (var.bytes == 0) return OkStatus();
     if (host_memory_) {
       std::memcpy(var.data, tensor.data, var.bytes);
@@ -391,6 +424,9 @@ Status PsServer::OnSend(int32_t trainer_id, std::string_view name, const FleetTe
     return executor_->device().CopyToDevice(options_.device_ordinal, var.data, tensor.data,
                                             var.bytes);
   };
+  if (sparse_.count(name) != 0) {
+    write = [&]() { return WriteSparse(trainer_id, name, var, tensor); };
+  }
   // Sync: the trainer's own receive var is read only by the round's merge, which cannot start
   // before this trainer's batch barrier, which it sends after every send returned.
   if (sync_) return write().WithContext(label_ + ": receiving '" + std::string(name) + "'");
@@ -407,6 +443,61 @@ Status PsServer::OnSend(int32_t trainer_id, std::string_view name, const FleetTe
   return OkStatus();
 }
 
+Status PsServer::WriteSparse(int32_t trainer_id, std::string_view name,
+                            const exec::ScopeVar& var, const FleetTensor& tensor) {
+  if (!host_memory_) {
+    return Unimplemented("sparse gradients are received into host memory only");
+  }
+  SparseReceive& receive = *sparse_.find(name)->second;
+  std::lock_guard<std::mutex> hold(receive.mu);
+  const int64_t entries = tensor.ndim > 0 ? tensor.dims[0] : 0;
+  if (entries > 0 && (tensor.rows == nullptr || tensor.data == nullptr)) {
+    return InvalidArgument("trainer " + std::to_string(trainer_id) + " sent '" +
+                           std::string(name) + "' without its rows");
+  }
+  for (int64_t i = 0; i < entries; ++i) {
+    const int64_t row = tensor.rows[i];
+    if (row < -1 || row >= receive.shape[0]) {
+      return InvalidArgument("trainer " + std::to_string(trainer_id) + " sent '" +
+                             std::string(name) + "' with entry " + std::to_string(i) +
+                             " in row " + std::to_string(row) + ", outside its " +
+                             std::to_string(receive.shape[0]) + " rows");
+    }
+  }
+  if (entries > var.dims[0]) {
+    std::lock_guard<std::mutex> lock(grow_mu_);  // the scope's allocations, one at a time
+    std::vector<int64_t> room = var.dims;
+    room[0] = std::max(entries, var.dims[0] * 2);
+    FLEET_RETURN_IF_ERROR(
+        executor_->scope().EnsureSelectedRows(std::string(name), var.dtype, room,
+                                              receive.shape[0])
+            .status());
+    receive.used = 0;  // new memory: every entry is empty already
+    if (receive.reader != nullptr) receive.reader->stale = true;
+  }
+  size_t slice = ir::DataTypeSize(var.dtype);
+  for (size_t d = 1; d < var.dims.size(); ++d) slice *= static_cast<size_t>(var.dims[d]);
+  auto* values = static_cast<uint8_t*>(var.data);
+  auto* rows = reinterpret_cast<int64_t*>(values + exec::SelectedRowsOffset(var.dtype, var.dims));
+  const auto n = static_cast<size_t>(entries);
+  if (n > 0) {
+    std::memcpy(values, tensor.data, n * slice);
+    std::memcpy(rows, tensor.rows, n * sizeof(int64_t));
+  }
+  // An empty entry's slice is zero (fleet_abi.h), whatever the trainer sent in it.
+  for (size_t i = 0; i < n; ++i) {
+    if (rows[i] < 0) std::memset(values + i * slice, 0, slice);
+  }
+  // The last send's entries past this one's are emptied, so the var holds this send alone.
+  const auto used = static_cast<size_t>(receive.used);
+  if (used > n) {
+    std::memset(values + n * slice, 0, (used - n) * slice);
+    std::fill(rows + n, rows + used, int64_t{-1});
+  }
+  receive.used = entries;
+  return OkStatus();
+}
+
 Status PsServer::OnGet(int32_t trainer_id, std::string_view name, FleetTensor& out,
                        void** token_out) {
   InFlight guard(mu_, cv_, in_flight_);
@@ -417,6 +508,11 @@ Status PsServer::OnGet(int32_t trainer_id, std::string_view name, FleetTensor& o
                     std::string(name) + "', which this server does not hold");
   }
   const exec::ScopeVar& var = *it->second;
+  if (sparse_.count(name) != 0) {
+    return FailedPrecondition(label_ + ": trainer " + std::to_string(trainer_id) + " asked for '" +
+                              std::string(name) + "', a sparse gradient this server receives; "
+                              "it cannot be fetched");
+  }
   auto token = std::make_unique<GetToken>();
   token->dims = var.dims;
   const void* data = var.data;
@@ -475,6 +571,7 @@ Status PsServer::OnGet(int32_t trainer_id, std::string_view name, FleetTensor& o
   out.strides = nullptr;
   out.device_type = FLEET_DEVICE_TYPE_HOST;
   out.device_ordinal = 0;
+  out.height = -1;  // dense (a zero would make it a SelectedRows tensor, fleet_abi.h)
   *token_out = token.release();
   return OkStatus();
 }

@@ -39,6 +39,14 @@
 // any, runs once before serving (what RunAsyncLoop does with an unbound block). A live trainer
 // silent for longer than `timeout` fails the server.
 //
+// Sparse gradients (receive vars declared selected_rows): a send carries the entries of a
+// trainer's batch that fall in the server's rows. The receive var holds them in the scope with
+// room for the largest send so far: a larger one gets new memory (twice the room, or what it
+// needs) and the block that reads it is prepared again before its next run; the entries past
+// a send's are emptied. A send's rows must lie in the var's height (the error names the
+// trainer, the var, the entry and the row). Such vars cannot be fetched and are not saved in
+// checkpoints (they last one round).
+//
 // At exit (every trainer completed), with save_params_dir set, the parameter blocks this
 // server updates are written there as NAME.npy (temporary file + rename).
 //
@@ -152,6 +160,7 @@ class PsServer final : public TransportHandler {
  // Defined in server_internal.h (the server's own files only).
   struct Block;
   struct GetToken;
+  struct SparseReceive;
 
  private:
   enum class Phase { kGet, kSend };
@@ -170,6 +179,9 @@ class PsServer final : public TransportHandler {
   Status RunRound(const std::vector<bool>& contributors);
   // Runs one block's program; `contributors` (nullptr = every trainer) picks its merge.
   Status RunBlock(Block& block, const std::vector<bool>* contributors);
+  // Copies a sparse send into its receive var (growing it when it has too little room).
+  Status WriteSparse(int32_t trainer_id, std::string_view name, const exec::ScopeVar& var,
+                     const FleetTensor& tensor);
   StatusOr<exec::PreparedProgram*> PreparedFor(Block& block,
                                                const std::vector<bool>* contributors);
   Status FailLocked(const Status& why);  // mu_ held; returns the failure
@@ -198,6 +210,9 @@ class PsServer final : public TransportHandler {
   std::map<std::string, const exec::ScopeVar*, std::less<>> receive_;  // listen_and_serv X
   std::map<std::string, const exec::ScopeVar*, std::less<>> vars_;     // every scope var
   std::vector<std::string> params_;  // what SaveParams writes
+  std::map<std::string, std::unique_ptr<SparseReceive>, std::less<>> sparse_;  // by receive var
+  std::mutex grow_mu_;     // one sparse receive var grows at a time
+  std::mutex prepare_mu_;  // Executor::Prepare is not for concurrent use (async re-prepares)
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

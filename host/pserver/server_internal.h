@@ -2,6 +2,7 @@
 // definition of a server's optimize block. Not part of the server's interface.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -33,6 +34,18 @@ struct PsServer::Block {
   };
   std::map<std::vector<bool>, std::unique_ptr<Variant>> variants;  // by contributing trainers
   std::mutex mu;  // async: one update (or read of what it writes) at a time
+  // A sparse receive var it reads got new memory: prepare again before the next run.
+  std::atomic<bool> stale{false};
+};
+
+// A sparse gradient the server receives: its declared (dense) shape, the block that reads it,
+// and how many of its entries the last send filled (the entries past that are empty). `used`
+// and the var's memory change only under `mu` (and, async, the reader's lock taken first).
+struct PsServer::SparseReceive {
+  std::vector<int64_t> shape;
+  Block* reader = nullptr;
+  std::mutex mu;
+  int64_t used = 0;
 };
 
 // The handed-out value of a Get: a view of the scope var (counted, sync) or a host copy.

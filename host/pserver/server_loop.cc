@@ -137,6 +137,18 @@ Status PsServer::ServeAsync() {
 
 StatusOr<exec::PreparedProgram*> PsServer::PreparedFor(Block& block,
                                                        const std::vector<bool>* contributors) {
+  if (block.stale.exchange(false)) {
+    // A sparse receive var it reads has new memory (WriteSparse): every preparation of the
+    // block points at the old one.
+    std::lock_guard<std::mutex> lock(prepare_mu_);
+    block.variants.clear();
+    auto prepared = executor_->Prepare(block.program, {}, {});
+    if (!prepared.ok()) {
+      block.stale = true;
+      return prepared.status().WithContext(block.label);
+    }
+    block.prepared = std::move(*prepared);
+  }
   if (contributors == nullptr || block.merge_op < 0 || All(*contributors)) {
     return block.prepared.get();
   }
@@ -157,6 +169,7 @@ StatusOr<exec::PreparedProgram*> PsServer::PreparedFor(Block& block,
     ops[static_cast<size_t>(block.scale_op)].attrs["scale"] =
         1.0f / static_cast<float>(inputs.size());
   }
+  std::lock_guard<std::mutex> lock(prepare_mu_);
   auto prepared = executor_->Prepare(variant->program, {}, {});
   if (!prepared.ok()) {
     return prepared.status().WithContext(block.label + " merged over " +

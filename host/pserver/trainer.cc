@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <string_view>
 #include <thread>
 #include <utility>
 
@@ -158,6 +159,24 @@ Status SendOne(PsTrainerRuntime& rt, OpState& st, const FleetTensor& x, size_t i
   FleetTensor t = x;
   t.device_type = FLEET_DEVICE_TYPE_HOST;
   t.device_ordinal = 0;
+  std::vector<int64_t> dims;
+  if (x.struct_size >= FLEET_STRUCT_SIZE(FleetTensor, height) && x.height >= 0) {
+    // A sparse gradient goes out with its entries up to the last non-empty one: a block's
+    // entries are at its front (split_selected_rows), so a server receives what the batch
+    // touched in its rows, not the gradient's whole room.
+    if (rt.device() != nullptr) {
+      return Unimplemented(what() + ": sparse gradients are sent from host memory only");
+    }
+    if (!rt.CarriesSelectedRows()) {
+      return FailedPrecondition(what() + ": the transport predates ABI 1.7 and would drop a "
+                                         "sparse gradient's rows");
+    }
+    int64_t used = x.ndim > 0 ? x.dims[0] : 0;
+    while (used > 0 && x.rows[used - 1] < 0) --used;
+    dims = DimsOf(x);
+    dims[0] = used;
+    t.dims = dims.data();
+  }
   if (rt.device() != nullptr) {
     std::vector<uint8_t>& host = st.staging[i];
     if (!host.empty()) {
@@ -253,6 +272,8 @@ FleetKernelDef Def(const char* type) {
   d.prepare = PrepareOp;
   d.launch = LaunchOp;
   d.release = ReleaseOp;
+  // send carries sparse gradients (with a transport of ABI 1.7 or later).
+  if (std::string_view(type) == "send") d.flags = FLEET_KERNEL_FLAG_SELECTED_ROWS;
   return d;
 }
 
@@ -347,6 +368,10 @@ PsTrainerRuntime::~PsTrainerRuntime() { Close(); }
 const KernelCandidate* PsTrainerRuntime::Find(std::string_view op_type) const {
   auto it = kernels_.find(op_type);
   return it == kernels_.end() ? nullptr : &it->second;
+}
+
+bool PsTrainerRuntime::CarriesSelectedRows() const {
+  return TransportCarriesSelectedRows(transport_);
 }
 
 std::string PsTrainerRuntime::ServerLabel(const std::string& endpoint) const {

@@ -5,7 +5,9 @@
 // the executor takes them from ExecutorOptions::host_kernels. What they do (Paddle's
 // distributed_ops, reference §9.1):
 //   send           X[i] is sent under its var name to epmap[i]; the servers are called
-//                  concurrently and the op waits for every call.
+//                  concurrently and the op waits for every call. A sparse X (a block of a
+//                  sparse gradient) is sent with its entries up to the last non-empty one,
+//                  through a transport of ABI 1.7 or later only.
 //   recv           Out[i] is fetched by its var name (or varnames[i] when that attribute is set)
 //                  from epmap[i] into the prepared output, whose dtype and dims must match what
 //                  the server holds; concurrently across servers.
@@ -82,6 +84,8 @@ class PsTrainerRuntime final : public HostKernels {
   void Close();
 
   int32_t trainer_id() const { return trainer_id_; }
+  // Whether the transport carries a sparse gradient's rows (its plugin speaks ABI 1.7).
+  bool CarriesSelectedRows() const;
   const TransportOptions& options() const { return options_; }
   const Device* device() const { return device_.get(); }  // nullptr: host memory
   int32_t device_ordinal() const { return device_ordinal_; }

@@ -118,6 +118,7 @@ struct Grad {
     t.ndim = 2;
     t.dims = dims;
     t.device_type = FLEET_DEVICE_TYPE_HOST;
+    t.height = -1;  // dense
     return t;
   }
 };
@@ -305,6 +306,7 @@ TEST_F(PsServerTest, BadSendsAndGetsAreNamed) {
   t.dtype = FLEET_DTYPE_FLOAT32;
   t.ndim = 2;
   t.dims = dims;
+  t.height = -1;
   s = server->OnSend(1, "w@GRAD.block0.trainer_1", t);
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
   EXPECT_NE(s.message().find("float32[3, 2]"), std::string::npos) << s.ToString();
@@ -330,6 +332,7 @@ TEST_F(PsServerTest, SendBeginChecksTheShapeBeforeThePayload) {
   shape.dtype = FLEET_DTYPE_FLOAT32;
   shape.ndim = 1;
   shape.dims = huge;
+  shape.height = -1;
   Status s = server->OnSendBegin(0, "w@GRAD.block0.trainer_0", shape);
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
   EXPECT_NE(s.message().find("float32[274877906944]"), std::string::npos) << s.ToString();
@@ -368,6 +371,145 @@ TEST_F(PsServerTest, AFailingTrainerEndsTheServerAtOnce) {
   EXPECT_EQ(served.message().find('\x1b'), std::string::npos) << "the reason is escaped";
   EXPECT_NE(waiting.message().find("trainer 1 failed"), std::string::npos)
       << waiting.ToString();
+}
+
+// Sparse gradients: w.block0 is the table, its gradient a selected_rows receive var.
+const char* kSparseAsyncServer = R"(
+program {
+  block 0 {
+    var learning_rate_0 : float32[1] persistable
+    var w.block0 : float32[2, 2] persistable
+    var w@GRAD.block0 : selected_rows float32[2, 2] persistable
+    op listen_and_serv(X=[w@GRAD.block0]) -> ()
+       {endpoint="127.0.0.1:6170", pserver_id=0, Fanin=2, distributed_mode=1,
+        optimize_blocks=[1], grad_to_block_id=["w@GRAD.block0:1"], lr_decay_block_id=-1,
+        sparse_grad_to_param=["w@GRAD.block0:w.block0"]}
+  }
+  block 1 parent 0 {
+    op sgd(Param=[w.block0], Grad=[w@GRAD.block0], LearningRate=[learning_rate_0])
+       -> (ParamOut=[w.block0])
+  }
+}
+)";
+
+const char* kSparseSyncServer = R"(
+program {
+  block 0 {
+    var learning_rate_0 : float32[1] persistable
+    var w.block0 : float32[2, 2] persistable
+    var w@GRAD.block0 : selected_rows float32[2, 2]
+    var w@GRAD.block0.trainer_0 : selected_rows float32[2, 2] persistable
+    var w@GRAD.block0.trainer_1 : selected_rows float32[2, 2] persistable
+    op listen_and_serv(X=[w@GRAD.block0.trainer_0, w@GRAD.block0.trainer_1]) -> ()
+       {endpoint="127.0.0.1:6170", pserver_id=0, Fanin=2, distributed_mode=0,
+        optimize_blocks=[1], grad_to_block_id=["w@GRAD.block0:1"], lr_decay_block_id=-1,
+        sparse_grad_to_param=["w@GRAD.block0:w.block0"]}
+  }
+  block 1 parent 0 {
+    op sum(X=[w@GRAD.block0.trainer_0, w@GRAD.block0.trainer_1]) -> (Out=[w@GRAD.block0])
+    op scale(X=[w@GRAD.block0]) -> (Out=[w@GRAD.block0]) {scale=0.5f}
+    op sgd(Param=[w.block0], Grad=[w@GRAD.block0], LearningRate=[learning_rate_0])
+       -> (ParamOut=[w.block0])
+  }
+}
+)";
+
+// Entries of a [2, 2] table's gradient: one row index and two values each.
+struct SparseGrad {
+  std::vector<float> values;
+  std::vector<int64_t> rows;
+  int64_t dims[2] = {0, 2};
+  FleetTensor tensor() {
+    FleetTensor t{};
+    t.struct_size = sizeof(FleetTensor);
+    dims[0] = static_cast<int64_t>(rows.size());
+    t.data = values.data();
+    t.dtype = FLEET_DTYPE_FLOAT32;
+    t.ndim = 2;
+    t.dims = dims;
+    t.device_type = FLEET_DEVICE_TYPE_HOST;
+    t.rows = rows.data();
+    t.height = 2;
+    return t;
+  }
+};
+
+Status SendRows(PsServer& s, int32_t trainer, const std::string& name, std::vector<int64_t> rows,
+                std::vector<float> values) {
+  SparseGrad g{std::move(values), std::move(rows)};
+  return s.OnSend(trainer, name, g.tensor());
+}
+
+// Each send moves the rows it lists (sgd, lr 0.1, from 1s): entries of one row add up, a send
+// past the receive var's first room (1024 entries) grows it and the block is prepared again, and
+// a later, shorter send leaves nothing of the longer one behind.
+TEST_F(PsServerTest, SparseSendsMoveOnlyTheirRows) {
+  auto server = MakeServer(kSparseAsyncServer, milliseconds(10000));
+  ASSERT_NE(server, nullptr);
+  Status served;
+  std::thread loop([&] { served = server->Serve(); });
+  const std::string grad = "w@GRAD.block0";
+  ASSERT_TRUE(SendRows(*server, 0, grad, {1, -1, 1}, {1, 2, 9, 9, 3, 4}).ok());
+  ExpectFloats(Get(*server, 0, "w.block0"), {1, 1, 0.6f, 0.4f}, "two entries of row 1");
+  std::vector<int64_t> rows(3000, 0);
+  ASSERT_TRUE(SendRows(*server, 1, grad, rows, std::vector<float>(6000, 1.0f / 1024)).ok());
+  ExpectFloats(Get(*server, 0, "w.block0"), {0.70703125f, 0.70703125f, 0.6f, 0.4f},
+               "3000 entries of row 0");
+  ASSERT_TRUE(SendRows(*server, 0, grad, {1}, {1, 1}).ok());
+  ExpectFloats(Get(*server, 0, "w.block0"), {0.70703125f, 0.70703125f, 0.5f, 0.3f},
+               "one entry of row 1");
+
+  // A row outside the block, a dense send, and a get of the gradient are refused by name.
+  Status s = SendRows(*server, 1, grad, {0, 2}, {1, 1, 1, 1});
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("trainer 1 sent 'w@GRAD.block0' with entry 1 in row 2, outside its "
+                             "2 rows"),
+            std::string::npos)
+      << s.ToString();
+  s = Send(*server, 1, grad, {1, 2, 3, 4});
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("the server's var is sparse float32[2, 2]"), std::string::npos)
+      << s.ToString();
+  auto got = Get(*server, 0, grad);
+  EXPECT_EQ(got.status().code(), Code::kFailedPrecondition);
+  EXPECT_NE(got.status().message().find("cannot be fetched"), std::string::npos)
+      << got.status().ToString();
+  ExpectFloats(Get(*server, 0, "w.block0"), {0.70703125f, 0.70703125f, 0.5f, 0.3f},
+               "after the refusals");
+  ASSERT_TRUE(server->OnComplete(0).ok());
+  ASSERT_TRUE(server->OnComplete(1).ok());
+  loop.join();
+  EXPECT_TRUE(served.ok()) << served.ToString();
+}
+
+// Sync: the round sums both trainers' entries (one of them growing its receive var) and scales
+// them by 1/2: row 0 -= 0.1 * 2 / 2, row 1 -= 0.1 * (2000 / 1024 + 2) / 2.
+TEST_F(PsServerTest, SparseSyncRoundAveragesTheTrainersEntries) {
+  auto server = MakeServer(kSparseSyncServer, milliseconds(10000));
+  ASSERT_NE(server, nullptr);
+  Status served;
+  std::thread loop([&] { served = server->Serve(); });
+  auto trainer = [&](int32_t t, std::vector<int64_t> rows, std::vector<float> values) {
+    ExpectFloats(Get(*server, t, "w.block0"), {1, 1, 1, 1}, "startup");
+    ASSERT_TRUE(server->OnBarrier(t, FLEET_BARRIER_FETCH).ok());
+    const std::string grad = "w@GRAD.block0.trainer_" + std::to_string(t);
+    ASSERT_TRUE(SendRows(*server, t, grad, std::move(rows), std::move(values)).ok());
+    ASSERT_TRUE(server->OnBarrier(t, FLEET_BARRIER_BATCH).ok());
+    ExpectFloats(Get(*server, t, "w.block0"), {0.9f, 0.9f, 0.80234375f, 0.80234375f},
+                 "trainer " + std::to_string(t));
+    ASSERT_TRUE(server->OnBarrier(t, FLEET_BARRIER_FETCH).ok());
+    ASSERT_TRUE(server->OnComplete(t).ok());
+  };
+  std::vector<int64_t> many(2000, 1);
+  many.push_back(1);
+  std::vector<float> small(4000, 1.0f / 1024);
+  small.insert(small.end(), {2, 2});
+  std::thread t0(trainer, 0, std::vector<int64_t>{0}, std::vector<float>{2, 2});
+  std::thread t1(trainer, 1, many, small);
+  t0.join();
+  t1.join();
+  loop.join();
+  EXPECT_TRUE(served.ok()) << served.ToString();
 }
 
 TEST_F(PsServerTest, AProgramWithoutListenAndServIsRefused) {

@@ -362,7 +362,7 @@ TEST_F(SparseGradTest, ASparseGradientIsNotFetchedAndOnlySomeOptimizersTakeIt) {
       << s.ToString();
 }
 
-TEST(SparseGradIr, SelectedRowsVarsRoundTripAndPersistableOnesAreRefused) {
+TEST(SparseGradIr, SelectedRowsVarsRoundTripAndParameterOnesAreRefused) {
   const std::string text =
       "program {\n"
       "block 0 {\n"
@@ -381,9 +381,19 @@ TEST(SparseGradIr, SelectedRowsVarsRoundTripAndPersistableOnesAreRefused) {
   EXPECT_NE(ir::PrintProgram(*parsed).find("var g : selected_rows float32[10, 4]"),
             std::string::npos);
 
+  // A parameter server's receive var is persistable; it round-trips.
+  std::string received = text;
+  received.replace(received.find("[10, 4]"), 7, "[10, 4] persistable");
+  auto kept = ir::ParseProgram(received, "t3");
+  ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+  EXPECT_TRUE(kept->global().FindVar("g")->persistable);
+  auto kept_again = ir::ParseProgram(ir::PrintProgram(*kept), "t4");
+  ASSERT_TRUE(kept_again.ok());
+  EXPECT_EQ(*kept_again, *kept);
+
   std::string bad = text;
-  bad.replace(bad.find("[10, 4]"), 7, "[10, 4] persistable");
-  auto refused = ir::ParseProgram(bad, "t3");
+  bad.replace(bad.find("var g :"), 7, "param g :");
+  auto refused = ir::ParseProgram(bad, "t5");
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("selected_rows var 'g'"), std::string::npos)
       << refused.status().ToString();
