@@ -10,6 +10,7 @@
 #include "fleet/fleet_plugin.h"
 #include "plugin/kernel.h"
 #include "plugin/pass.h"
+#include "plugin/transport.h"
 #include "support/text.h"
 
 namespace fleet {
@@ -130,11 +131,11 @@ StatusOr<frontend::ParsedProgram> BuildPrograms(const std::filesystem::path& fil
 }
 
 std::string SparseExchangeReason(const Config& config) {
-  // Collective trainers gather sparse gradients (grad_allreduce); the other modes do not
-  // exchange them yet.
+  // Collective trainers gather sparse gradients (grad_allreduce), parameter-server trainers send
+  // them in row blocks; the other modes do not exchange them yet.
   const bool gathered = config.strategy_mode == "collective" &&
                         config.collective.mode == "grad_allreduce";
-  if (config.strategy_mode == "none" || gathered) return "";
+  if (config.strategy_mode == "none" || config.strategy_mode == "pserver" || gathered) return "";
   return "sparse gradients are not exchanged between trainers yet ([strategy] mode \"" +
          config.strategy_mode + "\"" +
          (config.strategy_mode == "collective"
@@ -144,8 +145,12 @@ std::string SparseExchangeReason(const Config& config) {
 }
 
 std::string DenseGradientsReason(const Config& config, const PluginRegistry& registry,
-                                 const std::string& device) {
+                                 const std::string& device, const ComponentRecord* transport) {
   if (std::string why = SparseExchangeReason(config); !why.empty()) return why;
+  if (config.strategy_mode == "pserver" && transport != nullptr &&
+      !TransportCarriesSelectedRows(*transport)) {
+    return "transport '" + config.transport.backend + "' predates ABI 1.7 and cannot send them";
+  }
   for (ir::DataType dtype : {ir::DataType::kFloat32, ir::DataType::kFloat64}) {
     for (const KernelCandidate& k : FindKernels(registry, "lookup_table_v2_grad", device, dtype)) {
       if (TakesSelectedRows(*k.def)) return "";

@@ -208,7 +208,8 @@ Status RunJob(const JobRequest& request, std::ostream& out,
   FLEET_ASSIGN_OR_RETURN(Selection selection, LoadSelected(config, registry));
   for (const std::string& w : selection.warnings) warn(w);
   if (AsksForSparseGradients(programs.main)) {
-    const std::string dense = DenseGradientsReason(config, registry, selection.device->name);
+    const std::string dense =
+        DenseGradientsReason(config, registry, selection.device->name, selection.transport);
     if (!dense.empty()) {
       Log().info("embeddings with is_sparse=True train with dense gradients: {}", dense);
       FLEET_ASSIGN_OR_RETURN(programs, BuildPrograms(file, Stage::kOptimized, false));

@@ -65,8 +65,17 @@ void RegisterMathOps(OpRegistry& registry) {
     s.attrs = {{"scale", 1.0f}, {"bias", 0.0f}, {"bias_after_scale", true}};
     // Row by row; a bias lands in padding rows too, which the executor zeroes after the op.
     s.lod_share = {{"Out", "X"}};
+    // A parameter server scales the sum of its trainers' sparse gradients by 1/N.
+    s.selected_rows_inputs = {"X"};
     s.infer_shape = [](ShapeContext& c) {
-      c.Output("Out") = c.Input("X");
+      const TensorInfo& x = c.Input("X");
+      // A bias would land on every row of the dense tensor a sparse X stands for, which its
+      // entries cannot say.
+      if (x.selected_rows() && c.FloatAttr("bias") != 0.0f) {
+        return c.Error("a sparse X (selected_rows) takes no bias; bias is " +
+                       std::to_string(c.FloatAttr("bias")));
+      }
+      c.Output("Out") = x;
       return OkStatus();
     };
     // d/dX = scale * dOut: Paddle's grad of scale is a scale op with bias 0.

@@ -254,6 +254,7 @@ void RegisterOptimizerExtOps(OpRegistry& registry);  // optimizer_ext_ops.cc: ad
 void RegisterCollectiveOps(OpRegistry& registry);  // collective_ops.cc: c_allreduce_*,
                                                   // c_broadcast, c_comm_init, syncs
 void RegisterPserverOps(OpRegistry& registry);    // pserver_ops.cc: send, recv, send_barrier,
-                                                  // fetch_barrier, listen_and_serv, split_byref
+                                                  // fetch_barrier, listen_and_serv, split_byref,
+                                                  // split_selected_rows
 
 }  // namespace fleet::ops

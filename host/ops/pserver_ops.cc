@@ -1,8 +1,8 @@
 // Parameter-server ops (Paddle's paddle/fluid/operators/distributed_ops/): what the pserver
 // transpile pass (passes/pserver_pass.h) inserts. send, recv, send_barrier, fetch_barrier and
 // listen_and_serv are marked `rpc`: the executor runs them on the host's kernels over the job's
-// transport, never on a device. split_byref is an ordinary op with a device kernel (a row
-// split). None is differentiable; they are inserted after the backward pass.
+// transport, never on a device. split_byref and split_selected_rows are ordinary ops with
+// device kernels (a row split of a dense and of a sparse gradient). None is differentiable; they are inserted after the backward pass.
 //
 // Control vars ("__control_var@<k>") only order the RPC ops; they carry no data and are
 // float32 [0]. recv and fetch_barrier leave their outputs' shapes open: those are the declared
@@ -72,6 +72,7 @@ void RegisterSend(OpRegistry& registry) {
               "barrier and recv)";
   s.inputs = {{"X", false, true}};
   s.outputs = {{"Out", true, true}};
+  s.selected_rows_inputs = {"X"};  // a block of a sparse gradient goes out with its rows
   s.attrs = {{"epmap", Strings{}},
              {"sections", std::vector<int64_t>{}},
              {"send_varnames", Strings{}},
@@ -144,6 +145,7 @@ void RegisterListenAndServ(OpRegistry& registry) {
               "rate block (lr_decay_block_id), once per round (distributed_mode 0, sync) or per "
               "gradient (1, async)";
   s.inputs = {{"X", true, true}};
+  s.selected_rows_inputs = {"X"};  // the sparse gradients the server receives
   s.attrs = {{"endpoint", std::string("127.0.0.1:6164")},
              {"pserver_id", int32_t{-1}},
              {"Fanin", int32_t{1}},
@@ -239,6 +241,50 @@ void RegisterSplitByref(OpRegistry& registry) {
   RegisterBuiltin(registry, std::move(s));
 }
 
+// A sparse gradient cut at the parameter's row blocks, for the servers that hold them.
+void RegisterSplitSelectedRows(OpRegistry& registry) {
+  OpSchema s;
+  s.type = "split_selected_rows";
+  s.summary = "Out[i] (selected_rows, height height_sections[i]) = the entries of X whose row "
+              "lies in block i (rows [sum(height_sections[:i]), sum(height_sections[:i+1]))), "
+              "in X's order, rows made relative to the block; each Out has X's room for entries";
+  s.inputs = {{"X"}};
+  s.outputs = {{"Out", false, true}};
+  s.attrs = {{"height_sections", std::vector<int64_t>{}}};
+  s.selected_rows_inputs = {"X"};
+  s.infer_shape = [](ShapeContext& c) {
+    const TensorInfo& x = c.Input("X");
+    if (!x.selected_rows() || x.dims.empty()) {
+      return c.Error("X must be a sparse gradient (selected_rows)");
+    }
+    const std::vector<int64_t> sections = c.IntsAttr("height_sections");
+    const size_t n = c.OutputCount("Out");
+    if (sections.size() != n) {
+      return c.Error("height_sections has " + std::to_string(sections.size()) +
+                     " entries but Out holds " + std::to_string(n) + " vars");
+    }
+    int64_t total = 0;
+    for (int64_t r : sections) {
+      if (r < 0 || r > x.height - total) {
+        return c.Error("height_sections " + ir::ShapeText(sections) + " do not cut X's " +
+                       std::to_string(x.height) + " rows");
+      }
+      total += r;
+    }
+    if (total != x.height) {
+      return c.Error("height_sections add up to " + std::to_string(total) + " rows but X has " +
+                     std::to_string(x.height));
+    }
+    for (size_t i = 0; i < n; ++i) {
+      TensorInfo out = x;
+      out.height = sections[i];
+      c.Output("Out", i) = out;
+    }
+    return OkStatus();
+  };
+  RegisterBuiltin(registry, std::move(s));
+}
+
 }  // namespace
 
 void RegisterPserverOps(OpRegistry& registry) {
@@ -248,6 +294,7 @@ void RegisterPserverOps(OpRegistry& registry) {
   RegisterBarrier(registry, /*send=*/false);
   RegisterListenAndServ(registry);
   RegisterSplitByref(registry);
+  RegisterSplitSelectedRows(registry);
 }
 
 }  // namespace fleet::ops

@@ -21,7 +21,8 @@
 // (Beta1Pow, Beta2Pow) stay whole, one copy per block.
 //
 // Trainer "main": the learning-rate and optimize ops and the vars only they used are removed;
-// after the last op writing each gradient: split_byref (when cut) and send {epmap,
+// after the last op writing each gradient: split_byref (when cut; split_selected_rows with
+// height_sections for a sparse gradient, whose blocks are sparse) and send {epmap,
 // op_role_var=[p, g]} with a control var "__control_var@<k>" as Out; then, in sync mode,
 // send_barrier; one recv per parameter (X = the barrier's control var, or in async mode the
 // parameter's send control var); in sync mode fetch_barrier (Out = every received var); one
@@ -37,7 +38,10 @@
 // then one block per parameter block of the server (parent: the learning-rate block or 0):
 // in sync mode with N > 1 sum of the per-trainer parts and scale by 1/N, then the parameter's
 // optimize ops with the parameter, gradient and owned vars renamed to the block's. A server
-// with no block gets one empty optimize block, as in Paddle.
+// with no block gets one empty optimize block, as in Paddle. A sparse gradient's receive vars
+// are persistable selected_rows vars, its merged gradient a selected_rows temporary (sum
+// concatenates the trainers' entries, scale scales them), and "<merged grad>:<param block>" is
+// listed in sparse_grad_to_param.
 // "pserver.<i>.startup": init = "full" keeps the whole original startup (same ops, same order,
 // so random initializers draw what a single process draws), with the vars that are not the
 // server's made temporary, then split_byref of every cut parameter and cut accumulator with a
@@ -62,7 +66,9 @@
 //     per-trainer counters sent to every server); clipping by global norm is refused (it
 //     combines every gradient); only sgd, momentum, adam, adamw, adagrad, rmsprop and adamax are
 //     supported (lamb's trust ratio needs the whole parameter).
-//   - No sparse/distributed lookup tables, DC-ASGD, runtime split, GEO or half-async modes.
+//   - A sparse table is sliced, sent and received like a dense parameter: no remote prefetch
+//     (Paddle 1.8 replaces its lookups with distributed_lookup_table), the trainers recv it.
+//   - No distributed lookup tables, DC-ASGD, runtime split, GEO or half-async modes.
 #pragma once
 
 #include "passes/collective_util.h"

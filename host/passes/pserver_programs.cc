@@ -18,7 +18,17 @@ bool IsShapedInitializer(const std::string& type) {
          type == "truncated_gaussian_random";
 }
 
+// A sparse var (a merged sparse gradient, its decayed copy) lives for one update only: the
+// executor keeps it out of the scope, where it could not be written. Receive vars are the
+// exception (DeclareReceive).
 void DeclarePersistable(ir::Block& block, ir::Var var) {
+  var.persistable = !var.selected_rows;
+  if (block.FindVar(var.name) == nullptr) block.vars.emplace(var.name, std::move(var));
+}
+
+// What a trainer sends: persistable, so the server keeps it from its arrival to the round's
+// update, sparse or not (the server holds a sparse one's entries in its scope).
+void DeclareReceive(ir::Block& block, ir::Var var) {
   var.persistable = true;
   if (block.FindVar(var.name) == nullptr) block.vars.emplace(var.name, std::move(var));
 }
@@ -28,6 +38,7 @@ ir::Var BlockVarDecl(const ir::Var& source, std::string name, std::vector<int64_
   v.name = std::move(name);
   v.dtype = source.dtype;
   v.shape = std::move(shape);
+  v.selected_rows = source.selected_rows;
   return v;
 }
 
@@ -64,6 +75,7 @@ StatusOr<ir::Program> ServerMain(const Plan& plan, const ir::Program& main, int3
   }
 
   const float inv_trainers = static_cast<float>(1.0 / static_cast<double>(plan.trainers));
+  std::vector<std::string> sparse_grad_to_param;
   for (const ParamPlan& p : plan.params) {
     for (size_t b = 0; b < p.num_blocks(); ++b) {
       if (p.servers[b] != server) continue;
@@ -72,7 +84,13 @@ StatusOr<ir::Program> ServerMain(const Plan& plan, const ir::Program& main, int3
       ir::Block& g0 = prog.global();
       DeclarePersistable(g0, p.split() ? BlockVarDecl(p.param_var, param, p.BlockShape(b))
                                        : p.param_var);
-      DeclarePersistable(g0, BlockVarDecl(p.grad_var, merged, p.BlockShape(b)));
+      const ir::Var merged_decl = BlockVarDecl(p.grad_var, merged, p.BlockShape(b));
+      if (plan.trainer_suffix()) {
+        DeclarePersistable(g0, merged_decl);
+      } else {
+        DeclareReceive(g0, merged_decl);
+      }
+      if (p.grad_var.selected_rows) sparse_grad_to_param.push_back(merged + ":" + param);
       std::map<std::string, std::string> rename = {{p.param, param}, {p.grad, merged}};
       for (const OwnedVar& o : p.owned) {
         const ir::Var* v = src.FindVar(o.name);
@@ -94,7 +112,7 @@ StatusOr<ir::Program> ServerMain(const Plan& plan, const ir::Program& main, int3
         std::vector<std::string> parts;
         for (int32_t t = 0; t < plan.trainers; ++t) {
           std::string part = merged + ".trainer_" + std::to_string(t);
-          DeclarePersistable(prog.global(), BlockVarDecl(p.grad_var, part, p.BlockShape(b)));
+          DeclareReceive(prog.global(), BlockVarDecl(p.grad_var, part, p.BlockShape(b)));
           parts.push_back(part);
           receive.push_back(std::move(part));
         }
@@ -131,7 +149,7 @@ StatusOr<ir::Program> ServerMain(const Plan& plan, const ir::Program& main, int3
        {"optimize_blocks", optimize_blocks},
        {"grad_to_block_id", grad_to_block},
        {"lr_decay_block_id", lr_block},
-       {"sparse_grad_to_param", std::vector<std::string>{}}}));
+       {"sparse_grad_to_param", sparse_grad_to_param}}));
   return prog;
 }
 

@@ -13,11 +13,13 @@ namespace fleet::passes {
 namespace pserver {
 namespace {
 
-ir::Var PlainVar(std::string name, ir::DataType dtype, std::vector<int64_t> shape) {
+ir::Var PlainVar(std::string name, ir::DataType dtype, std::vector<int64_t> shape,
+               bool selected_rows = false) {
   ir::Var v;
   v.name = std::move(name);
   v.dtype = dtype;
   v.shape = std::move(shape);
+  v.selected_rows = selected_rows;
   return v;
 }
 
@@ -120,14 +122,23 @@ Status RewriteTrainerMain(const Plan& plan, ir::Program& main) {
     }
     std::vector<std::string> send_vars = {grad};
     if (p.split()) {
+      const bool sparse = p.grad_var.selected_rows;
       send_vars.clear();
       for (size_t b = 0; b < p.num_blocks(); ++b) {
         std::string name = BlockName(p.grad, b) + (plan.trainer_suffix() ? suffix : "");
-        Declare(block, PlainVar(name, p.grad_var.dtype, p.BlockShape(b)));
+        Declare(block, PlainVar(name, p.grad_var.dtype, p.BlockShape(b), sparse));
         send_vars.push_back(std::move(name));
       }
-      after[writer].push_back(RoleOp("split_byref", {{"X", {grad}}}, {{"Out", send_vars}},
-                                     {{"sections", Sections(p)}}, ir::op_role::kDist));
+      // A sparse gradient is cut by rows into sparse blocks (Paddle's split_selected_rows),
+      // each sent with only the entries of its block.
+      if (sparse) {
+        after[writer].push_back(RoleOp("split_selected_rows", {{"X", {grad}}},
+                                       {{"Out", send_vars}}, {{"height_sections", p.rows}},
+                                       ir::op_role::kDist));
+      } else {
+        after[writer].push_back(RoleOp("split_byref", {{"X", {grad}}}, {{"Out", send_vars}},
+                                       {{"sections", Sections(p)}}, ir::op_role::kDist));
+      }
     }
     std::string control = control_var();
     after[writer].push_back(RoleOp(

@@ -3,7 +3,9 @@
 // program sets (trainer main and startup, every server's main and startup) text in, text out,
 // with expectations written by hand from the pass contract (pserver_pass.h).
 #include <fstream>
+#include <set>
 #include <sstream>
+#include <variant>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -341,6 +343,92 @@ TEST_F(PserverPassTest, RealMlpThroughPipeline) {
     }
   }
   EXPECT_TRUE(suffixed);
+}
+
+// CTR-DNN's table has a sparse gradient: the trainer cuts it at the servers' row blocks with
+// split_selected_rows and sends the sparse blocks; each server receives them into persistable
+// sparse vars, sums the two trainers' entries and scales them by 1/2 in a sparse temporary, and
+// lists the gradient in sparse_grad_to_param. Every program verifies.
+TEST_F(PserverPassTest, SparseTableGradientIsSentInSparseRowBlocks) {
+  auto built = BuildPrograms(std::string(FLEET_EXAMPLES_DIR) + "/ctr_dnn/ctr_dnn.fleet",
+                             Stage::kOptimized);
+  ASSERT_TRUE(built.ok()) << built.status().ToString();
+  const std::string table = "SparseFeatFactors", grad = table + "@GRAD";
+  const ir::Var* declared = built->main.global().FindVar(grad);
+  ASSERT_NE(declared, nullptr);
+  ASSERT_TRUE(declared->selected_rows);
+  const int64_t height = declared->shape.at(0);
+  Config config;
+  config.strategy_mode = "pserver";
+  Role role;
+  role.world_size = 2;
+  role.rank = 1;
+  role.pserver_endpoints = {"h:1", "h:2"};
+  auto set = Transpile(config, role, *built, *registry_);
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  for (const auto& [name, program] : *set) {
+    Status v = ir::VerifyProgram(program);
+    EXPECT_TRUE(v.ok()) << name << ": " << v.ToString();
+  }
+  const ir::Block& main = set->at("main").global();
+  std::vector<std::string> blocks;
+  std::vector<int64_t> sections;
+  for (const ir::Op& op : main.ops) {
+    EXPECT_FALSE(op.type == "split_byref" && op.InputOne("X") == grad) << "cut as dense";
+    if (op.type != "split_selected_rows") continue;
+    EXPECT_EQ(op.InputOne("X"), grad);
+    blocks = op.Output("Out");
+    sections = ir::AttrAsInts(*op.FindAttr("height_sections")).value();
+  }
+  ASSERT_EQ(blocks.size(), 2u);
+  EXPECT_EQ(blocks[0], grad + ".block0.trainer_1");
+  EXPECT_EQ(sections.at(0) + sections.at(1), height);
+  for (size_t b = 0; b < blocks.size(); ++b) {
+    const ir::Var* v = main.FindVar(blocks[b]);
+    ASSERT_NE(v, nullptr);
+    EXPECT_TRUE(v->selected_rows);
+    EXPECT_EQ(v->shape.at(0), sections[b]);
+  }
+  bool sent = false;
+  for (const ir::Op& op : main.ops) {
+    if (op.type == "send" && op.Input("X") == blocks) sent = true;
+  }
+  EXPECT_TRUE(sent);
+
+  std::set<std::string> listed;
+  for (int s = 0; s < 2; ++s) {
+    const ir::Program& server = set->at("pserver." + std::to_string(s));
+    const ir::Op& listen = server.global().ops.at(0);
+    const auto* pairs =
+        std::get_if<std::vector<std::string>>(listen.FindAttr("sparse_grad_to_param"));
+    ASSERT_NE(pairs, nullptr);
+    for (const std::string& pair : *pairs) {
+      listed.insert(pair);
+      const std::string merged = pair.substr(0, pair.find(':'));
+      const size_t b = merged == grad + ".block0" ? 0 : 1;
+      for (int t = 0; t < 2; ++t) {
+        const ir::Var* part = server.global().FindVar(merged + ".trainer_" + std::to_string(t));
+        ASSERT_NE(part, nullptr) << merged;
+        EXPECT_TRUE(part->selected_rows && part->persistable);
+        EXPECT_EQ(part->shape.at(0), sections[b]);
+      }
+      const ir::Var* m = server.global().FindVar(merged);
+      ASSERT_NE(m, nullptr);
+      EXPECT_TRUE(m->selected_rows);
+      EXPECT_FALSE(m->persistable);
+      bool summed = false, scaled = false, updated = false;
+      for (const ir::Block& block : server.blocks()) {
+        for (const ir::Op& op : block.ops) {
+          if (op.type == "sum" && op.OutputOne("Out") == merged) summed = true;
+          if (op.type == "scale" && op.InputOne("X") == merged) scaled = true;
+          if (op.type == "adam" && op.InputOne("Grad") == merged) updated = true;
+        }
+      }
+      EXPECT_TRUE(summed && scaled && updated) << merged;
+    }
+  }
+  EXPECT_EQ(listed, (std::set<std::string>{grad + ".block0:" + table + ".block0",
+                                           grad + ".block1:" + table + ".block1"}));
 }
 
 TEST_F(PserverPassTest, ServerWithoutBlocksGetsOneEmptyOptimizeBlock) {

@@ -1,7 +1,8 @@
 // CPU kernels of the ops that take or make SelectedRows tensors (sparse gradients, ABI 1.6):
 // lookup_table(_v2)_grad with is_sparse, sum of sparse gradients, the sparse updates of sgd,
 // momentum, adam and adagrad, squared_l2_norm and elementwise_mul of a sparse gradient
-// (clipping by global norm) and sparse_weight_decay.
+// (clipping by global norm), sparse_weight_decay, and scale and split_selected_rows (a
+// parameter server's merge, and a trainer cutting a gradient at the servers' row blocks).
 //
 // Each is registered after the dense kernel of its op and refuses dense calls in `supports`,
 // so the host picks it only when a tensor is sparse. Updates merge a gradient's entries per row
@@ -11,9 +12,11 @@
 // Which rows an update moves follows Paddle: sgd, adagrad and lazy adam move the listed rows
 // only; momentum and adam without lazy_mode move every row, the others with a zero gradient
 // (so they equal the dense update).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "kernels/kernel_util.h"
 #include "kernels/nn_kernels.h"
@@ -417,27 +420,40 @@ FleetStatus* SquaredL2NormRows(void*, const FleetKernelContext* kc, void*) {
   });
 }
 
-// Out = X * Y[0], X sparse: the same entries, each slice scaled.
+// Out = factor * X, X sparse: the same entries, each slice scaled.
+template <typename T>
+FleetStatus* ScaleEntries(const FleetKernelContext* kc, T factor) {
+  const FleetTensor* x = Input(kc, "X");
+  const FleetTensor* out = Output(kc, "Out");
+  if (!IsSelectedRows(x) || !IsSelectedRows(out) || Numel(out) != Numel(x) ||
+      out->dims[0] != x->dims[0]) {
+    return InvalidArgument(OpName(kc) + ": a sparse X needs a sparse Out of its entries");
+  }
+  if (out->rows != x->rows) {
+    std::memcpy(out->rows, x->rows, static_cast<size_t>(x->dims[0]) * sizeof(int64_t));
+  }
+  const T* xs = Data<const T>(x);
+  T* os = Data<T>(out);
+  const int64_t n = Numel(x);
+  for (int64_t i = 0; i < n; ++i) os[i] = xs[i] * factor;
+  return nullptr;
+}
+
+// elementwise_mul by a one-element Y.
 template <typename T>
 FleetStatus* MulRows(void*, const FleetKernelContext* kc, void*) {
   return Guard(kc, [&]() -> FleetStatus* {
-    const FleetTensor* x = Input(kc, "X");
     const FleetTensor* y = Input(kc, "Y");
-    const FleetTensor* out = Output(kc, "Out");
-    if (!IsSelectedRows(x) || !IsSelectedRows(out) || Numel(out) != Numel(x) ||
-        out->dims[0] != x->dims[0]) {
-      return InvalidArgument(OpName(kc) + ": a sparse X needs a sparse Out of its entries");
-    }
     if (y == nullptr || Numel(y) != 1) return Missing(kc, "a one-element Y");
-    const T factor = Data<const T>(y)[0];
-    if (out->rows != x->rows) {
-      std::memcpy(out->rows, x->rows, static_cast<size_t>(x->dims[0]) * sizeof(int64_t));
-    }
-    const T* xs = Data<const T>(x);
-    T* os = Data<T>(out);
-    const int64_t n = Numel(x);
-    for (int64_t i = 0; i < n; ++i) os[i] = xs[i] * factor;
-    return nullptr;
+    return ScaleEntries<T>(kc, Data<const T>(y)[0]);
+  });
+}
+
+// scale (the schema refuses a bias on a sparse X).
+template <typename T>
+FleetStatus* ScaleRows(void*, const FleetKernelContext* kc, void*) {
+  return Guard(kc, [&]() -> FleetStatus* {
+    return ScaleEntries<T>(kc, static_cast<T>(FloatAttr(kc, "scale", 1.0)));
   });
 }
 
@@ -475,6 +491,48 @@ FleetStatus* SparseWeightDecay(void*, const FleetKernelContext* kc, void*) {
         dst[j] += coeff * decay;
       }
     });
+    return nullptr;
+  });
+}
+
+// Each entry of X goes to the block holding its row, in X's order, so a server merges a row's
+// entries in the order one process would; every Out's unused room is empty entries.
+template <typename T>
+FleetStatus* SplitRows(void*, const FleetKernelContext* kc, void*) {
+  return Guard(kc, [&]() -> FleetStatus* {
+    const FleetTensor* x = Input(kc, "X");
+    const size_t n = OutputCount(kc, "Out");
+    RowsView v;
+    if (!IsSelectedRows(x)) return InvalidArgument(OpName(kc) + ": X must be sparse");
+    std::vector<int64_t> dense = Dims(x);
+    dense[0] = x->height;
+    if (FleetStatus* s = Plan(fleet::kernel::PlanRows(x, kc->op_type, "X", dense, &v))) return s;
+    if (FleetStatus* s = Plan(fleet::kernel::CheckEntries(v, kc->op_type, "X"))) return s;
+    int64_t start = 0;
+    const T* xs = Data<const T>(x);
+    for (size_t k = 0; k < n; ++k) {
+      const FleetTensor* out = Output(kc, "Out", k);
+      if (!IsSelectedRows(out) || out->dims[0] != x->dims[0] || Numel(out) != Numel(x)) {
+        return InvalidArgument(OpName(kc) + ": Out[" + std::to_string(k) +
+                               "] must be sparse with X's room for entries");
+      }
+      const int64_t end = start + out->height;
+      T* os = Data<T>(out);
+      int64_t at = 0;
+      for (int64_t i = 0; i < v.entries; ++i) {
+        const int64_t row = v.rows[i];
+        if (row < start || row >= end) continue;
+        std::memcpy(os + at * v.width, xs + i * v.width, static_cast<size_t>(v.width) * sizeof(T));
+        out->rows[at++] = row - start;
+      }
+      std::fill(out->rows + at, out->rows + out->dims[0], int64_t{-1});
+      std::fill(os + at * v.width, os + out->dims[0] * v.width, T(0));
+      start = end;
+    }
+    if (start != v.height) {
+      return InvalidArgument(OpName(kc) + ": the blocks hold " + std::to_string(start) +
+                             " rows but X has " + std::to_string(v.height));
+    }
     return nullptr;
   });
 }
@@ -521,6 +579,12 @@ void AddSparseKernels(KernelList& list) {
       GradSortedPrepare<float>, nullptr, nullptr, kRows);
   Add(list, "sparse_weight_decay", FLEET_DTYPE_FLOAT64, SparseWeightDecay<double>,
       GradSortedPrepare<double>, nullptr, nullptr, kRows);
+  Add(list, "scale", FLEET_DTYPE_FLOAT32, ScaleRows<float>, nullptr, nullptr, SparseOnly, kRows);
+  Add(list, "scale", FLEET_DTYPE_FLOAT64, ScaleRows<double>, nullptr, nullptr, SparseOnly, kRows);
+  Add(list, "split_selected_rows", FLEET_DTYPE_FLOAT32, SplitRows<float>, nullptr, nullptr,
+      nullptr, kRows);
+  Add(list, "split_selected_rows", FLEET_DTYPE_FLOAT64, SplitRows<double>, nullptr, nullptr,
+      nullptr, kRows);
 }
 
 }  // namespace fleet_cpu
