@@ -37,10 +37,14 @@ class KernelChoiceTest : public ::testing::Test {
 TEST_F(KernelChoiceTest, CandidatesComeByPriority) {
   std::vector<KernelCandidate> c =
       FindKernels(*registry_, "scale", "cpu", ir::DataType::kFloat32);
-  ASSERT_EQ(c.size(), 3u);
+  // The two stubs by priority, then the cpu plugin's dense scale and its sparse one.
+  ASSERT_EQ(c.size(), 4u);
   EXPECT_EQ(c[0].def->priority, 20);
   EXPECT_EQ(c[1].def->priority, 10);
   EXPECT_EQ(c[2].component->plugin, "cpu");
+  EXPECT_FALSE(TakesSelectedRows(*c[2].def));
+  EXPECT_EQ(c[3].component->plugin, "cpu");
+  EXPECT_TRUE(TakesSelectedRows(*c[3].def));
 }
 
 TEST_F(KernelChoiceTest, RefusingKernelsArePassedOver) {
