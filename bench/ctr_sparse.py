@@ -11,6 +11,13 @@ samples/s over the timed steps, the peak resident memory of the process and the 
 
   /usr/bin/python3 bench/ctr_sparse.py [--fleet-host build/bin/fleet-host] [--vocab 1000000]
 
+With --pserver the same two programs run as a parameter-server job instead, `fleet-host launch
+--servers 2 --workers 2` on this machine (sync, plain Adam on the servers, lazy for the sparse
+run, --batch per worker), and no PyTorch peer: the table gives the job's samples/s (both
+workers' samples) and the bytes that crossed the loopback interface per step (from
+/proc/net/dev, startup included), against the bytes of the touched rows' gradient entries the
+workers sent (an entry is 10 floats and an int64 row).
+
 It needs Debian's python3-torch and OpenBLAS (scripts/install-bench-deps.sh).
 """
 import argparse
@@ -74,6 +81,80 @@ def run_fleet(args, work, data_dir, sparse):
     return rate, peak, last.get("loss")
 
 
+def loopback_bytes():
+    with open("/proc/net/dev") as f:
+        for line in f:
+            name, _, rest = line.partition(":")
+            if name.strip() == "lo":
+                return int(rest.split()[0])  # received: each byte crosses once
+    raise RuntimeError("/proc/net/dev has no loopback interface")
+
+
+def run_pserver(args, work, data_dir, sparse):
+    metrics = os.path.join(work, "metrics.jsonl")
+    if os.path.exists(metrics):
+        os.remove(metrics)
+    cfg = os.path.join(work, "fleet.toml")
+    with open(cfg, "w") as f:
+        f.write(ctr_dnn.fleet_config(args, data_dir, metrics))
+    env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
+    before = loopback_bytes()
+    subprocess.run([args.fleet_host, "--config", cfg, "launch",
+                    "--servers", "2", "--workers", "2", "--log-dir", os.path.join(work, "logs"),
+                    "--", "run", program(work, args.vocab, sparse)],
+                   check=True, stdout=subprocess.DEVNULL, env=env)
+    wire = (loopback_bytes() - before) / (args.warmup + args.steps)
+    with open(metrics) as f:
+        recs = [json.loads(line) for line in f if line.strip()]
+    first = next(r for r in recs if r["step"] >= args.warmup)
+    last = recs[-1]
+    rate = 2 * (last["step"] - first["step"]) * args.batch / (last["elapsed_s"] -
+                                                               first["elapsed_s"])
+    return rate, wire
+
+
+def touched_bytes(args, data_dir):
+    """Bytes per step of the entries both workers send: every id of a batch (26 slots)."""
+    ids = 0
+    lines = 0
+    for name in sorted(os.listdir(data_dir)):
+        if not name.startswith("part-"):
+            continue
+        with open(os.path.join(data_dir, name)) as f:
+            for line in f:
+                fields = line.split()
+                at, slot = 0, 0
+                while at < len(fields) and slot < 28:
+                    n = int(fields[at])
+                    if 1 <= slot <= 26:
+                        ids += n
+                    at += n + 1
+                    slot += 1
+                lines += 1
+    return 2 * args.batch * ids / lines * (10 * 4 + 8)
+
+
+def main_pserver(args, data_dir, work):
+    results = {}
+    for _ in range(args.runs):
+        for sparse in (False, True):
+            results.setdefault(sparse, []).append(run_pserver(args, work, data_dir, sparse))
+
+    def med(sparse, i):
+        return statistics.median(r[i] for r in results[sparse])
+
+    payload = touched_bytes(args, data_dir)
+    print(f"CTR-DNN on 2 servers and 2 workers (sync), table [{args.vocab}, 10], batch "
+          f"{args.batch} per worker, {args.threads} thread(s), median of {args.runs} runs")
+    print("| gradients | samples/s | loopback MB per step | touched-rows entries MB per step |")
+    print("|---|---:|---:|---:|")
+    for sparse in (False, True):
+        print(f"| {'sparse (lazy Adam)' if sparse else 'dense (Adam)'} | {med(sparse, 0):,.0f} | "
+              f"{med(sparse, 1) / 1e6:,.2f} | {payload / 1e6:,.3f} |")
+    print(f"sparse/dense: {med(True, 0) / med(False, 0):.2f}x the samples/s, "
+          f"{med(True, 1) / med(False, 1):.2f}x the bytes")
+
+
 def run_torch(args, data_dir, sparse):
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads),
                OPENBLAS_NUM_THREADS=str(args.threads))
@@ -97,12 +178,17 @@ def main():
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--lines", type=int, default=2000, help="lines per data file (4 files)")
+    ap.add_argument("--pserver", action="store_true",
+                    help="2 servers and 2 workers instead of one process; no PyTorch peer")
     args = ap.parse_args()
     results = {}
     with tempfile.TemporaryDirectory() as work:
         data_dir = os.path.join(work, "data")
         subprocess.run([sys.executable, os.path.join(EXAMPLE, "make_data.py"), data_dir,
                         "--lines", str(args.lines)], check=True, stdout=subprocess.DEVNULL)
+        if args.pserver:
+            main_pserver(args, data_dir, work)
+            return
         for _ in range(args.runs):
             for sparse in (False, True):
                 rate, peak, _ = run_fleet(args, work, data_dir, sparse)
