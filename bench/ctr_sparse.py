@@ -63,22 +63,33 @@ def program(work, vocab, sparse):
     return path
 
 
-def run_fleet(args, work, data_dir, sparse):
+def job_config(args, work, data_dir):
+    """Writes the timed run's fleet.toml; returns it, the metrics file and the environment."""
     metrics = os.path.join(work, "metrics.jsonl")
     if os.path.exists(metrics):
         os.remove(metrics)
     cfg = os.path.join(work, "fleet.toml")
     with open(cfg, "w") as f:
         f.write(ctr_dnn.fleet_config(args, data_dir, metrics))
-    env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
-    _, peak = with_peak([args.fleet_host, "--config", cfg, "run",
-                         program(work, args.vocab, sparse)], env)
+    return cfg, metrics, dict(os.environ, OMP_NUM_THREADS=str(args.threads))
+
+
+def timed_rate(args, metrics, trainers=1):
+    """Samples/s of every trainer together over the steps after the warm-up, and the last loss."""
     with open(metrics) as f:
         recs = [json.loads(line) for line in f if line.strip()]
     first = next(r for r in recs if r["step"] >= args.warmup)
     last = recs[-1]
-    rate = (last["step"] - first["step"]) * args.batch / (last["elapsed_s"] - first["elapsed_s"])
-    return rate, peak, last.get("loss")
+    samples = trainers * (last["step"] - first["step"]) * args.batch
+    return samples / (last["elapsed_s"] - first["elapsed_s"]), last.get("loss")
+
+
+def run_fleet(args, work, data_dir, sparse):
+    cfg, metrics, env = job_config(args, work, data_dir)
+    _, peak = with_peak([args.fleet_host, "--config", cfg, "run",
+                         program(work, args.vocab, sparse)], env)
+    rate, loss = timed_rate(args, metrics)
+    return rate, peak, loss
 
 
 def loopback_bytes():
@@ -91,25 +102,14 @@ def loopback_bytes():
 
 
 def run_pserver(args, work, data_dir, sparse):
-    metrics = os.path.join(work, "metrics.jsonl")
-    if os.path.exists(metrics):
-        os.remove(metrics)
-    cfg = os.path.join(work, "fleet.toml")
-    with open(cfg, "w") as f:
-        f.write(ctr_dnn.fleet_config(args, data_dir, metrics))
-    env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
+    cfg, metrics, env = job_config(args, work, data_dir)
     before = loopback_bytes()
     subprocess.run([args.fleet_host, "--config", cfg, "launch",
                     "--servers", "2", "--workers", "2", "--log-dir", os.path.join(work, "logs"),
                     "--", "run", program(work, args.vocab, sparse)],
                    check=True, stdout=subprocess.DEVNULL, env=env)
     wire = (loopback_bytes() - before) / (args.warmup + args.steps)
-    with open(metrics) as f:
-        recs = [json.loads(line) for line in f if line.strip()]
-    first = next(r for r in recs if r["step"] >= args.warmup)
-    last = recs[-1]
-    rate = 2 * (last["step"] - first["step"]) * args.batch / (last["elapsed_s"] -
-                                                               first["elapsed_s"])
+    rate, _ = timed_rate(args, metrics, trainers=2)
     return rate, wire
 
 
