@@ -45,6 +45,19 @@ void ExpectLearns(const std::vector<nlohmann::json>& records, const std::string&
   EXPECT_GT(records.back()["eval_auc"].get<double>(), 0.62) << what;
 }
 
+// No process of a launched job (its logs under `logs`) fell back to dense gradients.
+void ExpectNoDenseFallback(const fs::path& logs) {
+  size_t files = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(logs)) {
+    if (!entry.is_regular_file() || entry.path().extension() == ".json") continue;
+    std::ifstream in(entry.path());
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(text.find("dense gradients"), std::string::npos) << entry.path() << ":\n" << text;
+    ++files;
+  }
+  EXPECT_GE(files, 4u) << logs;
+}
+
 class CtrDnnTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -219,15 +232,16 @@ TEST_F(CtrDnnTest, DevicesOfOneProcessEvaluateAsOneProcess) {
 TEST_F(CtrDnnTest, LaunchServersWorkersWithSparseGradientsMatchesOneProcess) {
   ExpectTwoRanksMatchOne(Copy(true, "sgd(learning_rate=0.05)"), "ps_sparse", 1e-4, false,
                          {"--servers", "2", "--workers", "2"});
-  size_t logs = 0;
-  for (const auto& entry : fs::recursive_directory_iterator(dir_ / "ps_sparse_two_logs")) {
-    if (!entry.is_regular_file() || entry.path().extension() == ".json") continue;
-    std::ifstream in(entry.path());
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    EXPECT_EQ(text.find("dense gradients"), std::string::npos) << entry.path() << ":\n" << text;
-    ++logs;
-  }
-  EXPECT_GE(logs, 4u);
+  ExpectNoDenseFallback(dir_ / "ps_sparse_two_logs");
+}
+
+// Asynchronous servers (sync_mode = false) apply each worker's sparse blocks as they arrive:
+// the example with its Adam still learns.
+TEST_F(CtrDnnTest, LaunchServersWorkersAsyncWithSparseGradientsLearns) {
+  ExpectLearns(Run({"--servers", "2", "--workers", "2"},
+                   {"train.steps=300", "strategy.sync_mode=false"}, "ps_async", Copy(true)),
+               "launch --servers 2 --workers 2, async");
+  ExpectNoDenseFallback(dir_ / "ps_async_logs");
 }
 
 // The workers report the job's figures (over the ring fleet-host launch gives them): trainer 0
