@@ -381,12 +381,16 @@ StatusOr<std::optional<LoadedCheckpoint>> FindLatestCheckpoint(
 }
 
 Status RestoreScope(const SafeTensors& state, exec::Scope& scope, const std::string& where) {
+  // Sparse vars are not saved (SnapshotScope), so they are neither expected nor accepted.
+  auto saved = [&](const exec::ScopeVar* v) { return v != nullptr && v->height < 0; };
   std::set<std::string> missing;
-  for (const std::string& n : scope.Names()) missing.insert(n);
+  for (const std::string& n : scope.Names()) {
+    if (saved(scope.Find(n))) missing.insert(n);
+  }
   std::vector<std::string> extra, mismatched;
   for (const NamedTensor& t : state.tensors) {
     const exec::ScopeVar* v = scope.Find(t.name);
-    if (v == nullptr) {
+    if (!saved(v)) {
       extra.push_back(t.name);
       continue;
     }

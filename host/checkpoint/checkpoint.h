@@ -71,7 +71,8 @@ std::optional<int64_t> ParseStepDirName(const std::string& name);
 // the same model with the same optimizer.
 std::string ProgramHash(const std::vector<const ir::Program*>& programs);
 
-// Every var of `scope`, copied to the host, in name order.
+// Every var of `scope`, copied to the host, in name order; sparse (SelectedRows) vars, which
+// hold one round's received gradients, are left out.
 StatusOr<SafeTensors> SnapshotScope(const exec::Scope& scope);
 
 // Commits `state` as the checkpoint (or, with info.shard set, as that shard of the checkpoint)
@@ -104,9 +105,9 @@ StatusOr<std::optional<LoadedCheckpoint>> FindLatestCheckpoint(
 // its manifest and reads it. Errors say what is missing, truncated or corrupt.
 StatusOr<LoadedCheckpoint> ReadCheckpointDir(const std::filesystem::path& dir);
 
-// Writes `state` into `scope`, which must hold exactly the same vars with the same dtypes and
-// shapes: anything else is an error listing the missing, extra and mismatched vars (and
-// `where`), and the scope is left as it was. The caller does not use the scope concurrently.
+// Writes `state` into `scope`, which must hold exactly the same vars (sparse ones aside, as
+// SnapshotScope leaves them out) with the same dtypes and shapes: anything else is an error
+// listing the missing, extra and mismatched vars (and `where`), and the scope is left as it was. The caller does not use the scope concurrently.
 Status RestoreScope(const SafeTensors& state, exec::Scope& scope, const std::string& where);
 
 }  // namespace fleet::checkpoint

@@ -178,6 +178,39 @@ class CheckpointResumeTest : public ::testing::Test {
     }
   }
 
+  // Two servers and two sync trainers on free loopback ports, every process with `sets`.
+  static std::vector<Proc> PserverJob(std::vector<std::string> sets) {
+    const std::vector<int> ports = fleet::testing::FreeLoopbackPorts(2);
+    EXPECT_EQ(ports.size(), 2u) << "no free loopback ports";
+    if (ports.size() != 2) return {};
+    std::vector<std::string> endpoints = {"127.0.0.1:" + std::to_string(ports[0]),
+                                          "127.0.0.1:" + std::to_string(ports[1])};
+    const std::string list = endpoints[0] + "," + endpoints[1];
+    sets.push_back("transport.timeout_s=30");
+    std::vector<Proc> out;
+    for (int i = 0; i < 2; ++i) {
+      out.push_back({"server" + std::to_string(i),
+                     {{"TRAINING_ROLE", "PSERVER"},
+                      {"PADDLE_PSERVERS_IP_PORT_LIST", list},
+                      {"PADDLE_PSERVER_ID", std::to_string(i)},
+                      {"POD_IP", "127.0.0.1"},
+                      {"PADDLE_PORT", endpoints[i].substr(endpoints[i].rfind(':') + 1)},
+                      {"PADDLE_TRAINERS_NUM", "2"},
+                      {"LOCAL_WORLD_SIZE", "4"}},
+                     sets});
+    }
+    for (int t = 0; t < 2; ++t) {
+      out.push_back({"trainer" + std::to_string(t),
+                     {{"TRAINING_ROLE", "TRAINER"},
+                      {"PADDLE_PSERVERS_IP_PORT_LIST", list},
+                      {"PADDLE_TRAINERS_NUM", "2"},
+                      {"PADDLE_TRAINER_ID", std::to_string(t)},
+                      {"LOCAL_WORLD_SIZE", "4"}},
+                     sets});
+    }
+    return out;
+  }
+
   using Clock = std::chrono::steady_clock;
   fs::path dir_;
   std::vector<std::unique_ptr<RankProcess>> procs_;
@@ -216,39 +249,9 @@ TEST_F(CheckpointResumeTest, TwoRanksKilledAndResumedEndBitForBitAsWithoutABreak
 }
 
 TEST_F(CheckpointResumeTest, PserverJobKilledAndResumedEndsBitForBitAsWithoutABreak) {
-  auto job = [&]() {
-    const std::vector<int> ports = fleet::testing::FreeLoopbackPorts(2);
-    EXPECT_EQ(ports.size(), 2u) << "no free loopback ports";
-    if (ports.size() != 2) return std::vector<Proc>{};
-    std::vector<std::string> endpoints = {"127.0.0.1:" + std::to_string(ports[0]),
-                                          "127.0.0.1:" + std::to_string(ports[1])};
-    const std::string list = endpoints[0] + "," + endpoints[1];
-    std::vector<Proc> out;
-    const std::vector<std::string> sets = {"transport.timeout_s=30", "strategy.min_block_size=1024"};
-    for (int i = 0; i < 2; ++i) {
-      out.push_back({"server" + std::to_string(i),
-                     {{"TRAINING_ROLE", "PSERVER"},
-                      {"PADDLE_PSERVERS_IP_PORT_LIST", list},
-                      {"PADDLE_PSERVER_ID", std::to_string(i)},
-                      {"POD_IP", "127.0.0.1"},
-                      {"PADDLE_PORT", endpoints[i].substr(endpoints[i].rfind(':') + 1)},
-                      {"PADDLE_TRAINERS_NUM", "2"},
-                      {"LOCAL_WORLD_SIZE", "4"}},
-                     sets});
-    }
-    for (int t = 0; t < 2; ++t) {
-      out.push_back({"trainer" + std::to_string(t),
-                     {{"TRAINING_ROLE", "TRAINER"},
-                      {"PADDLE_PSERVERS_IP_PORT_LIST", list},
-                      {"PADDLE_TRAINERS_NUM", "2"},
-                      {"PADDLE_TRAINER_ID", std::to_string(t)},
-                      {"LOCAL_WORLD_SIZE", "4"}},
-                     sets});
-    }
-    return out;
-  };
-  RunThrough(job(), "whole");
-  const int from = KillAndResume(job(), "broken", 200);
+  const std::vector<std::string> sets = {"strategy.min_block_size=1024"};
+  RunThrough(PserverJob(sets), "whole");
+  const int from = KillAndResume(PserverJob(sets), "broken", 200);
   // Each server's shard is the same; trainer 0 logged the same losses.
   ExpectSameEnd("whole", "broken", from, {"pserver.0", "pserver.1"}, "metrics.jsonl",
                 /*servers_save=*/true);
@@ -280,6 +283,49 @@ std::vector<std::string> MultiSlotData(const fs::path& dir, int files, int lines
   }
   return {"data.source=multislot", "data.filelist=[\"" + (dir / "part-*.txt").string() + "\"]",
           "data.slots=[\"x\", \"y\"]", "data.dataset=" + dataset};
+}
+
+// A sparse table on the servers: each trainer fetches its batch's rows
+// (distributed_lookup_table) and sends their gradient's entries; the servers' shards hold the
+// table's blocks and lazy Adam's moments, and resume them bit for bit.
+TEST_F(CheckpointResumeTest, PserverJobWithASparseTableResumesBitForBit) {
+  std::ofstream(dir_ / "model.fleet") << R"(ids = data("ids", shape=[-1, 4], dtype="int64")
+y = data("y", shape=[-1, 1], dtype="int64")
+e = embedding(ids, size=[5000, 8], is_sparse=True)
+h = fc(e, size=64, act="relu")
+prediction = fc(h, size=2, act="softmax")
+avg_cost = mean(cross_entropy(prediction, y))
+minimize(avg_cost, optimizer=adam(learning_rate=0.01, lazy_mode=True))
+)";
+  // Four ids per line, drawn from a skewed range; the label says whether the first two add up
+  // to an even number.
+  const fs::path data = dir_ / "ids";
+  fs::create_directories(data);
+  uint64_t state = 7;
+  auto next = [&](uint64_t n) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return (state >> 33) % n;
+  };
+  for (int f = 0; f < 2; ++f) {
+    std::ofstream out(data / ("part-" + std::to_string(f) + ".txt"));
+    for (int i = 0; i < 2000; ++i) {
+      uint64_t ids[4];
+      for (uint64_t& id : ids) id = next(1 + next(5000));
+      out << "4 " << ids[0] << " " << ids[1] << " " << ids[2] << " " << ids[3] << " 1 "
+          << ((ids[0] + ids[1]) % 2) << "\n";
+    }
+  }
+  const std::vector<std::string> sets = {
+      "data.source=multislot", "data.filelist=[\"" + (data / "part-*.txt").string() + "\"]",
+      "data.slots=[\"ids\", \"y\"]", "strategy.min_block_size=1024"};
+  RunThrough(PserverJob(sets), "whole");
+  for (int t = 0; t < 2; ++t) {
+    const std::string log = ReadText(dir_ / ("whole.trainer" + std::to_string(t) + ".log"));
+    EXPECT_EQ(log.find("dense gradients"), std::string::npos) << log;
+  }
+  const int from = KillAndResume(PserverJob(sets), "broken", 200);
+  ExpectSameEnd("whole", "broken", from, {"pserver.0", "pserver.1"}, "metrics.jsonl",
+                /*servers_save=*/true);
 }
 
 // Data read from files resumes where it was too: two ranks on their own shards of a shuffled
