@@ -576,6 +576,90 @@ Status PsServer::OnGet(int32_t trainer_id, std::string_view name, FleetTensor& o
   return OkStatus();
 }
 
+Status PsServer::OnPrefetch(int32_t trainer_id, std::string_view name, const int64_t* ids,
+                            int64_t num_ids, FleetTensor& out, void** token_out) {
+  InFlight guard(mu_, cv_, in_flight_);
+  FLEET_RETURN_IF_ERROR(CheckTrainer(trainer_id));
+  const std::string who = label_ + ": trainer " + std::to_string(trainer_id);
+  auto it = vars_.find(name);
+  auto w = writer_.find(name);
+  if (it == vars_.end() || w == writer_.end() || sparse_.count(name) != 0) {
+    return NotFound(who + " asked for rows of '" + std::string(name) + "', which is not a "
+                    "table this server holds");
+  }
+  const exec::ScopeVar& var = *it->second;
+  if (!host_memory_) {
+    return Unimplemented(who + " asked for rows of '" + std::string(name) + "'; a server "
+                         "serves rows from host memory only");
+  }
+  if (var.dims.empty() || var.dims[0] <= 0 || num_ids < 0) {
+    return InvalidArgument(who + " asked for rows of '" + std::string(name) + "', which has "
+                           "none");
+  }
+  const int64_t height = var.dims[0];
+  const size_t row_bytes = var.bytes / static_cast<size_t>(height);
+  // What the reply would take, bounded before anything is allocated for it.
+  if (static_cast<uint64_t>(num_ids) > kMaxPrefetchBytes / std::max<size_t>(row_bytes, 1)) {
+    return ResourceExhausted(who + " asked for " + std::to_string(num_ids) + " rows of '" +
+                             std::string(name) + "', more than " +
+                             std::to_string(kMaxPrefetchBytes >> 20) + " MiB in one reply");
+  }
+  for (int64_t i = 0; i < num_ids; ++i) {
+    if (ids[i] < 0 || ids[i] >= height) {
+      return InvalidArgument(who + " asked for row " + std::to_string(ids[i]) + " of '" +
+                             std::string(name) + "', which holds " + std::to_string(height) +
+                             " rows (id " + std::to_string(i) + " of the request)");
+    }
+  }
+  auto token = std::make_unique<GetToken>();
+  token->dims = var.dims;
+  token->dims[0] = num_ids;
+  token->copy.resize(static_cast<size_t>(num_ids) * row_bytes);
+  auto gather = [&] {
+    const uint8_t* src = static_cast<const uint8_t*>(var.data);
+    for (int64_t i = 0; i < num_ids; ++i) {
+      std::memcpy(token->copy.data() + static_cast<size_t>(i) * row_bytes,
+                  src + static_cast<size_t>(ids[i]) * row_bytes, row_bytes);
+    }
+  };
+  if (sync_) {
+    // The rows change only while a round's blocks run, and no round starts while a copy is
+    // counted in outstanding_gets_.
+    std::unique_lock<std::mutex> lock(mu_);
+    const auto deadline = Clock::now() + HandlerWait(options_.timeout);
+    if (!cv_.wait_until(lock, deadline, [&] { return failed_ || !updating_; })) {
+      return DeadlineExceeded(who + "'s prefetch of '" + std::string(name) + "' waited " +
+                              PsSeconds(HandlerWait(options_.timeout)) +
+                              " for the update of round " + std::to_string(round_));
+    }
+    if (failed_) return failure_;
+    ++outstanding_gets_;
+    lock.unlock();
+    gather();
+    lock.lock();
+    --outstanding_gets_;
+    cv_.notify_all();
+  } else {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (failed_) return failure_;
+      Touch(trainer_id);
+    }
+    std::lock_guard<std::mutex> lock(w->second->mu);
+    gather();
+  }
+  out = FleetTensor{};
+  out.struct_size = sizeof(FleetTensor);
+  out.data = token->copy.data();
+  out.dtype = static_cast<int32_t>(var.dtype);
+  out.ndim = static_cast<int32_t>(token->dims.size());
+  out.dims = token->dims.data();
+  out.device_type = FLEET_DEVICE_TYPE_HOST;
+  out.height = -1;
+  *token_out = token.release();
+  return OkStatus();
+}
+
 void PsServer::OnGetDone(void* token) {
   std::unique_ptr<GetToken> t(static_cast<GetToken*>(token));
   if (t == nullptr || !t->counted) return;

@@ -39,6 +39,11 @@
 // any, runs once before serving (what RunAsyncLoop does with an unbound block). A live trainer
 // silent for longer than `timeout` fails the server.
 //
+// Row prefetch (OnPrefetch, distributed_lookup_table on the trainers): the rows asked of a
+// parameter block an optimize block updates are copied out; in sync mode outside a round's
+// update (a prefetch waits for it to end, and the next update for the copy), in async mode
+// under the lock of the block that writes it.
+//
 // Sparse gradients (receive vars declared selected_rows): a send carries the entries of a
 // trainer's batch that fall in the server's rows. The receive var holds them in the scope with
 // room for the largest send so far: a larger one gets new memory (twice the room, or what it
@@ -125,6 +130,14 @@ class PsServer final : public TransportHandler {
   // Checks the send against the receive var (as OnSend does) before its payload is buffered.
   Status OnSendBegin(int32_t trainer_id, std::string_view name,
                      const FleetTensor& shape) override;
+  // Rows ids[0 .. num_ids) of a var an optimize block updates (a block of a table the trainers
+  // look up with distributed_lookup_table), copied: sync, between rounds (it waits out a
+  // round's update); async, under the lock of the block that writes it. A var that is not
+  // such a table is NOT_FOUND, an id outside its rows INVALID_ARGUMENT naming the id, the var
+  // and the trainer; a reply over kMaxPrefetchBytes RESOURCE_EXHAUSTED.
+  Status OnPrefetch(int32_t trainer_id, std::string_view name, const int64_t* ids,
+                    int64_t num_ids, FleetTensor& out, void** token) override;
+  static constexpr uint64_t kMaxPrefetchBytes = uint64_t{1} << 30;
   // Fails the server naming the trainer and its reason, so the other trainers' waits end now
   // and Serve returns that error, instead of at the deadline.
   Status OnAbort(int32_t trainer_id, std::string_view reason) override;
@@ -222,7 +235,8 @@ class PsServer final : public TransportHandler {
   int32_t num_live_ = 0;
   std::vector<bool> batch_;  // BATCH barriers of the round being collected
   std::vector<bool> fetch_;  // FETCH barriers of the round being collected
-  int64_t outstanding_gets_ = 0;  // views handed out and not yet done
+  int64_t outstanding_gets_ = 0;  // views handed out and not yet done, prefetches copying
+  bool updating_ = false;         // sync: a round's blocks are running
   Status failure_;
   bool failed_ = false;
   std::vector<std::chrono::steady_clock::time_point> last_heard_;  // async

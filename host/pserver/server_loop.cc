@@ -99,12 +99,15 @@ Status PsServer::ServeSync() {
     }
     FLEET_RETURN_IF_ERROR(Failure());
     const int64_t round = round_;
+    updating_ = true;
     lock.unlock();
     Status s = RunRound(contributors);
     // Between the update and the Get phase nothing touches the scope: the round's state is
     // whole, and the trainers wait for their parameters.
     if (s.ok()) s = SaveCheckpoint(round);
     lock.lock();
+    updating_ = false;
+    cv_.notify_all();
     if (!s.ok()) return FailLocked(s.WithContext("round " + std::to_string(round_)));
     std::fill(batch_.begin(), batch_.end(), false);
     phase_ = Phase::kGet;

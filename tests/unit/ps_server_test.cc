@@ -482,6 +482,63 @@ TEST_F(PsServerTest, SparseSendsMoveOnlyTheirRows) {
   EXPECT_TRUE(served.ok()) << served.ToString();
 }
 
+// A prefetch as the transport makes it: the rows are copied out, then released.
+StatusOr<std::vector<float>> Prefetch(PsServer& s, int32_t trainer, const std::string& name,
+                                      const std::vector<int64_t>& ids) {
+  FleetTensor out{};
+  void* token = nullptr;
+  FLEET_RETURN_IF_ERROR(s.OnPrefetch(trainer, name, ids.data(),
+                                     static_cast<int64_t>(ids.size()), out, &token));
+  EXPECT_EQ(out.ndim, 2);
+  EXPECT_EQ(out.dims[0], static_cast<int64_t>(ids.size()));
+  const float* p = static_cast<const float*>(out.data);
+  std::vector<float> values(p, p + ids.size() * static_cast<size_t>(out.dims[1]));
+  s.OnGetDone(token);
+  return values;
+}
+
+// The rows of a table block, in the order asked (repeats too), as the updates left them; a var
+// that is not a table, a row outside the block and a reply too large are refused by name.
+TEST_F(PsServerTest, PrefetchServesTheRowsAskedFor) {
+  auto server = MakeServer(kSparseAsyncServer, milliseconds(10000));
+  ASSERT_NE(server, nullptr);
+  Status served;
+  std::thread loop([&] { served = server->Serve(); });
+  ExpectFloats(Prefetch(*server, 0, "w.block0", {1, 0, 1}), {1, 1, 1, 1, 1, 1}, "initial");
+  ASSERT_TRUE(SendRows(*server, 0, "w@GRAD.block0", {1}, {4, 6}).ok());
+  ExpectFloats(Prefetch(*server, 1, "w.block0", {1, 0, 1}), {0.6f, 0.4f, 1, 1, 0.6f, 0.4f},
+               "after row 1's update");
+  ExpectFloats(Prefetch(*server, 1, "w.block0", {}), {}, "no ids");
+  for (const char* name : {"nope", "w@GRAD.block0", "learning_rate_0"}) {
+    auto got = Prefetch(*server, 0, name, {0});
+    EXPECT_EQ(got.status().code(), Code::kNotFound) << name;
+    EXPECT_NE(got.status().message().find("trainer 0 asked for rows of '" + std::string(name) +
+                                          "', which is not a table this server holds"),
+              std::string::npos)
+        << got.status().ToString();
+  }
+  for (int64_t bad : {int64_t{2}, int64_t{-1}, int64_t{1} << 62}) {
+    auto got = Prefetch(*server, 1, "w.block0", {0, bad});
+    EXPECT_EQ(got.status().code(), Code::kInvalidArgument);
+    EXPECT_NE(got.status().message().find("trainer 1 asked for row " + std::to_string(bad) +
+                                          " of 'w.block0', which holds 2 rows (id 1 of the "
+                                          "request)"),
+              std::string::npos)
+        << got.status().ToString();
+  }
+  FleetTensor out{};
+  void* token = nullptr;
+  const int64_t one = 0;
+  Status huge = server->OnPrefetch(0, "w.block0", &one, int64_t{1} << 40, out, &token);
+  EXPECT_EQ(huge.code(), Code::kResourceExhausted);
+  EXPECT_NE(huge.message().find("more than 1024 MiB in one reply"), std::string::npos)
+      << huge.ToString();
+  ASSERT_TRUE(server->OnComplete(0).ok());
+  ASSERT_TRUE(server->OnComplete(1).ok());
+  loop.join();
+  EXPECT_TRUE(served.ok()) << served.ToString();
+}
+
 // Sync: the round sums both trainers' entries (one of them growing its receive var) and scales
 // them by 1/2: row 0 -= 0.1 * 2 / 2, row 1 -= 0.1 * (2000 / 1024 + 2) / 2.
 TEST_F(PsServerTest, SparseSyncRoundAveragesTheTrainersEntries) {
