@@ -509,7 +509,8 @@ StatusOr<Value> Embedding(State& s, const Args& a) {
   FLEET_RETURN_IF_ERROR(a.AtCall(s.builder.AppendOp(
       MakeOp(per_id ? "lookup_table" : "lookup_table_v2", {{"Ids", {input}}, {"W", {w}}},
              {{"Out", {out}}},
-             {{"is_sparse", is_sparse},
+             // A table kept on the servers (is_distributed) is only ever updated by rows.
+             {{"is_sparse", is_sparse || is_distributed},
               {"is_distributed", is_distributed},
               {"remote_prefetch", false},
               {"padding_idx", pad}}))));

@@ -24,6 +24,43 @@ Config EvalDataConfig(const Config& config) {
   return c;
 }
 
+// A parameter-server trainer does not hold the tables its servers keep: its main looks their
+// rows up with distributed_lookup_table, which writes what the forward program's lookup did.
+// Those lookups become the trainer's ops, and the tables leave the program.
+ir::Program WithTrainerPrefetches(const ir::Program& forward, const ir::Program& trainer_main) {
+  std::map<std::string, const ir::Op*> by_output;
+  for (const ir::Op& op : trainer_main.global().ops) {
+    if (op.type != "distributed_lookup_table") continue;
+    for (const std::string& out : op.Output("Outputs")) by_output.emplace(out, &op);
+  }
+  ir::Program program = forward;
+  if (by_output.empty()) return program;
+  ir::Block& block = program.global();
+  // One op of the trainer's may stand for several lookups (the pserver pass merges those of a
+  // table): it takes the place of the first.
+  std::set<std::string> tables;
+  std::set<const ir::Op*> placed;
+  std::vector<ir::Op> ops;
+  for (ir::Op& op : block.ops) {
+    auto it = by_output.end();
+    if (op.type == "lookup_table" || op.type == "lookup_table_v2") {
+      it = by_output.find(std::string(op.OutputOne("Out")));
+    }
+    if (it == by_output.end()) {
+      ops.push_back(std::move(op));
+      continue;
+    }
+    tables.insert(std::string(op.InputOne("W")));
+    if (placed.insert(it->second).second) ops.push_back(*it->second);
+  }
+  block.ops = std::move(ops);
+  for (const ir::Op& op : block.ops) {
+    for (const std::string& v : op.InputVars()) tables.erase(v);
+  }
+  for (const std::string& t : tables) block.vars.erase(t);
+  return program;
+}
+
 // In the pruned program, each auc op counts into statistics fed from the host (`<stat>@EVAL`)
 // and writes them to vars the evaluation fetches (`<stat>@EVAL.out`), in place of training's
 // persistable ones. Returns the pairs, in op order.
@@ -96,7 +133,8 @@ StatusOr<std::unique_ptr<Evaluator>> Evaluator::Create(const Config& config,
                              "evaluation's figure (" + where + ")");
     }
   }
-  auto pruned = checkpoint::PruneForInference(forward, {}, fetches);
+  auto pruned = checkpoint::PruneForInference(WithTrainerPrefetches(forward, programs.main), {},
+                                              fetches);
   if (!pruned.ok()) return pruned.status().WithContext("eval: the forward program");
   e->program_ = std::move(pruned->program);
   FLEET_ASSIGN_OR_RETURN(auto renamed, DetachAucStatistics(e->program_));

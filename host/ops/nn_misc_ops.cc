@@ -120,16 +120,35 @@ void RegisterLookupTable(OpRegistry& registry, const std::string& type) {
 
   OpSchema g;
   g.type = grad_type;
-  g.inputs = {{"W"}, {"Ids", false, false, true}, {"Out@GRAD"}};
+  // W is absent when the table lives on the parameter servers (distributed_lookup_table):
+  // the sparse gradient then takes its height from table_height and its width from Out@GRAD.
+  g.inputs = {{"W", true}, {"Ids", false, false, true}, {"Out@GRAD"}};
   g.outputs = {{"W@GRAD", true}};
   g.attrs = LookupAttrs();
-  g.kernel_dtype_slot = "W";
+  g.attrs.push_back({"table_height", int64_t{-1}});
+  g.kernel_dtype_slot = "Out@GRAD";
   // Padding rows hold id 0 and a zero gradient, so they add nothing to W@GRAD.
   g.lod_share = {{"", "Ids"}, {"", "Out@GRAD"}};
   // With is_sparse, W@GRAD is SelectedRows: one entry per id (rows = the ids, values = the rows
   // of Out@GRAD), so a step touches only the rows its batch looked up.
   g.infer_shape = [](ShapeContext& c) {
     if (!c.HasOutput("W@GRAD")) return OkStatus();
+    if (!c.HasInput("W")) {
+      const int64_t height = c.IntAttr("table_height");
+      const TensorInfo& dout = c.Input("Out@GRAD");
+      if (!c.BoolAttr("is_sparse") || height < 1 || dout.dims.empty()) {
+        return c.Error("without W, the gradient must be sparse (is_sparse) with the table's "
+                       "rows in table_height (>= 1), got is_sparse " +
+                       std::string(c.BoolAttr("is_sparse") ? "true" : "false") +
+                       " and table_height " + std::to_string(height));
+      }
+      const TensorInfo& ids = c.Input("Ids");
+      TensorInfo dw{dout.dtype, {ProductOrUnknown(ids.dims, 0, ids.dims.size()),
+                                 dout.dims.back()}};
+      dw.height = height;
+      c.Output("W@GRAD") = dw;
+      return OkStatus();
+    }
     const TensorInfo& w = c.Input("W");
     if (!c.BoolAttr("is_sparse")) {
       c.Output("W@GRAD") = w;

@@ -1,8 +1,9 @@
 // Parameter-server ops (Paddle's paddle/fluid/operators/distributed_ops/): what the pserver
-// transpile pass (passes/pserver_pass.h) inserts. send, recv, send_barrier, fetch_barrier and
-// listen_and_serv are marked `rpc`: the executor runs them on the host's kernels over the job's
-// transport, never on a device. split_byref and split_selected_rows are ordinary ops with
-// device kernels (a row split of a dense and of a sparse gradient). None is differentiable; they are inserted after the backward pass.
+// transpile pass (passes/pserver_pass.h) inserts. send, recv, send_barrier, fetch_barrier,
+// distributed_lookup_table and listen_and_serv are marked `rpc`: the executor runs them on the
+// host's kernels over the job's transport, never on a device. split_byref and
+// split_selected_rows are ordinary ops with device kernels (a row split of a dense and of a
+// sparse gradient). None is differentiable; they are inserted after the backward pass.
 //
 // Control vars ("__control_var@<k>") only order the RPC ops; they carry no data and are
 // float32 [0]. recv and fetch_barrier leave their outputs' shapes open: those are the declared
@@ -285,6 +286,96 @@ void RegisterSplitSelectedRows(OpRegistry& registry) {
   RegisterBuiltin(registry, std::move(s));
 }
 
+// The rows a trainer needs of a table that lives only on the servers (Paddle's remote
+// prefetch): Outputs[i] = the rows of Ids[i], fetched from the servers that hold them. The
+// table is cut in row blocks of height_sections, block k named table_names[k] on
+// endpoints[k]; the trainer never holds it, so its dtype and row width are attributes.
+void RegisterDistributedLookupTable(OpRegistry& registry) {
+  OpSchema s;
+  s.type = "distributed_lookup_table";
+  s.summary = "Outputs[i] = the rows of Ids[i] of a table held by the pservers in row blocks "
+              "(table_names[k] on endpoints[k], height_sections[k] rows); rows of padding_idx "
+              "are zero";
+  s.inputs = {{"Ids", false, true, true}};
+  s.outputs = {{"Outputs", false, true}};
+  s.attrs = {{"table_names", Strings{}},
+             {"height_sections", std::vector<int64_t>{}},
+             {"endpoints", Strings{}},
+             {"padding_idx", int64_t{-1}},
+             {"trainer_id", int32_t{0}},
+             {"lookup_table_version", std::string("lookup_table_v2")},
+             {"emb_dim", int64_t{0}},
+             {"dtype", int32_t{FLEET_DTYPE_FLOAT32}}};
+  // One row per id, in the ids' sequences; each Ids[i] may be a slot of its own sequences.
+  s.lod_share = {{"Outputs", "Ids"}};
+  s.mixed_sequences = true;
+  s.infer_shape = [](ShapeContext& c) {
+    FLEET_RETURN_IF_ERROR(CheckTrainerId(c));
+    const Strings tables = StringsAttr(c, "table_names");
+    const Strings endpoints = StringsAttr(c, "endpoints");
+    const std::vector<int64_t> sections = c.IntsAttr("height_sections");
+    if (tables.empty() || tables.size() != endpoints.size() || tables.size() != sections.size()) {
+      return c.Error("table_names, endpoints and height_sections need one entry per block of "
+                     "the table, and hold " + std::to_string(tables.size()) + ", " +
+                     std::to_string(endpoints.size()) + " and " +
+                     std::to_string(sections.size()));
+    }
+    int64_t height = 0;
+    for (size_t k = 0; k < sections.size(); ++k) {
+      if (tables[k].empty() || endpoints[k].empty()) {
+        return c.Error("block " + std::to_string(k) + " has an empty table name or endpoint");
+      }
+      if (sections[k] < 1 || sections[k] > (int64_t{1} << 62) - height) {
+        return c.Error("height_sections " + ir::ShapeText(sections) +
+                       " must be positive row counts");
+      }
+      height += sections[k];
+    }
+    const int64_t pad = c.IntAttr("padding_idx");
+    if (pad < -1 || pad >= height) {
+      return c.Error("padding_idx " + std::to_string(pad) + " is outside the table's " +
+                     std::to_string(height) + " rows (-1 = none)");
+    }
+    const int64_t dim = c.IntAttr("emb_dim");
+    if (dim < 1) return c.Error("emb_dim must be the table's row width (>= 1), not " +
+                                std::to_string(dim));
+    const int64_t dtype = c.IntAttr("dtype");
+    if (dtype != FLEET_DTYPE_FLOAT32 && dtype != FLEET_DTYPE_FLOAT64) {
+      return c.Error("dtype must be float32 (9) or float64 (10), not " + std::to_string(dtype));
+    }
+    const std::string version = c.StringAttr("lookup_table_version");
+    if (version != "lookup_table" && version != "lookup_table_v2") {
+      return c.Error("lookup_table_version must be lookup_table or lookup_table_v2, not '" +
+                     version + "'");
+    }
+    const size_t n = c.InputCount("Ids");
+    if (c.OutputCount("Outputs") != n) {
+      return c.Error("Outputs holds " + std::to_string(c.OutputCount("Outputs")) +
+                     " vars for " + std::to_string(n) + " Ids; it needs one per Ids");
+    }
+    for (size_t i = 0; i < n; ++i) {
+      const TensorInfo& ids = c.Input("Ids", i);
+      if (ids.dtype != ir::DataType::kInt64) {
+        return c.Error("Ids " + std::to_string(i) + " must be int64, got " +
+                       std::string(ir::DataTypeName(ids.dtype)));
+      }
+      TensorInfo out{static_cast<ir::DataType>(dtype), ids.dims};
+      // lookup_table (v1) takes ids [..., 1] and replaces that dim with the row.
+      if (version == "lookup_table") {
+        if (ids.dims.empty() || ids.dims.back() != 1) {
+          return c.Error("Ids " + std::to_string(i) + " must end in a dim of 1 for "
+                         "lookup_table, got " + ir::ShapeText(ids.dims));
+        }
+        out.dims.pop_back();
+      }
+      out.dims.push_back(dim);
+      c.Output("Outputs", i) = out;
+    }
+    return OkStatus();
+  };
+  RegisterRpc(registry, std::move(s));
+}
+
 }  // namespace
 
 void RegisterPserverOps(OpRegistry& registry) {
@@ -295,6 +386,7 @@ void RegisterPserverOps(OpRegistry& registry) {
   RegisterListenAndServ(registry);
   RegisterSplitByref(registry);
   RegisterSplitSelectedRows(registry);
+  RegisterDistributedLookupTable(registry);
 }
 
 }  // namespace fleet::ops

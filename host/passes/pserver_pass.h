@@ -28,6 +28,15 @@
 // parameter's send control var); in sync mode fetch_barrier (Out = every received var); one
 // concat per cut parameter. In sync mode with N > 1 gradients carry ".trainer_<rank>": a whole
 // gradient is renamed in place everywhere, blocks are "<g>.block<i>.trainer_<rank>".
+// Tables the trainers never hold (Paddle's remote prefetch): a parameter whose gradient is
+// sparse and which main reads only in lookup_table(_v2) ops and their gradients. Its lookups
+// become distributed_lookup_table {table_names = its blocks, height_sections, endpoints,
+// padding_idx, trainer_id, lookup_table_version, emb_dim, dtype}: the lookups of one table with
+// the same padding_idx and version whose ids no op computes (feeds) share one op, where the
+// first of them was; any other lookup gets an op of its own. Its gradient ops lose W and take
+// table_height; it gets no recv and no concat, and leaves both trainer programs, initializer
+// included. A lookup with is_distributed whose
+// table cannot stay on the servers (a dense gradient, or another reader) is an error.
 // Trainer "startup": the initializers of the optimizer-only vars (learning rate, accumulators,
 // step counter) are removed; recv(X=[]) per parameter, one fetch_barrier(X=[], Out=[]), a
 // concat per cut parameter.
@@ -66,9 +75,11 @@
 //     per-trainer counters sent to every server); clipping by global norm is refused (it
 //     combines every gradient); only sgd, momentum, adam, adamw, adagrad, rmsprop and adamax are
 //     supported (lamb's trust ratio needs the whole parameter).
-//   - A sparse table is sliced, sent and received like a dense parameter: no remote prefetch
-//     (Paddle 1.8 replaces its lookups with distributed_lookup_table), the trainers recv it.
-//   - No distributed lookup tables, DC-ASGD, runtime split, GEO or half-async modes.
+//   - is_distributed tables take the remote-prefetch path above, as is_sparse ones do (Paddle
+//     1.8 gives them split_ids/prefetch/merge_ids, one such table per job, SGD only); a table
+//     another op reads is then refused rather than received. The table's distributed lookup
+//     carries emb_dim and dtype, and has no W input: the trainer has no such var.
+//   - No DC-ASGD, runtime split, GEO or half-async modes.
 #pragma once
 
 #include "passes/collective_util.h"

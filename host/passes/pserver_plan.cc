@@ -1,6 +1,7 @@
 #include "passes/pserver_plan.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 #include <variant>
 
@@ -120,6 +121,60 @@ StatusOr<PassOptions> ReadOptions(const ir::AttrMap& options) {
                            init + "\"");
   }
   return o;
+}
+
+namespace {
+
+// Paddle 1.8 fetches the rows of every is_sparse table (remote_prefetch) instead of receiving
+// it; so does this pass, for each parameter whose gradient is sparse and whose only readers left
+// on the trainer are lookups and their gradients. A table that must stay on the servers
+// (is_distributed) and cannot is an error; a plain is_sparse one is received whole instead.
+Status MarkPrefetchedTables(const ir::Program& main, Plan& plan) {
+  const ir::Block& block = main.global();
+  for (ParamPlan& p : plan.params) {
+    bool lookups = false, distributed = false;
+    std::string other;  // an op that reads the table otherwise
+    for (size_t i = 0; i < block.ops.size(); ++i) {
+      const ir::Op& op = block.ops[i];
+      if (plan.removed_ops.count(i) != 0) continue;
+      const std::vector<std::string> vars = AllVars(op);
+      if (std::find(vars.begin(), vars.end(), p.param) == vars.end()) continue;
+      const bool reads_w = op.InputOne("W") == p.param;
+      const std::vector<std::string> outs = op.OutputVars();
+      const bool writes_w = std::find(outs.begin(), outs.end(), p.param) != outs.end();
+      if (reads_w && !writes_w && IsLookup(op, /*grad=*/true)) {
+        if (IsLookup(op)) {
+          lookups = true;
+          const ir::Attribute* d = op.FindAttr("is_distributed");
+          auto b = d == nullptr ? std::optional<bool>() : ir::AttrAsBool(*d);
+          distributed = distributed || (b && *b);
+        }
+        continue;
+      }
+      if (other.empty()) other = "op " + std::to_string(i) + " (" + op.type + ") of main";
+    }
+    if (!lookups) continue;
+    if (distributed && !p.grad_var.selected_rows) {
+      return InvalidArgument("pserver: table '" + p.param + "' is looked up with "
+                             "is_distributed, which keeps it on the servers, but its gradient "
+                             "'" + p.grad + "' is dense: a lookup without is_sparse makes it "
+                             "so, or the job's gradients are all dense (the log says why)");
+    }
+    if (distributed && !other.empty()) {
+      return InvalidArgument("pserver: table '" + p.param + "' is looked up with "
+                             "is_distributed, which keeps it on the servers, but " + other +
+                             " reads it on the trainer too");
+    }
+    p.prefetch = p.grad_var.selected_rows && other.empty();
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+bool IsLookup(const ir::Op& op, bool grad) {
+  if (op.type == "lookup_table" || op.type == "lookup_table_v2") return true;
+  return grad && (op.type == "lookup_table_grad" || op.type == "lookup_table_v2_grad");
 }
 
 StatusOr<Plan> MakePlan(const ir::Program& main, const PassContextInfo& ctx,
@@ -322,6 +377,7 @@ StatusOr<Plan> MakePlan(const ir::Program& main, const PassContextInfo& ctx,
     }
     for (size_t b = 0; b < p.num_blocks(); ++b) flat.push_back(p.BlockVar(p.param, b));
   }
+  FLEET_RETURN_IF_ERROR(MarkPrefetchedTables(main, plan));
   std::vector<int32_t> servers = Dispatch(flat, plan.num_servers(), options.split_method);
   size_t k = 0;
   for (ParamPlan& p : plan.params) {

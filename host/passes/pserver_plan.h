@@ -49,6 +49,10 @@ struct ParamPlan {
   std::vector<int32_t> servers;         // the server of each block
   std::vector<size_t> ops;              // main's optimize ops of this param, in program order
   std::vector<OwnedVar> owned;          // by name
+  // A table the trainers never hold (Paddle's remote prefetch): its gradient is sparse and the
+  // trainer's main reads it only in lookup ops (replaced by distributed_lookup_table, which
+  // fetches the batch's rows) and their gradients (which then take its height as an attribute).
+  bool prefetch = false;
 
   size_t num_blocks() const { return rows.size(); }
   bool split() const { return rows.size() > 1; }
@@ -80,12 +84,16 @@ StatusOr<PassOptions> ReadOptions(const ir::AttrMap& options);
 // Analyses `main` (see the file comment). Errors are INVALID_ARGUMENT naming the op or var: no
 // optimizer op, an optimizer type without a slicing rule, a gradient that no op of main
 // produces, an optimize op that touches several parameters' vars (clipping by global norm) or
-// forward values, async mode with a learning-rate schedule.
+// forward values, async mode with a learning-rate schedule, a table looked up with
+// is_distributed that cannot stay on the servers (a dense gradient, or another op reads it).
 StatusOr<Plan> MakePlan(const ir::Program& main, const PassContextInfo& ctx,
                         const PassOptions& options);
 
 // Renames vars in every slot and in op_role_var.
 void RenameVars(ir::Op& op, const std::map<std::string, std::string>& names);
+
+// lookup_table or lookup_table_v2; with `grad`, their gradient ops.
+bool IsLookup(const ir::Op& op, bool grad = false);
 
 // Every var an op reads or writes.
 std::vector<std::string> AllVars(const ir::Op& op);

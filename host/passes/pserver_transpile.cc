@@ -2,7 +2,9 @@
 // trainer startup rewrite of Paddle's DistributeTranspiler); see pserver_pass.h.
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "passes/collective_util.h"
@@ -62,6 +64,63 @@ std::set<std::string> ReferencedVars(const std::vector<ir::Op>& ops) {
   return vars;
 }
 
+// A lookup of a table the servers keep becomes distributed_lookup_table (same ids, same output,
+// the forward op's attributes), and its gradient takes the table's height as an attribute
+// instead of reading the table.
+ir::Op PrefetchedLookup(const Plan& plan, const ParamPlan& p, ir::Op op) {
+  if (op.type.ends_with("_grad")) {
+    op.inputs.erase("W");
+    op.attrs["table_height"] = p.param_var.shape[0];
+    return op;
+  }
+  ir::AttrMap attrs = {
+      {"table_names", ParamBlocks(p)},
+      {"height_sections", p.rows},
+      {"endpoints", Epmap(plan, p)},
+      {"padding_idx", int64_t{-1}},
+      {"trainer_id", plan.trainer_id},
+      {"lookup_table_version", op.type},
+      {"emb_dim", p.param_var.shape[1]},
+      {"dtype", static_cast<int32_t>(p.param_var.dtype)}};
+  if (const ir::Attribute* pad = op.FindAttr("padding_idx")) {
+    attrs["padding_idx"] = ir::AttrAsInt(*pad).value_or(-1);
+  }
+  if (const ir::Attribute* role = op.FindAttr(ir::op_role::kAttr)) {
+    attrs[std::string(ir::op_role::kAttr)] = *role;
+  }
+  return ir::MakeOp("distributed_lookup_table", {{"Ids", op.Input("Ids")}},
+                    {{"Outputs", op.Output("Out")}}, std::move(attrs));
+}
+
+// As Paddle's remote prefetch does, the lookups of one table become one call per server: the
+// distributed_lookup_tables of a table with the same attributes, whose ids no op computes
+// (feeds), join the first of them, which then fetches each distinct row once for all.
+void MergePrefetches(std::vector<ir::Op>& ops) {
+  std::set<std::string> computed;
+  for (const ir::Op& op : ops) {
+    for (std::string& v : op.OutputVars()) computed.insert(std::move(v));
+  }
+  // An op's table and the lookup attributes it came with -> the op the others join.
+  std::map<std::tuple<std::vector<std::string>, std::string, int64_t>, size_t> first;
+  std::vector<ir::Op> merged;
+  for (ir::Op& op : ops) {
+    if (op.type == "distributed_lookup_table" && computed.count(op.Input("Ids")[0]) == 0) {
+      auto key = std::make_tuple(std::get<std::vector<std::string>>(op.attrs.at("table_names")),
+                                 std::get<std::string>(op.attrs.at("lookup_table_version")),
+                                 std::get<int64_t>(op.attrs.at("padding_idx")));
+      auto [it, inserted] = first.emplace(std::move(key), merged.size());
+      if (!inserted) {
+        ir::Op& into = merged[it->second];
+        into.inputs["Ids"].push_back(op.Input("Ids")[0]);
+        into.outputs["Outputs"].push_back(op.Output("Outputs")[0]);
+        continue;
+      }
+    }
+    merged.push_back(std::move(op));
+  }
+  ops = std::move(merged);
+}
+
 }  // namespace
 
 Status RewriteTrainerMain(const Plan& plan, ir::Program& main) {
@@ -76,6 +135,10 @@ Status RewriteTrainerMain(const Plan& plan, ir::Program& main) {
       if (!p.split()) rename[p.grad] = p.grad + suffix;
     }
   }
+  std::map<std::string, const ParamPlan*> tables;  // the tables the trainer fetches rows of
+  for (const ParamPlan& p : plan.params) {
+    if (p.prefetch) tables.emplace(p.param, &p);
+  }
   std::vector<ir::Op> kept;
   std::set<std::string> removed_vars;
   for (size_t i = 0; i < block.ops.size(); ++i) {
@@ -85,8 +148,14 @@ Status RewriteTrainerMain(const Plan& plan, ir::Program& main) {
     }
     ir::Op op = block.ops[i];
     RenameVars(op, rename);
+    auto table = tables.find(std::string(op.InputOne("W")));
+    if (table != tables.end() && IsLookup(op, /*grad=*/true)) {
+      op = PrefetchedLookup(plan, *table->second, std::move(op));
+    }
     kept.push_back(std::move(op));
   }
+  for (const auto& [name, p] : tables) block.vars.erase(name);
+  MergePrefetches(kept);
   for (const auto& [from, to] : rename) {
     auto node = block.vars.extract(from);
     if (node.empty()) continue;
@@ -169,6 +238,7 @@ Status RewriteTrainerMain(const Plan& plan, ir::Program& main) {
   std::vector<std::string> received;
   for (size_t k = 0; k < plan.params.size(); ++k) {
     const ParamPlan& p = plan.params[k];
+    if (p.prefetch) continue;
     DeclareParamBlocks(block, p);
     std::vector<std::string> outs = ParamBlocks(p);
     received.insert(received.end(), outs.begin(), outs.end());
@@ -185,7 +255,7 @@ Status RewriteTrainerMain(const Plan& plan, ir::Program& main) {
                          ir::op_role::kRPC));
   }
   for (const ParamPlan& p : plan.params) {
-    if (!p.split()) continue;
+    if (!p.split() || p.prefetch) continue;
     ops.push_back(RoleOp("concat", {{"X", ParamBlocks(p)}}, {{"Out", {p.param}}},
                          {{"axis", int32_t{0}}}, ir::op_role::kDist));
   }
@@ -213,6 +283,10 @@ Status RewriteTrainerStartup(const Plan& plan, const ir::Program& original_main,
       if (var != nullptr && !var->param && used.count(v) == 0) optimizer_only.insert(v);
     }
   }
+  // The tables the servers keep are not initialised here either (Paddle's fake_init).
+  for (const ParamPlan& p : plan.params) {
+    if (p.prefetch) optimizer_only.insert(p.param);
+  }
   ir::Block& block = startup.global();
   std::vector<ir::Op> ops;
   for (ir::Op& op : block.ops) {
@@ -228,6 +302,7 @@ Status RewriteTrainerStartup(const Plan& plan, const ir::Program& original_main,
 
   const int32_t tid = plan.trainer_id;
   for (const ParamPlan& p : plan.params) {
+    if (p.prefetch) continue;
     DeclareParamBlocks(block, p);
     ops.push_back(RoleOp("recv", {{"X", {}}}, {{"Out", ParamBlocks(p)}},
                          {{"epmap", Epmap(plan, p)}, {"trainer_id", tid}}, ir::op_role::kRPC));
@@ -235,7 +310,7 @@ Status RewriteTrainerStartup(const Plan& plan, const ir::Program& original_main,
   ops.push_back(RoleOp("fetch_barrier", {{"X", {}}}, {{"Out", {}}},
                        {{"endpoints", plan.endpoints}, {"trainer_id", tid}}, ir::op_role::kRPC));
   for (const ParamPlan& p : plan.params) {
-    if (!p.split()) continue;
+    if (!p.split() || p.prefetch) continue;
     ops.push_back(RoleOp("concat", {{"X", ParamBlocks(p)}}, {{"Out", {p.param}}},
                          {{"axis", int32_t{0}}}, ir::op_role::kDist));
   }

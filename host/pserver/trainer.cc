@@ -60,7 +60,20 @@ std::string TypeText(int32_t dtype, const std::vector<int64_t>& dims) {
   return ir::TypeShapeText(static_cast<ir::DataType>(dtype), dims);
 }
 
-enum class Kind { kSend, kRecv, kBatchBarrier, kFetchBarrier };
+enum class Kind { kSend, kRecv, kBatchBarrier, kFetchBarrier, kPrefetch };
+
+// distributed_lookup_table's table: row blocks table_names[k] on endpoints[k], whose first row
+// is starts[k] of the whole table.
+struct PrefetchTable {
+  std::string name;                 // the table, for messages
+  std::vector<std::string> blocks;
+  std::vector<std::string> endpoints;
+  std::vector<int64_t> starts;      // one per block, then the table's height
+  int64_t padding_idx = -1;
+  int64_t width = 0;
+  int32_t dtype = FLEET_DTYPE_FLOAT32;
+  size_t row_bytes = 0;
+};
 
 // What a launch needs, read from the op once at prepare.
 struct OpState {
@@ -73,7 +86,47 @@ struct OpState {
   std::vector<std::vector<size_t>> groups;
   std::vector<std::string> endpoints;  // barriers
   std::vector<std::vector<uint8_t>> staging;  // per tensor, for a device without host memory
+  PrefetchTable table;  // distributed_lookup_table
 };
+
+int64_t AttrInt(const FleetKernelContext* kc, const char* name, int64_t fallback) {
+  const FleetAttr* a = FindAttr(kc, name);
+  if (a == nullptr || (a->type != FLEET_ATTR_INT && a->type != FLEET_ATTR_INT64)) return fallback;
+  return a->i;
+}
+
+std::vector<int64_t> AttrInts(const FleetKernelContext* kc, const char* name) {
+  const FleetAttr* a = FindAttr(kc, name);
+  if (a == nullptr || (a->type != FLEET_ATTR_INTS && a->type != FLEET_ATTR_INT64S)) return {};
+  return std::vector<int64_t>(a->ints, a->ints + a->count);
+}
+
+// The shape function checked the attributes; what is read here is what a launch needs.
+Status PreparePrefetch(PsTrainerRuntime& rt, const FleetKernelContext* kc, OpState& st) {
+  if (rt.device() != nullptr) {
+    return Unimplemented("the rows of a table on the servers are fetched into host memory "
+                         "only; this device has none");
+  }
+  PrefetchTable& t = st.table;
+  t.blocks = AttrStrings(kc, "table_names");
+  t.endpoints = AttrStrings(kc, "endpoints");
+  const std::vector<int64_t> sections = AttrInts(kc, "height_sections");
+  if (t.blocks.empty() || t.blocks.size() != t.endpoints.size() ||
+      t.blocks.size() != sections.size()) {
+    return InvalidArgument("table_names, endpoints and height_sections do not pair up");
+  }
+  t.starts.push_back(0);
+  for (int64_t rows : sections) t.starts.push_back(t.starts.back() + rows);
+  // Blocks of one table are "<table>.block<k>" (the pserver pass), a whole one its own name.
+  t.name = t.blocks[0];
+  if (t.blocks.size() > 1 && t.name.ends_with(".block0")) t.name.resize(t.name.size() - 7);
+  t.padding_idx = AttrInt(kc, "padding_idx", -1);
+  t.width = AttrInt(kc, "emb_dim", 0);
+  t.dtype = static_cast<int32_t>(AttrInt(kc, "dtype", FLEET_DTYPE_FLOAT32));
+  t.row_bytes =
+      ir::DataTypeSize(static_cast<ir::DataType>(t.dtype)) * static_cast<size_t>(t.width);
+  return OkStatus();
+}
 
 OpState& State(void* state) { return *static_cast<OpState*>(state); }
 
@@ -87,6 +140,10 @@ Status PrepareState(PsTrainerRuntime& rt, const FleetKernelContext* kc, OpState&
     return InvalidArgument("trainer_id is " + std::to_string(id->i) + " but this process is "
                            "trainer " + std::to_string(rt.trainer_id()) +
                            " (was the program transpiled for another trainer?)");
+  }
+  if (type == "distributed_lookup_table") {
+    st.kind = Kind::kPrefetch;
+    return PreparePrefetch(rt, kc, st);
   }
   if (type == "send_barrier" || type == "fetch_barrier") {
     st.kind = type == "send_barrier" ? Kind::kBatchBarrier : Kind::kFetchBarrier;
@@ -236,12 +293,117 @@ Status Barriers(PsTrainerRuntime& rt, const OpState& st) {
   });
 }
 
+// distributed_lookup_table: the ids of every Ids input, checked against the table, go to the
+// servers of their blocks once each (sorted, without repeats; one call per server, the servers
+// at once), and each output row is copied from what came back. Rows past a sequence batch's
+// last offset, and those of padding_idx, are zero.
+Status Prefetch(PsTrainerRuntime& rt, const OpState& st, const FleetKernelContext* kc) {
+  const PrefetchTable& t = st.table;
+  const FleetTensorSlot* ids_slot = Slot(kc->inputs, kc->num_inputs, "Ids");
+  const FleetTensorSlot* out_slot = Slot(kc->outputs, kc->num_outputs, "Outputs");
+  const size_t inputs = ids_slot == nullptr ? 0 : ids_slot->count;
+  if (out_slot == nullptr || out_slot->count != inputs) {
+    return InvalidArgument("Outputs does not hold one var per Ids");
+  }
+  const size_t num_blocks = t.blocks.size();
+  const int64_t height = t.starts.back();
+  auto rows_in = [](const FleetTensor& ids) {
+    int64_t n = 1;
+    for (int32_t d = 0; d < ids.ndim; ++d) n *= ids.dims[d];
+    if (ids.struct_size >= FLEET_STRUCT_SIZE(FleetTensor, lod_count) && ids.lod_count > 0 &&
+        ids.lod != nullptr) {
+      n = std::min(n, ids.lod[ids.lod_count - 1]);
+    }
+    return n;
+  };
+  auto block_of = [&](int64_t id) {
+    return static_cast<size_t>(std::upper_bound(t.starts.begin(), t.starts.end(), id) -
+                               t.starts.begin() - 1);
+  };
+  std::vector<std::vector<int64_t>> wanted(num_blocks);  // local row ids per block
+  for (size_t i = 0; i < inputs; ++i) {
+    const FleetTensor& ids = *ids_slot->tensors[i];
+    const int64_t* v = static_cast<const int64_t*>(ids.data);
+    const int64_t n = rows_in(ids);
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t id = v[j];
+      if (id == t.padding_idx) continue;
+      if (id < 0 || id >= height) {
+        return InvalidArgument("Ids " + std::to_string(i) + " [" + std::to_string(j) + "] = " +
+                               std::to_string(id) + " is outside table '" + t.name + "' of " +
+                               std::to_string(height) + " rows");
+      }
+      const size_t k = block_of(id);
+      wanted[k].push_back(id - t.starts[k]);
+    }
+  }
+  std::vector<std::vector<uint8_t>> fetched(num_blocks);
+  for (auto& w : wanted) {
+    std::sort(w.begin(), w.end());
+    w.erase(std::unique(w.begin(), w.end()), w.end());
+  }
+  FLEET_RETURN_IF_ERROR(RunConcurrently(num_blocks, [&](size_t k) -> Status {
+    if (wanted[k].empty()) return OkStatus();
+    const std::string what = "fetch " + std::to_string(wanted[k].size()) + " rows of '" +
+                             t.blocks[k] + "' from " + rt.ServerLabel(t.endpoints[k]);
+    const std::vector<int64_t> expect = {static_cast<int64_t>(wanted[k].size()), t.width};
+    fetched[k].resize(wanted[k].size() * t.row_bytes);
+    const TensorSink sink = [&](int32_t dtype,
+                                const std::vector<int64_t>& dims) -> StatusOr<FleetTensor> {
+      if (dtype != t.dtype || dims != expect) {
+        return InvalidArgument("the server sent " + TypeText(dtype, dims) + " for " +
+                               TypeText(t.dtype, expect));
+      }
+      FleetTensor target{};
+      target.struct_size = sizeof(FleetTensor);
+      target.data = fetched[k].data();
+      target.dtype = t.dtype;
+      target.ndim = 2;
+      target.dims = expect.data();
+      target.device_type = FLEET_DEVICE_TYPE_HOST;
+      target.height = -1;
+      return target;
+    };
+    auto client = rt.Client(t.endpoints[k]);
+    if (!client.ok()) return client.status().WithContext(what);
+    return (*client)
+        ->Prefetch(t.blocks[k], wanted[k].data(), static_cast<int64_t>(wanted[k].size()), sink)
+        .WithContext(what);
+  }));
+  for (size_t i = 0; i < inputs; ++i) {
+    const FleetTensor& ids = *ids_slot->tensors[i];
+    const FleetTensor& out = *out_slot->tensors[i];
+    const int64_t* v = static_cast<const int64_t*>(ids.data);
+    const int64_t n = rows_in(ids);
+    const size_t out_bytes = Bytes(out);
+    uint8_t* dst = static_cast<uint8_t*>(out.data);
+    if (out_bytes < static_cast<size_t>(n) * t.row_bytes) {
+      return InvalidArgument("Outputs " + std::to_string(i) + " has room for fewer rows than "
+                             "its Ids");
+    }
+    std::memset(dst, 0, out_bytes);
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t id = v[j];
+      if (id == t.padding_idx) continue;
+      const size_t k = block_of(id);
+      const auto& w = wanted[k];
+      const size_t pos = static_cast<size_t>(
+          std::lower_bound(w.begin(), w.end(), id - t.starts[k]) - w.begin());
+      std::memcpy(dst + static_cast<size_t>(j) * t.row_bytes,
+                  fetched[k].data() + pos * t.row_bytes, t.row_bytes);
+    }
+  }
+  return OkStatus();
+}
+
 FleetStatus* LaunchOp(void* ctx, const FleetKernelContext* kc, void* state) {
   PsTrainerRuntime& rt = *Runtime(ctx);
   OpState& st = State(state);
   Status s;
   if (st.kind == Kind::kBatchBarrier || st.kind == Kind::kFetchBarrier) {
     s = Barriers(rt, st);
+  } else if (st.kind == Kind::kPrefetch) {
+    s = Prefetch(rt, st, kc);
   } else {
     const bool send = st.kind == Kind::kSend;
     // On a device with streams, the kernels that produce the sent vars (or still read the vars a
@@ -279,7 +441,8 @@ FleetKernelDef Def(const char* type) {
 
 const std::vector<FleetKernelDef>& Defs() {
   static const std::vector<FleetKernelDef> defs = {Def("send"), Def("recv"), Def("send_barrier"),
-                                                   Def("fetch_barrier")};
+                                                   Def("fetch_barrier"),
+                                                   Def("distributed_lookup_table")};
   return defs;
 }
 

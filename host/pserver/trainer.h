@@ -1,5 +1,6 @@
 // The trainer's side of parameter-server training: the host kernels of the RPC ops (send,
-// recv, send_barrier, fetch_barrier) over one transport client per parameter server.
+// recv, distributed_lookup_table, send_barrier, fetch_barrier) over one transport client per
+// parameter server.
 //
 // Like CollectiveRuntime, the kernels are ordinary FleetKernelDefs whose ctx is the runtime;
 // the executor takes them from ExecutorOptions::host_kernels. What they do (Paddle's
@@ -11,6 +12,11 @@
 //   recv           Out[i] is fetched by its var name (or varnames[i] when that attribute is set)
 //                  from epmap[i] into the prepared output, whose dtype and dims must match what
 //                  the server holds; concurrently across servers.
+//   distributed_lookup_table
+//                  Outputs[i] = the rows of Ids[i] of a table the servers hold in row blocks
+//                  (table_names[k] on endpoints[k], height_sections[k] rows): each id is
+//                  checked against the table, and the distinct ids of each block go to its
+//                  server in one prefetch call (the servers concurrently). Host memory only.
 //   send_barrier   a BATCH barrier on every server of `endpoints`.
 //   fetch_barrier  a FETCH barrier on every server of `endpoints`.
 // Attributes are read once at prepare; the var names come from the executor's "@names@SLOT"

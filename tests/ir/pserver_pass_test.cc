@@ -15,6 +15,7 @@
 #include "ir/text.h"
 #include "ops/verifier.h"
 #include "passes/builtin_passes.h"
+#include "passes/pserver_plan.h"
 #include "passes/pserver_slicing.h"
 #include "plugin/pass.h"
 #include "plugin/registry.h"
@@ -24,6 +25,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using ProgramSet = std::map<std::string, ir::Program>;
+using passes::pserver::AllVars;
 using passes::pserver::Dispatch;
 using passes::pserver::Fnv1a64;
 using passes::pserver::SliceRows;
@@ -431,6 +433,126 @@ TEST_F(PserverPassTest, SparseTableGradientIsSentInSparseRowBlocks) {
                                            grad + ".block1:" + table + ".block1"}));
 }
 
+// Paddle's remote prefetch: a table with a sparse gradient never reaches the trainer. Its
+// lookups become one distributed_lookup_table for all 26 slots, its gradients take its height
+// as an attribute, and neither program initialises or receives it.
+TEST_F(PserverPassTest, TheSparseTableStaysOnTheServersAndTheTrainerFetchesRows) {
+  auto built = BuildPrograms(std::string(FLEET_EXAMPLES_DIR) + "/ctr_dnn/ctr_dnn.fleet",
+                             Stage::kOptimized);
+  ASSERT_TRUE(built.ok()) << built.status().ToString();
+  const std::string table = "SparseFeatFactors";
+  const std::vector<int64_t> shape = built->main.global().FindVar(table)->shape;
+  std::vector<std::string> ids, outs;
+  for (const ir::Op& op : built->main.global().ops) {
+    if (op.type != "lookup_table" || op.InputOne("W") != table) continue;
+    ids.push_back(op.Input("Ids")[0]);
+    outs.push_back(op.Output("Out")[0]);
+  }
+  ASSERT_EQ(ids.size(), 26u);
+  Config config;
+  config.strategy_mode = "pserver";
+  Role role;
+  role.world_size = 2;
+  role.rank = 1;
+  role.pserver_endpoints = {"h:1", "h:2"};
+  auto set = Transpile(config, role, *built, *registry_);
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  for (const auto& [name, program] : *set) {
+    Status v = ir::VerifyProgram(program);
+    EXPECT_TRUE(v.ok()) << name << ": " << v.ToString();
+  }
+  for (const char* name : {"main", "startup"}) {
+    const ir::Block& block = set->at(name).global();
+    EXPECT_EQ(block.FindVar(table), nullptr) << name;
+    for (const ir::Op& op : block.ops) {
+      for (const std::string& v : AllVars(op)) {
+        EXPECT_TRUE(v != table && v.rfind(table + ".block", 0) == std::string::npos)
+            << name << ": " << op.type << " " << v;
+      }
+    }
+  }
+  int prefetches = 0, grads = 0;
+  for (const ir::Op& op : set->at("main").global().ops) {
+    EXPECT_NE(op.type, "lookup_table");
+    if (op.type == "lookup_table_grad") {
+      ++grads;
+      EXPECT_TRUE(op.Input("W").empty());
+      EXPECT_EQ(ir::AttrAsInt(*op.FindAttr("table_height")), shape[0]);
+    }
+    if (op.type != "distributed_lookup_table") continue;
+    ++prefetches;
+    EXPECT_EQ(op.Input("Ids"), ids);
+    EXPECT_EQ(op.Output("Outputs"), outs);
+    EXPECT_EQ(std::get<std::vector<std::string>>(*op.FindAttr("table_names")),
+              (std::vector<std::string>{table + ".block0", table + ".block1"}));
+    const std::vector<int64_t> sections = ir::AttrAsInts(*op.FindAttr("height_sections")).value();
+    ASSERT_EQ(sections.size(), 2u);
+    EXPECT_EQ(sections[0] + sections[1], shape[0]);
+    EXPECT_EQ(std::get<std::vector<std::string>>(*op.FindAttr("endpoints")),
+              (std::vector<std::string>{"h:1", "h:2"}));
+    EXPECT_EQ(ir::AttrAsInt(*op.FindAttr("emb_dim")), shape[1]);
+    EXPECT_EQ(ir::AttrAsInt(*op.FindAttr("trainer_id")), 1);
+    EXPECT_EQ(std::get<std::string>(*op.FindAttr("lookup_table_version")), "lookup_table");
+  }
+  EXPECT_EQ(prefetches, 1);
+  EXPECT_EQ(grads, 26);
+  // The servers hold the blocks and initialise them as before.
+  for (int s = 0; s < 2; ++s) {
+    const std::string block = table + ".block" + std::to_string(s);
+    EXPECT_NE(set->at("pserver." + std::to_string(s)).global().FindVar(block), nullptr);
+  }
+}
+
+// A table read by another op on the trainer too: received whole (is_sparse), or refused when it
+// must stay on the servers (is_distributed); so is an is_distributed table with a dense
+// gradient.
+TEST_F(PserverPassTest, ATableThatCannotStayOnTheServers) {
+  auto built = BuildPrograms(std::string(FLEET_EXAMPLES_DIR) + "/ctr_dnn/ctr_dnn.fleet",
+                             Stage::kOptimized);
+  ASSERT_TRUE(built.ok()) << built.status().ToString();
+  const std::string table = "SparseFeatFactors";
+  ir::Block& main = built->main.global();
+  ir::Var tmp = *main.FindVar(table);
+  tmp.name = "table_norm";
+  tmp.param.reset();
+  tmp.persistable = false;
+  main.vars.emplace(tmp.name, tmp);
+  main.ops.insert(main.ops.begin(), ir::MakeOp("scale", {{"X", {table}}}, {{"Out", {tmp.name}}},
+                                               {{"scale", 2.0f}}));
+  Config config;
+  config.strategy_mode = "pserver";
+  Role role;
+  role.world_size = 2;
+  role.pserver_endpoints = {"h:1", "h:2"};
+  auto set = Transpile(config, role, *built, *registry_);
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  bool received = false;
+  for (const ir::Op& op : set->at("main").global().ops) {
+    EXPECT_NE(op.type, "distributed_lookup_table");
+    if (op.type == "recv" && op.Output("Out").at(0) == table + ".block0") received = true;
+  }
+  EXPECT_TRUE(received);
+
+  for (ir::Op& op : main.ops) {
+    if (op.type == "lookup_table") op.attrs["is_distributed"] = true;
+  }
+  auto refused = Transpile(config, role, *built, *registry_);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("table 'SparseFeatFactors' is looked up with "
+                                            "is_distributed"), std::string::npos)
+      << refused.status().ToString();
+  EXPECT_NE(refused.status().message().find("op 0 (scale) of main reads it on the trainer too"),
+            std::string::npos) << refused.status().ToString();
+
+  main.ops.erase(main.ops.begin());
+  main.vars.erase(tmp.name);
+  main.vars.at(table + "@GRAD").selected_rows = false;
+  auto dense = Transpile(config, role, *built, *registry_);
+  ASSERT_FALSE(dense.ok());
+  EXPECT_NE(dense.status().message().find("but its gradient 'SparseFeatFactors@GRAD' is dense"),
+            std::string::npos) << dense.status().ToString();
+}
+
 TEST_F(PserverPassTest, ServerWithoutBlocksGetsOneEmptyOptimizeBlock) {
   // Two whole parameters on three servers: server 2 serves nothing.
   ProgramSet programs = ParseData("pserver_fc_sgd_input.ir");
@@ -495,6 +617,52 @@ TEST(PserverOps, ShapeRulesNameTheOp) {
   for (const char* type : {"recv", "send_barrier", "fetch_barrier", "listen_and_serv"}) {
     ASSERT_NE(ops::BuiltinOps().Find(type), nullptr) << type;
     EXPECT_TRUE(ops::BuiltinOps().Find(type)->rpc) << type;
+  }
+}
+
+// distributed_lookup_table's outputs: the ids' shape (its last dim of 1 replaced, for
+// lookup_table) and emb_dim; its attributes describe the table's blocks, checked by name.
+TEST(PserverOps, DistributedLookupTableShapes) {
+  const char* good = R"(program {
+  block 0 {
+    var ids : int64[-1, 1] lod_level 1
+    var more : int64[-1, 1] lod_level 1
+    var out : float32[-1, 3]
+    var out2 : float32[-1, 3]
+    op distributed_lookup_table(Ids=[ids, more]) -> (Outputs=[out, out2])
+       {table_names=["t.block0", "t.block1"], height_sections=[5L, 4L], endpoints=["a:1", "b:2"],
+        padding_idx=8L, lookup_table_version="lookup_table", emb_dim=3L, dtype=9}
+  }
+}
+)";
+  auto program = ir::ParseProgram(good, "ops.ir");
+  ASSERT_TRUE(program.ok()) << program.status().ToString();
+  Status s = ir::VerifyProgram(*program);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(ops::BuiltinOps().Find("distributed_lookup_table")->rpc);
+
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"height_sections=[5L, 4L]", "height_sections=[5L]"},
+      {"padding_idx=8L", "padding_idx=9L"},
+      {"emb_dim=3L", "emb_dim=0L"},
+      {"dtype=9", "dtype=6"},
+      {"\"lookup_table\"", "\"embedding\""},
+      {"height_sections=[5L, 4L]", "height_sections=[5L, 0L]"}};
+  const std::vector<std::string> said = {
+      "table_names, endpoints and height_sections need one entry per block of the table, and "
+      "hold 2, 2 and 1",
+      "padding_idx 9 is outside the table's 9 rows",
+      "emb_dim must be the table's row width (>= 1), not 0",
+      "dtype must be float32 (9) or float64 (10), not 6",
+      "lookup_table_version must be lookup_table or lookup_table_v2, not 'embedding'",
+      "height_sections [5, 0] must be positive row counts"};
+  for (size_t i = 0; i < bad.size(); ++i) {
+    std::string text = good;
+    text.replace(text.find(bad[i].first), bad[i].first.size(), bad[i].second);
+    auto broken = ir::ParseProgram(text, "ops.ir");
+    ASSERT_TRUE(broken.ok()) << broken.status().ToString();
+    s = ir::VerifyProgram(*broken);
+    EXPECT_THAT(s.message(), HasSubstr("distributed_lookup_table: " + said[i])) << s.ToString();
   }
 }
 

@@ -169,10 +169,16 @@ FleetStatus* LookupGradRows(void*, const FleetKernelContext* kc, void*) {
     const FleetTensor* ids = Input(kc, "Ids");
     const FleetTensor* dout = Input(kc, "Out@GRAD");
     const FleetTensor* dw = Output(kc, "W@GRAD");
-    if (FleetStatus* st = ExpectRank(kc, wt, "W", 2)) return st;
-    if (ids == nullptr || dout == nullptr) return Missing(kc, "Ids or Out@GRAD");
+    if (ids == nullptr || dout == nullptr || dout->ndim < 1) return Missing(kc, "Ids or Out@GRAD");
+    // A table held by the parameter servers is not here: its shape is table_height rows of
+    // Out@GRAD's width.
+    std::vector<int64_t> table = {IntAttr(kc, "table_height", -1), dout->dims[dout->ndim - 1]};
+    if (wt != nullptr) {
+      if (FleetStatus* st = ExpectRank(kc, wt, "W", 2)) return st;
+      table = Dims(wt);
+    }
     RowsView v;
-    if (FleetStatus* s = Plan(fleet::kernel::PlanRows(dw, kc->op_type, "W@GRAD", Dims(wt), &v))) {
+    if (FleetStatus* s = Plan(fleet::kernel::PlanRows(dw, kc->op_type, "W@GRAD", table, &v))) {
       return s;
     }
     const int64_t n = Numel(ids);
