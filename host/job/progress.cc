@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include <sys/resource.h>
+
 #include "support/text.h"
 
 namespace fleet {
@@ -144,8 +146,14 @@ TrainSummary ProgressLog::Finish(double final_loss, int64_t job_samples_per_step
        << " samples/s"
        << (who_.empty()                     ? ""
            : who_.rfind("trainer ", 0) == 0 ? " (" + who_ + ")"  // one trainer's own figures
-                                            : " over " + who_)
-       << "\n";
+                                            : " over " + who_);
+  // This process's high-water mark (what sizing a trainer needs; a parameter-server trainer
+  // holds no table the servers keep).
+  rusage usage{};
+  if (getrusage(RUSAGE_SELF, &usage) == 0) {
+    out_ << "; peak resident memory " << usage.ru_maxrss / 1024 << " MiB";
+  }
+  out_ << "\n";
   return summary_;
 }
 

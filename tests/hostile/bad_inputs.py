@@ -2094,6 +2094,18 @@ def gen_cli(ctx: Context) -> List[Case]:
              ("127.0.0.1:1",), False),
     ):
         add("show " + desc, ["show", prog] + extra, must_refuse=refuse, names=names, quick=q)
+    # A table that must stay on the servers but has a dense gradient (a second, dense lookup).
+    dist = write(os.path.join(d, "distributed.fleet"),
+                 "ids = data(\"ids\", shape=[-1, 4], dtype=\"int64\")\n"
+                 "y = data(\"y\", shape=[-1, 1], dtype=\"int64\")\n"
+                 "e = embedding(ids, size=[1000, 8], is_distributed=True, param_attr=\"t\")\n"
+                 "f = embedding(ids, size=[1000, 8], param_attr=\"t\")\n"
+                 "prediction = fc(e + f, size=2, act=\"softmax\")\n"
+                 "avg_cost = mean(cross_entropy(prediction, y))\n"
+                 "minimize(avg_cost, optimizer=sgd(learning_rate=0.01))\n")
+    add("show an is_distributed table whose gradient is dense, on parameter servers",
+        ["show", dist, "--stage", "transpiled", "--pservers", "127.0.0.1:6170"],
+        names=("'t'", "is_distributed", "dense"), quick=True)
 
     # ops, plugins, devices, env.
     for desc, args, refuse, names, q in (
