@@ -86,6 +86,14 @@ struct OpState {
   std::vector<std::vector<size_t>> groups;
   std::vector<std::string> endpoints;  // barriers
   std::vector<std::vector<uint8_t>> staging;  // per tensor, for a device without host memory
+  // send of a sparse X: the entries of one row summed into one, per tensor (a launch's threads
+  // each own the tensors of one server).
+  struct Merged {
+    std::vector<size_t> order;
+    std::vector<int64_t> rows;
+    std::vector<uint8_t> values;
+  };
+  std::vector<Merged> merged;
   PrefetchTable table;  // distributed_lookup_table
 };
 
@@ -190,6 +198,7 @@ Status PrepareState(PsTrainerRuntime& rt, const FleetKernelContext* kc, OpState&
     }
     st.groups[g].push_back(i);
   }
+  if (st.kind == Kind::kSend) st.merged.resize(count);
   if (rt.device() != nullptr) {
     st.staging.resize(count);
     for (size_t i = 0; i < count; ++i) st.staging[i].resize(Bytes(*slot->tensors[i]));
@@ -207,6 +216,34 @@ FleetStatus* PrepareOp(void* ctx, const FleetKernelContext* kc, void** state, si
 }
 
 void ReleaseOp(void*, void* state) { delete static_cast<OpState*>(state); }
+
+// Sums the entries of x (a sparse block, `used` entries) that share a row into one, in row
+// order, into `m`; t then views them. A batch looks some rows up many times (a shared table,
+// popular ids): each row crosses the wire once. Float types only; others go as they are.
+template <typename T>
+void MergeRows(const FleetTensor& x, int64_t used, OpState::Merged& m, FleetTensor& t,
+               std::vector<int64_t>& dims) {
+  size_t width = 1;
+  for (int32_t d = 1; d < x.ndim; ++d) width *= static_cast<size_t>(x.dims[d]);
+  m.order.clear();
+  for (int64_t e = 0; e < used; ++e) {
+    if (x.rows[e] >= 0) m.order.push_back(static_cast<size_t>(e));
+  }
+  std::stable_sort(m.order.begin(), m.order.end(),
+                   [&](size_t a, size_t b) { return x.rows[a] < x.rows[b]; });
+  m.rows.clear();
+  m.values.assign(m.order.size() * width * sizeof(T), 0);
+  T* out = reinterpret_cast<T*>(m.values.data());
+  const T* in = static_cast<const T*>(x.data);
+  for (size_t e : m.order) {
+    if (m.rows.empty() || m.rows.back() != x.rows[e]) m.rows.push_back(x.rows[e]);
+    T* row = out + (m.rows.size() - 1) * width;
+    for (size_t j = 0; j < width; ++j) row[j] += in[e * width + j];
+  }
+  dims[0] = static_cast<int64_t>(m.rows.size());
+  t.data = m.values.data();
+  t.rows = m.rows.data();
+}
 
 Status SendOne(PsTrainerRuntime& rt, OpState& st, const FleetTensor& x, size_t i) {
   const std::string& ep = st.epmap[i];
@@ -233,6 +270,8 @@ Status SendOne(PsTrainerRuntime& rt, OpState& st, const FleetTensor& x, size_t i
     dims = DimsOf(x);
     dims[0] = used;
     t.dims = dims.data();
+    if (x.dtype == FLEET_DTYPE_FLOAT32) MergeRows<float>(x, used, st.merged[i], t, dims);
+    if (x.dtype == FLEET_DTYPE_FLOAT64) MergeRows<double>(x, used, st.merged[i], t, dims);
   }
   if (rt.device() != nullptr) {
     std::vector<uint8_t>& host = st.staging[i];

@@ -7,8 +7,9 @@
 // distributed_ops, reference §9.1):
 //   send           X[i] is sent under its var name to epmap[i]; the servers are called
 //                  concurrently and the op waits for every call. A sparse X (a block of a
-//                  sparse gradient) is sent with its entries up to the last non-empty one,
-//                  through a transport of ABI 1.7 or later only.
+//                  sparse gradient) is sent with one entry per row it touches (float entries
+//                  of a row summed, rows in order), through a transport of ABI 1.7 or later
+//                  only.
 //   recv           Out[i] is fetched by its var name (or varnames[i] when that attribute is set)
 //                  from epmap[i] into the prepared output, whose dtype and dims must match what
 //                  the server holds; concurrently across servers.
