@@ -15,14 +15,19 @@ With --pserver the same two programs run as a parameter-server job instead, `fle
 --servers 2 --workers 2` on this machine (sync, plain Adam on the servers, lazy for the sparse
 run, --batch per worker), and no PyTorch peer: the table gives the job's samples/s (both
 workers' samples) and the bytes that crossed the loopback interface per step (from
-/proc/net/dev, startup included), against the bytes of the touched rows' gradient entries the
-workers sent (an entry is 10 floats and an int64 row).
+/proc/net/dev, startup included). Of those, the dense layers' share (each worker sends their
+gradients and receives them back, computed from the program) is set apart; the rest, the
+table's traffic, is compared with what the touched rows must move: per worker, each distinct
+id of its batch fetched (an int64 out, 10 floats back) and one gradient entry per id sent (10
+floats and an int64 row). The sparse run keeps the table on the servers (the trainers fetch
+its rows, Paddle's remote prefetch); the dense one receives the whole table every step.
 
 It needs Debian's python3-torch and OpenBLAS (scripts/install-bench-deps.sh).
 """
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -113,25 +118,54 @@ def run_pserver(args, work, data_dir, sparse):
     return rate, wire
 
 
-def touched_bytes(args, data_dir):
-    """Bytes per step of the entries both workers send: every id of a batch (26 slots)."""
-    ids = 0
-    lines = 0
+def batches_of_ids(args, data_dir):
+    """The ids of each batch a worker reads (26 slots; --batch lines of one file in order)."""
+    batches = []
     for name in sorted(os.listdir(data_dir)):
         if not name.startswith("part-"):
             continue
         with open(os.path.join(data_dir, name)) as f:
-            for line in f:
+            lines = f.read().splitlines()
+        for start in range(0, len(lines) - args.batch + 1, args.batch):
+            ids = []
+            for line in lines[start:start + args.batch]:
                 fields = line.split()
                 at, slot = 0, 0
                 while at < len(fields) and slot < 28:
                     n = int(fields[at])
                     if 1 <= slot <= 26:
-                        ids += n
+                        ids.extend(fields[at + 1:at + 1 + n])
                     at += n + 1
                     slot += 1
-                lines += 1
-    return 2 * args.batch * ids / lines * (10 * 4 + 8)
+            batches.append(ids)
+    return batches
+
+
+def touched_bytes(args, data_dir):
+    """Bytes per step that the table's touched rows must move for both workers: each worker
+    fetches every distinct row its batch looks up (an int64 id out, 10 floats back) and sends
+    one gradient entry per id (10 floats and an int64 row)."""
+    batches = batches_of_ids(args, data_dir)
+    fetched = statistics.mean(len(set(b)) for b in batches) * (8 + 10 * 4)
+    sent = statistics.mean(len(b) for b in batches) * (10 * 4 + 8)
+    return 2 * (fetched + sent)
+
+
+def dense_layer_bytes(args, work):
+    """Bytes per step of the parameters other than the table, both workers: each sends its
+    gradient and receives the parameter."""
+    out = subprocess.run([args.fleet_host, "show", program(work, args.vocab, True), "--stage",
+                          "optimized", "--program", "main"],
+                         check=True, capture_output=True, text=True).stdout
+    total = 0
+    for name, dims in re.findall(r"^\s*param (\S+) : float32\[([0-9, ]+)\]", out, re.M):
+        if name == "SparseFeatFactors":
+            continue
+        n = 4
+        for d in dims.split(","):
+            n *= int(d)
+        total += n
+    return 2 * 2 * total
 
 
 def main_pserver(args, data_dir, work):
@@ -144,13 +178,17 @@ def main_pserver(args, data_dir, work):
         return statistics.median(r[i] for r in results[sparse])
 
     payload = touched_bytes(args, data_dir)
+    layers = dense_layer_bytes(args, work)
     print(f"CTR-DNN on 2 servers and 2 workers (sync), table [{args.vocab}, 10], batch "
           f"{args.batch} per worker, {args.threads} thread(s), median of {args.runs} runs")
-    print("| gradients | samples/s | loopback MB per step | touched-rows entries MB per step |")
-    print("|---|---:|---:|---:|")
+    print("| gradients | samples/s | loopback MB per step | dense layers' MB | the rest (table) "
+          "MB | touched rows' MB | rest / touched |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for sparse in (False, True):
+        rest = med(sparse, 1) - layers
         print(f"| {'sparse (lazy Adam)' if sparse else 'dense (Adam)'} | {med(sparse, 0):,.0f} | "
-              f"{med(sparse, 1) / 1e6:,.2f} | {payload / 1e6:,.3f} |")
+              f"{med(sparse, 1) / 1e6:,.2f} | {layers / 1e6:,.2f} | {rest / 1e6:,.3f} | "
+              f"{payload / 1e6:,.3f} | {rest / payload:,.2f} |")
     print(f"sparse/dense: {med(True, 0) / med(False, 0):.2f}x the samples/s, "
           f"{med(True, 1) / med(False, 1):.2f}x the bytes")
 
