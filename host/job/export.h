@@ -16,8 +16,10 @@ struct ExportRequest {
   std::vector<std::string> feeds;    // likewise; empty = every data var the fetches need
   std::string out;                   // the export directory
   std::string params_dir;            // weights from NAME.npy / *.safetensors here, or ...
-  std::string checkpoint_root;       // ... from the newest intact checkpoint under here; with
-                                     // neither, the startup program's initial values
+  std::string checkpoint_root;       // ... from the newest intact checkpoint under here (a
+                                     // parameter-server job's: gathered from the servers'
+                                     // shards); with neither, the startup program's initial
+                                     // values
   bool force = false;                // replace a non-empty `out`
 };
 
@@ -32,7 +34,9 @@ struct ExportReport {
 
 // Builds the program, runs its startup on the config's device, loads the weights the request
 // names, prunes the forward program and writes the export whole or not at all. Errors name the
-// program file, the option at fault (--params, --checkpoint) or the output directory.
+// program file, the option at fault (--params, --checkpoint) or the output directory; a model
+// whose persistable state exceeds the memory this process can use is RESOURCE_EXHAUSTED before
+// anything is allocated, naming its largest var.
 StatusOr<ExportReport> ExportModel(const Config& config, const ExportRequest& request);
 
 }  // namespace fleet

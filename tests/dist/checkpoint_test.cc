@@ -326,6 +326,58 @@ minimize(avg_cost, optimizer=adam(learning_rate=0.01, lazy_mode=True))
   const int from = KillAndResume(PserverJob(sets), "broken", 200);
   ExpectSameEnd("whole", "broken", from, {"pserver.0", "pserver.1"}, "metrics.jsonl",
                 /*servers_save=*/true);
+
+  // export gathers the servers' blocks into whole parameters: every exported tensor holds
+  // exactly the bytes of the shard that holds it whole, or of its blocks in order.
+  const fs::path step = dir_ / "whole" / "ckpt" / "step_0000600";
+  auto host = [&](std::vector<std::string> args, const std::string& name) {
+    args.insert(args.begin(), kHost);
+    RankProcess p(args, {}, dir_ / (name + ".log"));
+    EXPECT_EQ(p.Wait(milliseconds(60000)), 0) << p.Output();
+  };
+  host({"export", (dir_ / "model.fleet").string(), "--fetch", "prediction", "--out",
+        (dir_ / "export").string(), "--checkpoint", (dir_ / "whole" / "ckpt").string()},
+       "export");
+  host({"convert", (dir_ / "export").string(), "--out", (dir_ / "export_npy").string()},
+       "convert_export");
+  std::vector<fs::path> shards;
+  for (int i = 0; i < 2; ++i) {
+    shards.push_back(dir_ / ("shard" + std::to_string(i)));
+    host({"convert", (step / ("pserver." + std::to_string(i))).string(), "--out",
+          shards.back().string()},
+         "convert_shard" + std::to_string(i));
+  }
+  auto npy_data = [](const fs::path& p) {
+    const std::string b = ReadText(p);
+    if (b.size() < 12) return std::string();
+    const size_t header = b[6] == 1 ? 10 + (static_cast<uint8_t>(b[8]) |
+                                            static_cast<uint8_t>(b[9]) << 8)
+                                    : 12 + (static_cast<uint8_t>(b[8]) |
+                                            static_cast<uint8_t>(b[9]) << 8 |
+                                            static_cast<uint8_t>(b[10]) << 16);
+    return b.substr(std::min(header, b.size()));
+  };
+  auto held = [&](const std::string& name) {
+    for (const fs::path& s : shards) {
+      if (fs::exists(s / (name + ".npy"))) return npy_data(s / (name + ".npy"));
+    }
+    return std::string();
+  };
+  size_t checked = 0;
+  for (const auto& e : fs::directory_iterator(dir_ / "export_npy")) {
+    const std::string name = e.path().stem().string();
+    std::string want = held(name);
+    for (int k = 0; want.empty() || k > 0; ++k) {
+      const std::string block = held(name + ".block" + std::to_string(k));
+      if (block.empty()) break;
+      want += block;
+    }
+    ASSERT_FALSE(want.empty()) << name << " is in no shard";
+    EXPECT_TRUE(npy_data(e.path()) == want) << name;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 5u);  // the table, two fc weights and biases
+  EXPECT_TRUE(fs::exists(dir_ / "export_npy" / "embedding_0.w_0.npy"));
 }
 
 // Data read from files resumes where it was too: two ranks on their own shards of a shuffled

@@ -2273,6 +2273,18 @@ def gen_cli(ctx: Context) -> List[Case]:
             ("infer --input without a value", ["infer", d, "--input"], True, ("--input",), False),
     ):
         add(desc, args, must_refuse=refuse, names=names, quick=q)
+    # A table of 1.5 TiB: an export would hold it whole, so it is refused before anything is
+    # allocated, saying how large it is.
+    huge = write(os.path.join(d, "huge_table.fleet"),
+                 "ids = data(\"ids\", shape=[-1, 4], dtype=\"int64\")\n"
+                 "y = data(\"y\", shape=[-1, 1], dtype=\"int64\")\n"
+                 "e = embedding(ids, size=[50000000000, 8], is_sparse=True)\n"
+                 "prediction = fc(e, size=2, act=\"softmax\")\n"
+                 "avg_cost = mean(cross_entropy(prediction, y))\n"
+                 "minimize(avg_cost, optimizer=sgd(learning_rate=0.01))\n")
+    add("export of a model whose table exceeds memory",
+        ["export", huge, "--fetch", "prediction", "--out", os.path.join(d, "huge_out")],
+        names=("embedding_0.w_0", "TiB"), quick=True)
     return cases
 
 
