@@ -428,8 +428,16 @@ Status PsServer::OnSend(int32_t trainer_id, std::string_view name, const FleetTe
     write = [&]() { return WriteSparse(trainer_id, name, var, tensor); };
   }
   // Sync: the trainer's own receive var is read only by the round's merge, which cannot start
-  // before this trainer's batch barrier, which it sends after every send returned.
-  if (sync_) return write().WithContext(label_ + ": receiving '" + std::string(name) + "'");
+  // before this trainer's batch barrier, which it sends after every send returned. A send out
+  // of that order (a late retry, a peer that breaks the protocol) waits for the update to end,
+  // and holds the next one off while it writes: a sparse var may get new memory.
+  if (sync_) {
+    FLEET_RETURN_IF_ERROR(BeginBetweenUpdates(
+        "trainer " + std::to_string(trainer_id) + "'s send of '" + std::string(name) + "'"));
+    Status s = write();
+    EndBetweenUpdates();
+    return s.WithContext(label_ + ": receiving '" + std::string(name) + "'");
+  }
   auto b = block_of_grad_.find(name);
   if (b == block_of_grad_.end()) return write();
   std::lock_guard<std::mutex> lock(b->second->mu);
@@ -576,6 +584,25 @@ Status PsServer::OnGet(int32_t trainer_id, std::string_view name, FleetTensor& o
   return OkStatus();
 }
 
+Status PsServer::BeginBetweenUpdates(const std::string& what) {
+  std::unique_lock<std::mutex> lock(mu_);
+  const auto deadline = Clock::now() + HandlerWait(options_.timeout);
+  if (!cv_.wait_until(lock, deadline, [&] { return failed_ || !updating_; })) {
+    return DeadlineExceeded(label_ + ": " + what + " waited " +
+                            PsSeconds(HandlerWait(options_.timeout)) +
+                            " for the update of round " + std::to_string(round_));
+  }
+  if (failed_) return failure_;
+  ++outstanding_gets_;
+  return OkStatus();
+}
+
+void PsServer::EndBetweenUpdates() {
+  std::lock_guard<std::mutex> lock(mu_);
+  --outstanding_gets_;
+  cv_.notify_all();
+}
+
 Status PsServer::OnPrefetch(int32_t trainer_id, std::string_view name, const int64_t* ids,
                             int64_t num_ids, FleetTensor& out, void** token_out) {
   InFlight guard(mu_, cv_, in_flight_);
@@ -623,22 +650,11 @@ Status PsServer::OnPrefetch(int32_t trainer_id, std::string_view name, const int
     }
   };
   if (sync_) {
-    // The rows change only while a round's blocks run, and no round starts while a copy is
-    // counted in outstanding_gets_.
-    std::unique_lock<std::mutex> lock(mu_);
-    const auto deadline = Clock::now() + HandlerWait(options_.timeout);
-    if (!cv_.wait_until(lock, deadline, [&] { return failed_ || !updating_; })) {
-      return DeadlineExceeded(who + "'s prefetch of '" + std::string(name) + "' waited " +
-                              PsSeconds(HandlerWait(options_.timeout)) +
-                              " for the update of round " + std::to_string(round_));
-    }
-    if (failed_) return failure_;
-    ++outstanding_gets_;
-    lock.unlock();
+    // The rows change only while a round's blocks run.
+    FLEET_RETURN_IF_ERROR(BeginBetweenUpdates("trainer " + std::to_string(trainer_id) +
+                                              "'s prefetch of '" + std::string(name) + "'"));
     gather();
-    lock.lock();
-    --outstanding_gets_;
-    cv_.notify_all();
+    EndBetweenUpdates();
   } else {
     {
       std::lock_guard<std::mutex> lock(mu_);

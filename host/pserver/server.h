@@ -198,6 +198,10 @@ class PsServer final : public TransportHandler {
   StatusOr<exec::PreparedProgram*> PreparedFor(Block& block,
                                                const std::vector<bool>* contributors);
   Status FailLocked(const Status& why);  // mu_ held; returns the failure
+  // Sync: waits (mu_ not held) until no round's update runs and holds the next one off until
+  // EndBetweenUpdates; `what` names the waiter in the deadline's error.
+  Status BeginBetweenUpdates(const std::string& what);
+  void EndBetweenUpdates();
   Status ServeSync();
   Status ServeAsync();
   Status SaveParams() const;
@@ -235,7 +239,9 @@ class PsServer final : public TransportHandler {
   int32_t num_live_ = 0;
   std::vector<bool> batch_;  // BATCH barriers of the round being collected
   std::vector<bool> fetch_;  // FETCH barriers of the round being collected
-  int64_t outstanding_gets_ = 0;  // views handed out and not yet done, prefetches copying
+  // Views handed out and not yet done, and sync prefetches and sends at work: a round's
+  // update waits for none.
+  int64_t outstanding_gets_ = 0;
   bool updating_ = false;         // sync: a round's blocks are running
   Status failure_;
   bool failed_ = false;

@@ -90,12 +90,14 @@ Status PsServer::ServeSync() {
     if (num_live_ == 0) break;
     std::vector<bool> contributors(live_.size());
     for (size_t t = 0; t < live_.size(); ++t) contributors[t] = live_[t] && batch_[t];
-    // A Get answered in the last phase may still be being read out by the transport.
+    // A Get answered in the last phase may still be being read out by the transport, and a
+    // prefetch or a send may still be copying.
     const auto deadline = Clock::now() + options_.timeout;
     if (!cv_.wait_until(lock, deadline, [&] { return failed_ || outstanding_gets_ == 0; })) {
-      return FailLocked(DeadlineExceeded(label_ + ": a get of round " +
-                                         std::to_string(round_ - 1) + " was still being sent " +
-                                         PsSeconds(options_.timeout) + " later"));
+      return FailLocked(DeadlineExceeded(label_ + ": a get, prefetch or send was still in "
+                                         "progress " + PsSeconds(options_.timeout) +
+                                         " after the last batch barrier of round " +
+                                         std::to_string(round_)));
     }
     FLEET_RETURN_IF_ERROR(Failure());
     const int64_t round = round_;
