@@ -161,6 +161,25 @@ class PserverPassTest : public ::testing::Test {
     return s;
   }
 
+  // `built` (the CTR-DNN example) transpiled for trainer 1 of 2 on servers h:1 and h:2; every
+  // program of the set verifies. Empty on failure.
+  static ProgramSet TrainerOneOfTwo(const frontend::ParsedProgram& built) {
+    Config config;
+    config.strategy_mode = "pserver";
+    Role role;
+    role.world_size = 2;
+    role.rank = 1;
+    role.pserver_endpoints = {"h:1", "h:2"};
+    auto set = Transpile(config, role, built, *registry_);
+    EXPECT_TRUE(set.ok()) << set.status().ToString();
+    if (!set.ok()) return {};
+    for (const auto& [name, program] : *set) {
+      Status v = ir::VerifyProgram(program);
+      EXPECT_TRUE(v.ok()) << name << ": " << v.ToString();
+    }
+    return *set;
+  }
+
   // input -> pserver -> compare (the programs named in `expected` only, when `only` is set).
   static void ExpectTransform(const ir::AttrMap& options, const PassContextInfo& ctx,
                               const std::string& input, const std::string& expected,
@@ -360,19 +379,9 @@ TEST_F(PserverPassTest, SparseTableGradientIsSentInSparseRowBlocks) {
   ASSERT_NE(declared, nullptr);
   ASSERT_TRUE(declared->selected_rows);
   const int64_t height = declared->shape.at(0);
-  Config config;
-  config.strategy_mode = "pserver";
-  Role role;
-  role.world_size = 2;
-  role.rank = 1;
-  role.pserver_endpoints = {"h:1", "h:2"};
-  auto set = Transpile(config, role, *built, *registry_);
-  ASSERT_TRUE(set.ok()) << set.status().ToString();
-  for (const auto& [name, program] : *set) {
-    Status v = ir::VerifyProgram(program);
-    EXPECT_TRUE(v.ok()) << name << ": " << v.ToString();
-  }
-  const ir::Block& main = set->at("main").global();
+  const ProgramSet set = TrainerOneOfTwo(*built);
+  ASSERT_FALSE(set.empty());
+  const ir::Block& main = set.at("main").global();
   std::vector<std::string> blocks;
   std::vector<int64_t> sections;
   for (const ir::Op& op : main.ops) {
@@ -399,7 +408,7 @@ TEST_F(PserverPassTest, SparseTableGradientIsSentInSparseRowBlocks) {
 
   std::set<std::string> listed;
   for (int s = 0; s < 2; ++s) {
-    const ir::Program& server = set->at("pserver." + std::to_string(s));
+    const ir::Program& server = set.at("pserver." + std::to_string(s));
     const ir::Op& listen = server.global().ops.at(0);
     const auto* pairs =
         std::get_if<std::vector<std::string>>(listen.FindAttr("sparse_grad_to_param"));
@@ -449,20 +458,10 @@ TEST_F(PserverPassTest, TheSparseTableStaysOnTheServersAndTheTrainerFetchesRows)
     outs.push_back(op.Output("Out")[0]);
   }
   ASSERT_EQ(ids.size(), 26u);
-  Config config;
-  config.strategy_mode = "pserver";
-  Role role;
-  role.world_size = 2;
-  role.rank = 1;
-  role.pserver_endpoints = {"h:1", "h:2"};
-  auto set = Transpile(config, role, *built, *registry_);
-  ASSERT_TRUE(set.ok()) << set.status().ToString();
-  for (const auto& [name, program] : *set) {
-    Status v = ir::VerifyProgram(program);
-    EXPECT_TRUE(v.ok()) << name << ": " << v.ToString();
-  }
+  const ProgramSet set = TrainerOneOfTwo(*built);
+  ASSERT_FALSE(set.empty());
   for (const char* name : {"main", "startup"}) {
-    const ir::Block& block = set->at(name).global();
+    const ir::Block& block = set.at(name).global();
     EXPECT_EQ(block.FindVar(table), nullptr) << name;
     for (const ir::Op& op : block.ops) {
       for (const std::string& v : AllVars(op)) {
@@ -472,7 +471,7 @@ TEST_F(PserverPassTest, TheSparseTableStaysOnTheServersAndTheTrainerFetchesRows)
     }
   }
   int prefetches = 0, grads = 0;
-  for (const ir::Op& op : set->at("main").global().ops) {
+  for (const ir::Op& op : set.at("main").global().ops) {
     EXPECT_NE(op.type, "lookup_table");
     if (op.type == "lookup_table_grad") {
       ++grads;
@@ -499,7 +498,7 @@ TEST_F(PserverPassTest, TheSparseTableStaysOnTheServersAndTheTrainerFetchesRows)
   // The servers hold the blocks and initialise them as before.
   for (int s = 0; s < 2; ++s) {
     const std::string block = table + ".block" + std::to_string(s);
-    EXPECT_NE(set->at("pserver." + std::to_string(s)).global().FindVar(block), nullptr);
+    EXPECT_NE(set.at("pserver." + std::to_string(s)).global().FindVar(block), nullptr);
   }
 }
 
