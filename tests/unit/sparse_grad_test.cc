@@ -12,7 +12,9 @@
 
 #include "autodiff/backward.h"
 #include "executor/executor.h"
+#include "fleet/fleet_plugin.h"
 #include "ir/text.h"
+#include "job/pipeline.h"
 #include "ops/shape_inference.h"
 #include "ops/verifier.h"
 #include "optim/optimizer.h"
@@ -360,6 +362,29 @@ TEST_F(SparseGradTest, ASparseGradientIsNotFetchedAndOnlySomeOptimizersTakeIt) {
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("which ClipGradByNorm does not take"), std::string::npos)
       << s.ToString();
+}
+
+// Where a job cannot use sparse gradients it trains with dense ones and says why: a transport
+// built before ABI 1.7 (it would drop a gradient's rows), a device without sparse kernels, a
+// strategy that does not exchange them. A 1.7 transport and the CPU need no reason.
+TEST_F(SparseGradTest, TheJobSaysWhyItsGradientsAreDense) {
+  Config config;
+  config.strategy_mode = "pserver";
+  config.transport.backend = "old_rpc";
+  ComponentRecord transport;
+  transport.kind = FLEET_COMPONENT_TRANSPORT;
+  transport.name = "old_rpc";
+  transport.abi_minor = 6;
+  EXPECT_EQ(DenseGradientsReason(config, *plugins_, "cpu", &transport),
+            "transport 'old_rpc' predates ABI 1.7 and cannot send them");
+  transport.abi_minor = 7;
+  EXPECT_EQ(DenseGradientsReason(config, *plugins_, "cpu", &transport), "");
+  EXPECT_EQ(DenseGradientsReason(config, *plugins_, "nowhere", &transport),
+            "device 'nowhere' has no kernels that take sparse gradients");
+  config.strategy_mode = "collective";
+  config.collective.mode = "local_sgd";
+  EXPECT_NE(DenseGradientsReason(config, *plugins_, "cpu").find("collective_mode \"local_sgd\""),
+            std::string::npos);
 }
 
 TEST(SparseGradIr, SelectedRowsVarsRoundTripAndParameterOnesAreRefused) {
