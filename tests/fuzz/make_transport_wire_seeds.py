@@ -160,6 +160,9 @@ SEEDS = {
     "selected_rows_overflowing_rows": record(message(
         header(name="g", trainer=1, dtype=FLOAT32, dims=[1 << 61, 0], total=0, tensor=True,
                selected_rows=True, height=1))),
+    # What the harness also hands the credentials parser (auth.h): a well-formed
+    # "<client id>.<counter>.<hmac>" line, as a call carries it.
+    "call_credentials": b"00ab00cd00ef0012.42." + b"e" * 64,
 }
 
 
