@@ -96,6 +96,26 @@ FleetStatus* ClientGet(void*, FleetTransportClient* c, const char* name, FleetTe
   s->handlers.on_get_done(s->handlers.ctx, token);
   return e;
 }
+FleetStatus* ClientPrefetch(void*, FleetTransportClient* c, const char* name, const int64_t* ids,
+                           int64_t num_ids, FleetTensorAllocFn alloc, void* alloc_ctx,
+                           FleetTensor* out, int64_t) {
+  FleetTransportServer* s = Lookup(c->endpoint);
+  if (s == nullptr) return Unreachable(c->endpoint);
+  FleetTensor view{};
+  void* token = nullptr;
+  if (FleetStatus* e = s->handlers.on_prefetch(s->handlers.ctx, c->trainer_id, name, ids,
+                                               num_ids, &view, &token)) {
+    return e;
+  }
+  FleetStatus* e = alloc(alloc_ctx, view.dtype, view.ndim, view.dims, out);
+  if (e == nullptr) {
+    size_t bytes = ir::DataTypeSize(static_cast<ir::DataType>(view.dtype));
+    for (int32_t d = 0; d < view.ndim; ++d) bytes *= static_cast<size_t>(view.dims[d]);
+    if (bytes != 0) std::memcpy(out->data, view.data, bytes);
+  }
+  s->handlers.on_get_done(s->handlers.ctx, token);
+  return e;
+}
 FleetStatus* ClientBarrier(void*, FleetTransportClient* c, int32_t kind, int64_t) {
   FleetTransportServer* s = Lookup(c->endpoint);
   if (s == nullptr) return Unreachable(c->endpoint);
@@ -118,6 +138,7 @@ ComponentRecord LoopbackTransport() {
   t.client_connect = ClientConnect;
   t.client_send = ClientSend;
   t.client_get = ClientGet;
+  t.client_prefetch = ClientPrefetch;
   t.client_barrier = ClientBarrier;
   t.client_complete = ClientComplete;
   t.client_close = ClientClose;
@@ -237,16 +258,21 @@ class PsTrainerTest : public ::testing::Test {
     return p.ok() ? *p : ir::Program();
   }
 
-  // Server s (0 or 1) at its endpoint, serving through the loopback transport.
-  void StartServer(int s, milliseconds timeout) {
+  // Server s (0 or 1) at its endpoint, serving through the loopback transport; `init` replaces
+  // w's initializer when given.
+  void StartServer(int s, milliseconds timeout, const std::string& init = "") {
     const std::string ep = s == 0 ? kS0 : kS1;
     const std::map<std::string, std::string> keys = {
         {"blockS", "block" + std::to_string(s)},
         {"EP", ep},
         {"pserver_id=S", "pserver_id=" + std::to_string(s)}};
     ir::Program main = Parse(Fill(kServer, keys));
-    ir::Program startup = Parse(Fill(kServerStartup, {{"MINE0", s == 0 ? "persistable" : ""},
-                                                      {"MINE1", s == 1 ? "persistable" : ""}}));
+    std::map<std::string, std::string> startup_keys = {
+        {"MINE0", s == 0 ? "persistable" : ""}, {"MINE1", s == 1 ? "persistable" : ""}};
+    if (!init.empty()) {
+      startup_keys["op fill_constant() -> (Out=[w]) {shape=[4L, 2L], value=1.0f, dtype=9}"] = init;
+    }
+    ir::Program startup = Parse(Fill(kServerStartup, startup_keys));
     PsServerOptions options;
     options.timeout = timeout;
     auto server = PsServer::Create(*registry_, "cpu", main, startup, options);
@@ -367,6 +393,66 @@ TEST_F(PsTrainerTest, AServerNobodyServesIsNamed) {
   EXPECT_EQ(s.code(), Code::kUnavailable) << s.ToString();
   EXPECT_NE(s.message().find("recv 'w.block1' from pserver 1 (" + kS1 + ")"), std::string::npos)
       << s.ToString();
+}
+
+// distributed_lookup_table: each output row is the row its id picks from the server holding
+// it (rows 0-1 on server 0, 2-3 on server 1; repeats fetched once), padding_idx rows are zero,
+// and an id outside the table is refused naming it and the table.
+const char* kPrefetchMain = R"(
+program {
+  block 0 {
+    var ids : int64[-1, 1]
+    var out : float32[-1, 2]
+    op distributed_lookup_table(Ids=[ids]) -> (Outputs=[out])
+       {table_names=["w.block0", "w.block1"], height_sections=[2L, 2L], endpoints=["S0", "S1"],
+        padding_idx=1L, trainer_id=T, lookup_table_version="lookup_table", emb_dim=2L, dtype=9}
+  }
+}
+)";
+
+TEST_F(PsTrainerTest, DistributedLookupFetchesTheRowsOfItsIds) {
+  const std::string init =
+      "op uniform_random() -> (Out=[w]) {shape=[4L, 2L], min=-1.0f, max=1.0f, seed=7, dtype=9}";
+  StartServer(0, milliseconds(2000), init);
+  StartServer(1, milliseconds(2000), init);
+  ASSERT_EQ(servers_.size(), 2u);
+  std::vector<float> w;  // the whole table, rows 0..3
+  for (const char* block : {"w.block0", "w.block1"}) {
+    auto b = servers_[block[7] == '0' ? 0 : 1]->Read(block);
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+    w.insert(w.end(), b->data<float>(), b->data<float>() + 4);
+  }
+  PsTrainerRuntime runtime(transport_, {kS0, kS1}, 0, {});
+  exec::ExecutorOptions eo;
+  eo.host_kernels = &runtime;
+  auto executor = exec::Executor::Create(*registry_, "cpu", eo);
+  ASSERT_TRUE(executor.ok());
+  const ir::Program main = TrainerProgram(kPrefetchMain, 0);
+  auto lookup = [&](std::vector<int64_t> ids, std::vector<exec::HostTensor>& out) {
+    exec::FeedMap feeds;
+    feeds["ids"].Reshape(ir::DataType::kInt64, {static_cast<int64_t>(ids.size()), 1});
+    std::copy(ids.begin(), ids.end(), feeds["ids"].data<int64_t>());
+    return (*executor)->Run(main, feeds, {"out"}, out);
+  };
+  std::vector<exec::HostTensor> out;
+  const std::vector<int64_t> ids = {3, 0, 1, 3, 2};
+  Status s = lookup(ids, out);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_EQ(out[0].dims, (std::vector<int64_t>{5, 2}));
+  for (size_t i = 0; i < ids.size(); ++i) {
+    for (size_t j = 0; j < 2; ++j) {
+      const float want = ids[i] == 1 ? 0.0f : w[static_cast<size_t>(ids[i]) * 2 + j];
+      EXPECT_EQ(out[0].data<float>()[i * 2 + j], want) << "id " << ids[i] << " col " << j;
+    }
+  }
+  for (int64_t bad : {int64_t{4}, int64_t{-5}}) {
+    s = lookup({0, bad}, out);
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.message().find("Ids 0 [1] = " + std::to_string(bad) +
+                               " is outside table 'w' of 4 rows"),
+              std::string::npos)
+        << s.ToString();
+  }
 }
 
 TEST_F(PsTrainerTest, AProgramForAnotherTrainerIsRefused) {
