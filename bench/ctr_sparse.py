@@ -13,7 +13,7 @@ samples/s over the timed steps, the peak resident memory of the process and the 
 
 With --pserver the same two programs run as a parameter-server job instead, `fleet-host launch
 --servers 2 --workers 2` on this machine (sync, plain Adam on the servers, lazy for the sparse
-run, --batch per worker), and no PyTorch peer: the table gives the job's samples/s (both
+run, --batch per worker; the sparse one also with async servers), and no PyTorch peer: the table gives the job's samples/s (both
 workers' samples) and the bytes that crossed the loopback interface per step (from
 /proc/net/dev, startup included). Of those, the dense layers' share (each worker sends their
 gradients and receives them back, computed from the program) is set apart; the rest, the
@@ -106,10 +106,11 @@ def loopback_bytes():
     raise RuntimeError("/proc/net/dev has no loopback interface")
 
 
-def run_pserver(args, work, data_dir, sparse):
+def run_pserver(args, work, data_dir, sparse, sync):
     cfg, metrics, env = job_config(args, work, data_dir)
     before = loopback_bytes()
-    subprocess.run([args.fleet_host, "--config", cfg, "launch",
+    subprocess.run([args.fleet_host, "--config", cfg,
+                    "--set", f"strategy.sync_mode={'true' if sync else 'false'}", "launch",
                     "--servers", "2", "--workers", "2", "--log-dir", os.path.join(work, "logs"),
                     "--", "run", program(work, args.vocab, sparse)],
                    check=True, stdout=subprocess.DEVNULL, env=env)
@@ -168,29 +169,34 @@ def dense_layer_bytes(args, work):
     return 2 * 2 * total
 
 
+# (name, sparse gradients, sync servers) of each parameter-server run.
+PSERVER_CASES = (("dense (Adam), sync", False, True), ("sparse (lazy Adam), sync", True, True),
+                 ("sparse (lazy Adam), async", True, False))
+
+
 def main_pserver(args, data_dir, work):
     results = {}
     for _ in range(args.runs):
-        for sparse in (False, True):
-            results.setdefault(sparse, []).append(run_pserver(args, work, data_dir, sparse))
+        for name, sparse, sync in PSERVER_CASES:
+            results.setdefault(name, []).append(run_pserver(args, work, data_dir, sparse, sync))
 
-    def med(sparse, i):
-        return statistics.median(r[i] for r in results[sparse])
+    def med(name, i):
+        return statistics.median(r[i] for r in results[name])
 
     payload = touched_bytes(args, data_dir)
     layers = dense_layer_bytes(args, work)
-    print(f"CTR-DNN on 2 servers and 2 workers (sync), table [{args.vocab}, 10], batch "
+    print(f"CTR-DNN on 2 servers and 2 workers, table [{args.vocab}, 10], batch "
           f"{args.batch} per worker, {args.threads} thread(s), median of {args.runs} runs")
-    print("| gradients | samples/s | loopback MB per step | dense layers' MB | the rest (table) "
-          "MB | touched rows' MB | rest / touched |")
+    print("| gradients, servers | samples/s | loopback MB per step | dense layers' MB | the rest "
+          "(table) MB | touched rows' MB | rest / touched |")
     print("|---|---:|---:|---:|---:|---:|---:|")
-    for sparse in (False, True):
-        rest = med(sparse, 1) - layers
-        print(f"| {'sparse (lazy Adam)' if sparse else 'dense (Adam)'} | {med(sparse, 0):,.0f} | "
-              f"{med(sparse, 1) / 1e6:,.2f} | {layers / 1e6:,.2f} | {rest / 1e6:,.3f} | "
-              f"{payload / 1e6:,.3f} | {rest / payload:,.2f} |")
-    print(f"sparse/dense: {med(True, 0) / med(False, 0):.2f}x the samples/s, "
-          f"{med(True, 1) / med(False, 1):.2f}x the bytes")
+    for name, _, _ in PSERVER_CASES:
+        rest = med(name, 1) - layers
+        print(f"| {name} | {med(name, 0):,.0f} | {med(name, 1) / 1e6:,.2f} | {layers / 1e6:,.2f} | "
+              f"{rest / 1e6:,.3f} | {payload / 1e6:,.3f} | {rest / payload:,.2f} |")
+    dense, sparse = PSERVER_CASES[0][0], PSERVER_CASES[1][0]
+    print(f"sparse/dense (sync): {med(sparse, 0) / med(dense, 0):.2f}x the samples/s, "
+          f"{med(sparse, 1) / med(dense, 1):.2f}x the bytes")
 
 
 def run_torch(args, data_dir, sparse):
