@@ -78,6 +78,18 @@ FleetStatus* ClientSend(void*, FleetTransportClient* c, const char* name, const 
   if (s == nullptr) return Unreachable(c->endpoint);
   return s->handlers.on_send(s->handlers.ctx, c->trainer_id, name, t);
 }
+// The server's view (of a get or a prefetch) copied into what `alloc` gives, then released.
+FleetStatus* CopyOut(FleetTransportServer* s, const FleetTensor& view, void* token,
+                     FleetTensorAllocFn alloc, void* alloc_ctx, FleetTensor* out) {
+  FleetStatus* e = alloc(alloc_ctx, view.dtype, view.ndim, view.dims, out);
+  if (e == nullptr) {
+    size_t bytes = ir::DataTypeSize(static_cast<ir::DataType>(view.dtype));
+    for (int32_t d = 0; d < view.ndim; ++d) bytes *= static_cast<size_t>(view.dims[d]);
+    if (bytes != 0) std::memcpy(out->data, view.data, bytes);
+  }
+  s->handlers.on_get_done(s->handlers.ctx, token);
+  return e;
+}
 FleetStatus* ClientGet(void*, FleetTransportClient* c, const char* name, FleetTensorAllocFn alloc,
                        void* alloc_ctx, FleetTensor* out, int64_t) {
   FleetTransportServer* s = Lookup(c->endpoint);
@@ -87,14 +99,7 @@ FleetStatus* ClientGet(void*, FleetTransportClient* c, const char* name, FleetTe
   if (FleetStatus* e = s->handlers.on_get(s->handlers.ctx, c->trainer_id, name, &view, &token)) {
     return e;
   }
-  FleetStatus* e = alloc(alloc_ctx, view.dtype, view.ndim, view.dims, out);
-  if (e == nullptr) {
-    size_t bytes = ir::DataTypeSize(static_cast<ir::DataType>(view.dtype));
-    for (int32_t d = 0; d < view.ndim; ++d) bytes *= static_cast<size_t>(view.dims[d]);
-    if (bytes != 0) std::memcpy(out->data, view.data, bytes);
-  }
-  s->handlers.on_get_done(s->handlers.ctx, token);
-  return e;
+  return CopyOut(s, view, token, alloc, alloc_ctx, out);
 }
 FleetStatus* ClientPrefetch(void*, FleetTransportClient* c, const char* name, const int64_t* ids,
                            int64_t num_ids, FleetTensorAllocFn alloc, void* alloc_ctx,
@@ -107,14 +112,7 @@ FleetStatus* ClientPrefetch(void*, FleetTransportClient* c, const char* name, co
                                                num_ids, &view, &token)) {
     return e;
   }
-  FleetStatus* e = alloc(alloc_ctx, view.dtype, view.ndim, view.dims, out);
-  if (e == nullptr) {
-    size_t bytes = ir::DataTypeSize(static_cast<ir::DataType>(view.dtype));
-    for (int32_t d = 0; d < view.ndim; ++d) bytes *= static_cast<size_t>(view.dims[d]);
-    if (bytes != 0) std::memcpy(out->data, view.data, bytes);
-  }
-  s->handlers.on_get_done(s->handlers.ctx, token);
-  return e;
+  return CopyOut(s, view, token, alloc, alloc_ctx, out);
 }
 FleetStatus* ClientBarrier(void*, FleetTransportClient* c, int32_t kind, int64_t) {
   FleetTransportServer* s = Lookup(c->endpoint);
