@@ -269,6 +269,11 @@ class RpcServer::Service : public grpc::Service {
           claim.emplace(&server_->deliveries_, key);
           break;
         case DeliveryLog::Claim::kAnswered:
+          // Rare (a reply lost on the way) and worth a line: the operator sees the network
+          // dropping replies, and that no gradient was applied twice for it.
+          server_->Log(FLEET_LOG_INFO, where + ": a retry of a send already delivered, "
+                                               "answered from the delivery log, not delivered "
+                                               "again");
           // The first delivery's answer; a handler's error keeps the handler's mark.
           if (answer.code != FLEET_CODE_OK) ctx->AddTrailingMetadata(kHandlerKey, "1");
           return Error(answer.code, answer.message);
@@ -350,6 +355,8 @@ class RpcServer::Service : public grpc::Service {
       claim->Finish(std::move(answer));
     }
     if (status == nullptr && server_->LoseThisReply()) {
+      server_->Log(FLEET_LOG_WARN, where + ": delivered; its reply dropped on purpose (" +
+                                       kLoseRepliesEnv + ")");
       return Error(FLEET_CODE_UNAVAILABLE, where + ": reply dropped (" + kLoseRepliesEnv + ")");
     }
     return FromHandler(ctx, status);
@@ -542,6 +549,10 @@ void RpcServer::LogRefusal(const std::string& text) {
     const std::string line = text + " (" + std::to_string(n) + " refusals so far)";
     g_host->log(g_host->host_ctx, FLEET_LOG_WARN, line.c_str());
   }
+}
+
+void RpcServer::Log(int32_t level, const std::string& text) {
+  if (FLEET_CAN_CALL(g_host, FleetHostApi, log)) g_host->log(g_host->host_ctx, level, text.c_str());
 }
 
 bool RpcServer::LoseThisReply() {

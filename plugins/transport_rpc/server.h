@@ -92,6 +92,8 @@ class RpcServer {
   // Logs a refused call (rate-limited after the first kLoggedRefusals).
   void LogRefusal(const std::string& text);
   static constexpr int64_t kLoggedRefusals = 20;
+  // One line in the host's log at `level` (FLEET_LOG_*), when the host takes log lines.
+  static void Log(int32_t level, const std::string& text);
   // True for the first lose_replies_ accepted sends (the test hook).
   bool LoseThisReply();
 

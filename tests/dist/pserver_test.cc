@@ -371,6 +371,45 @@ TEST_F(PserverTest, AsyncTrainingConverges) {
   }
 }
 
+// A send whose reply is lost is retried by the trainer's client under the same request id, and
+// the server answers the retry from its delivery log instead of applying the gradient again.
+// One server and one trainer in async mode are deterministic (each send is applied before the
+// trainer's recv), so the job whose server drops its first replies (the rpc transport's hook,
+// FLEET_RPC_LOSE_SEND_REPLIES) must train exactly as the job whose server drops none.
+TEST_F(PserverTest, AnAsyncSendWhoseReplyIsLostIsAppliedOnce) {
+  const std::vector<std::string> sets = {"train.steps=8", "train.log_every=1",
+                                         "train.batch_size=16", "strategy.sync_mode=false",
+                                         "transport.timeout_s=60"};
+  auto run = [&](const std::string& name, int lose) {
+    if (lose > 0) ::setenv("FLEET_RPC_LOSE_SEND_REPLIES", std::to_string(lose).c_str(), 1);
+    StartJob(1, 1, sets, kMlp, nullptr, nullptr, /*start_trainers=*/false);
+    ::unsetenv("FLEET_RPC_LOSE_SEND_REPLIES");
+    StartTrainer(0, 1, sets, kMlp, [&](int) {
+      return std::vector<std::string>{"train.metrics_file=" + (dir_ / (name + ".jsonl")).string()};
+    });
+    ExpectJobSucceeds();
+    const std::string server_log = servers_.back()->Output();
+    servers_.clear();
+    trainers_.clear();
+    return std::make_pair(Losses(dir_ / (name + ".jsonl")), server_log);
+  };
+  const auto [clean, clean_log] = run("clean", 0);
+  const auto [lossy, lossy_log] = run("lossy", 3);
+  ASSERT_EQ(clean.size(), 8u);
+  ASSERT_EQ(lossy.size(), 8u);
+  for (size_t i = 0; i < clean.size(); ++i) EXPECT_EQ(lossy[i], clean[i]) << "step " << i + 1;
+  // The hook fired, and each of its three lost replies brought one retry that was answered from
+  // the log.
+  auto count = [](const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count(lossy_log, "its reply dropped on purpose"), 3u) << lossy_log;
+  EXPECT_EQ(count(lossy_log, "answered from the delivery log"), 3u) << lossy_log;
+  EXPECT_EQ(count(clean_log, "answered from the delivery log"), 0u) << clean_log;
+}
+
 // A trainer killed mid-run: in sync mode the servers wait for its batch barrier until
 // transport.timeout_s and then fail naming it; the surviving trainer fails too (its servers
 // went away), and nothing hangs.
