@@ -88,12 +88,9 @@ struct OpState {
   std::vector<std::vector<uint8_t>> staging;  // per tensor, for a device without host memory
   // send of a sparse X: the entries of one row summed into one, per tensor (a launch's threads
   // each own the tensors of one server).
-  struct Merged {
-    std::vector<size_t> order;
-    std::vector<int64_t> rows;
-    std::vector<uint8_t> values;
-  };
-  std::vector<Merged> merged;
+  std::vector<MergedRows> merged;
+  // recv through the communicator: the version of each output's value taken last.
+  std::vector<uint64_t> versions;
   PrefetchTable table;  // distributed_lookup_table
 };
 
@@ -199,6 +196,14 @@ Status PrepareState(PsTrainerRuntime& rt, const FleetKernelContext* kc, OpState&
     st.groups[g].push_back(i);
   }
   if (st.kind == Kind::kSend) st.merged.resize(count);
+  // (StartCommunicator refused a device without host memory.)
+  if (AsyncCommunicator* comm = rt.communicator(); comm != nullptr && st.kind == Kind::kRecv) {
+    st.versions.assign(count, 0);
+    for (size_t i = 0; i < count; ++i) {
+      comm->Register(st.names[i], st.epmap[i], slot->tensors[i]->dtype,
+                     DimsOf(*slot->tensors[i]));
+    }
+  }
   if (rt.device() != nullptr) {
     st.staging.resize(count);
     for (size_t i = 0; i < count; ++i) st.staging[i].resize(Bytes(*slot->tensors[i]));
@@ -217,32 +222,24 @@ FleetStatus* PrepareOp(void* ctx, const FleetKernelContext* kc, void** state, si
 
 void ReleaseOp(void*, void* state) { delete static_cast<OpState*>(state); }
 
-// Sums the entries of x (a sparse block, `used` entries) that share a row into one, in row
-// order, into `m`; t then views them. A batch looks some rows up many times (a shared table,
-// popular ids): each row crosses the wire once. Float types only; others go as they are.
-template <typename T>
-void MergeRows(const FleetTensor& x, int64_t used, OpState::Merged& m, FleetTensor& t,
-               std::vector<int64_t>& dims) {
+// Elements per entry of a sparse block.
+size_t RowWidth(const FleetTensor& x) {
   size_t width = 1;
   for (int32_t d = 1; d < x.ndim; ++d) width *= static_cast<size_t>(x.dims[d]);
-  m.order.clear();
-  for (int64_t e = 0; e < used; ++e) {
-    if (x.rows[e] >= 0) m.order.push_back(static_cast<size_t>(e));
-  }
-  std::stable_sort(m.order.begin(), m.order.end(),
-                   [&](size_t a, size_t b) { return x.rows[a] < x.rows[b]; });
-  m.rows.clear();
-  m.values.assign(m.order.size() * width * sizeof(T), 0);
-  T* out = reinterpret_cast<T*>(m.values.data());
-  const T* in = static_cast<const T*>(x.data);
-  for (size_t e : m.order) {
-    if (m.rows.empty() || m.rows.back() != x.rows[e]) m.rows.push_back(x.rows[e]);
-    T* row = out + (m.rows.size() - 1) * width;
-    for (size_t j = 0; j < width; ++j) row[j] += in[e * width + j];
-  }
-  dims[0] = static_cast<int64_t>(m.rows.size());
-  t.data = m.values.data();
-  t.rows = m.rows.data();
+  return width;
+}
+
+bool IsSparse(const FleetTensor& x) {
+  return x.struct_size >= FLEET_STRUCT_SIZE(FleetTensor, height) && x.height >= 0;
+}
+
+// A sparse block's entries up to its last non-empty one: a block's entries are at its front
+// (split_selected_rows), so a server receives what the batch touched in its rows, not the
+// gradient's whole room.
+int64_t UsedEntries(const FleetTensor& x) {
+  int64_t used = x.ndim > 0 ? x.dims[0] : 0;
+  while (used > 0 && x.rows[used - 1] < 0) --used;
+  return used;
 }
 
 Status SendOne(PsTrainerRuntime& rt, OpState& st, const FleetTensor& x, size_t i) {
@@ -254,10 +251,7 @@ Status SendOne(PsTrainerRuntime& rt, OpState& st, const FleetTensor& x, size_t i
   t.device_type = FLEET_DEVICE_TYPE_HOST;
   t.device_ordinal = 0;
   std::vector<int64_t> dims;
-  if (x.struct_size >= FLEET_STRUCT_SIZE(FleetTensor, height) && x.height >= 0) {
-    // A sparse gradient goes out with its entries up to the last non-empty one: a block's
-    // entries are at its front (split_selected_rows), so a server receives what the batch
-    // touched in its rows, not the gradient's whole room.
+  if (IsSparse(x)) {
     if (rt.device() != nullptr) {
       return Unimplemented(what() + ": sparse gradients are sent from host memory only");
     }
@@ -265,13 +259,16 @@ Status SendOne(PsTrainerRuntime& rt, OpState& st, const FleetTensor& x, size_t i
       return FailedPrecondition(what() + ": the transport predates ABI 1.7 and would drop a "
                                          "sparse gradient's rows");
     }
-    int64_t used = x.ndim > 0 ? x.dims[0] : 0;
-    while (used > 0 && x.rows[used - 1] < 0) --used;
+    const int64_t used = UsedEntries(x);
     dims = DimsOf(x);
     dims[0] = used;
     t.dims = dims.data();
-    if (x.dtype == FLEET_DTYPE_FLOAT32) MergeRows<float>(x, used, st.merged[i], t, dims);
-    if (x.dtype == FLEET_DTYPE_FLOAT64) MergeRows<double>(x, used, st.merged[i], t, dims);
+    MergedRows& m = st.merged[i];
+    if (MergeRows(x.dtype, x.rows, x.data, used, RowWidth(x), m)) {
+      dims[0] = static_cast<int64_t>(m.rows.size());
+      t.data = m.values.data();
+      t.rows = m.rows.data();
+    }
   }
   if (rt.device() != nullptr) {
     std::vector<uint8_t>& host = st.staging[i];
@@ -300,17 +297,7 @@ Status RecvOne(PsTrainerRuntime& rt, OpState& st, const FleetTensor& out, size_t
     target.device_type = FLEET_DEVICE_TYPE_HOST;
     target.device_ordinal = 0;
   }
-  const TensorSink sink = [&](int32_t dtype,
-                              const std::vector<int64_t>& dims) -> StatusOr<FleetTensor> {
-    if (dtype != out.dtype || dims != DimsOf(out)) {
-      return InvalidArgument("the server holds " + TypeText(dtype, dims) + " but the var is " +
-                             TypeText(out.dtype, DimsOf(out)));
-    }
-    return target;
-  };
-  auto client = rt.Client(ep);
-  if (!client.ok()) return client.status().WithContext(what);
-  FLEET_RETURN_IF_ERROR((*client)->Get(st.names[i], sink).WithContext(what));
+  FLEET_RETURN_IF_ERROR(rt.GetInto(st.names[i], ep, out, target));
   if (rt.device() != nullptr && !st.staging[i].empty()) {
     FLEET_RETURN_IF_ERROR(rt.device()
                               ->CopyToDevice(rt.device_ordinal(), out.data,
@@ -435,6 +422,38 @@ Status Prefetch(PsTrainerRuntime& rt, const OpState& st, const FleetKernelContex
   return OkStatus();
 }
 
+// send and recv through the communicator (strategy.a_sync): a send queues its tensors, a recv
+// takes what the communicator received last, or gets the var itself before anything arrived.
+Status ThroughCommunicator(PsTrainerRuntime& rt, OpState& st, const FleetKernelContext* kc) {
+  AsyncCommunicator& comm = *rt.communicator();
+  const bool send = st.kind == Kind::kSend;
+  const FleetTensorSlot* slot = send ? Slot(kc->inputs, kc->num_inputs, "X")
+                                     : Slot(kc->outputs, kc->num_outputs, "Out");
+  for (size_t i = 0; i < st.names.size(); ++i) {
+    const FleetTensor& t = *slot->tensors[i];
+    const std::string& ep = st.epmap[i];
+    if (!send) {
+      FLEET_ASSIGN_OR_RETURN(const bool taken, comm.Take(st.names[i], ep, t, &st.versions[i]));
+      if (!taken) FLEET_RETURN_IF_ERROR(RecvOne(rt, st, t, i));
+      continue;
+    }
+    auto what = [&] { return "send '" + st.names[i] + "' to " + rt.ServerLabel(ep); };
+    FleetTensor x = t;
+    std::vector<int64_t> dims;
+    if (IsSparse(t)) {
+      if (!rt.CarriesSelectedRows()) {
+        return FailedPrecondition(what() + ": the transport predates ABI 1.7 and would drop a "
+                                           "sparse gradient's rows");
+      }
+      dims = DimsOf(t);
+      dims[0] = UsedEntries(t);
+      x.dims = dims.data();
+    }
+    FLEET_RETURN_IF_ERROR(comm.Push(st.names[i], ep, x).WithContext(what()));
+  }
+  return OkStatus();
+}
+
 FleetStatus* LaunchOp(void* ctx, const FleetKernelContext* kc, void* state) {
   PsTrainerRuntime& rt = *Runtime(ctx);
   OpState& st = State(state);
@@ -443,6 +462,8 @@ FleetStatus* LaunchOp(void* ctx, const FleetKernelContext* kc, void* state) {
     s = Barriers(rt, st);
   } else if (st.kind == Kind::kPrefetch) {
     s = Prefetch(rt, st, kc);
+  } else if (rt.communicator() != nullptr) {
+    s = ThroughCommunicator(rt, st, kc);
   } else {
     const bool send = st.kind == Kind::kSend;
     // On a device with streams, the kernels that produce the sent vars (or still read the vars a
@@ -625,7 +646,45 @@ Status PsTrainerRuntime::WaitServersReady() {
                      " s (transport.timeout_s): is it started, at that address?");
 }
 
+Status PsTrainerRuntime::GetInto(const std::string& name, const std::string& endpoint,
+                                 const FleetTensor& var, const FleetTensor& target) {
+  const std::string what = "recv '" + name + "' from " + ServerLabel(endpoint);
+  const TensorSink sink = [&](int32_t dtype,
+                              const std::vector<int64_t>& dims) -> StatusOr<FleetTensor> {
+    if (dtype != var.dtype || dims != DimsOf(var)) {
+      return InvalidArgument("the server holds " + TypeText(dtype, dims) + " but the var is " +
+                             TypeText(var.dtype, DimsOf(var)));
+    }
+    return target;
+  };
+  auto client = Client(endpoint);
+  if (!client.ok()) return client.status().WithContext(what);
+  return (*client)->Get(name, sink).WithContext(what);
+}
+
+Status PsTrainerRuntime::StartCommunicator(AsyncCommunicatorOptions options) {
+  if (device_ != nullptr) {
+    return Unimplemented("strategy.a_sync's communicator queues and receives in host memory "
+                         "only; this device has none");
+  }
+  auto send = [this](const std::string& name, const std::string& ep,
+                     const FleetTensor& t) -> Status {
+    const std::string what = "send '" + name + "' to " + ServerLabel(ep);
+    auto client = Client(ep);
+    if (!client.ok()) return client.status().WithContext(what);
+    return (*client)->Send(name, t).WithContext(what);
+  };
+  auto get = [this](const std::string& name, const std::string& ep,
+                    const FleetTensor& into) { return GetInto(name, ep, into, into); };
+  communicator_ = std::make_unique<AsyncCommunicator>(std::move(options), send, get);
+  return OkStatus();
+}
+
 Status PsTrainerRuntime::Complete() {
+  // The servers hear that this trainer is done only after its last gradient reached them.
+  if (communicator_ != nullptr) {
+    FLEET_RETURN_IF_ERROR(communicator_->Flush().WithContext("the communicator's last sends"));
+  }
   std::vector<std::string> targets = endpoints_;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -662,11 +721,15 @@ int PsTrainerRuntime::Abort(std::string_view reason) {
 }
 
 void PsTrainerRuntime::Close() {
-  std::lock_guard<std::mutex> lock(mu_);
-  closed_ = true;
-  // The clients stay allocated: a launch on another thread may still hold one, and Close makes
-  // its pending call fail rather than pulling it from under it.
-  for (auto& [ep, client] : clients_) client->Close();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    closed_ = true;
+    // The clients stay allocated: a launch on another thread may still hold one, and Close
+    // makes its pending call fail rather than pulling it from under it.
+    for (auto& [ep, client] : clients_) client->Close();
+  }
+  // After the clients (its call in flight fails at once) and outside mu_ (its threads take it).
+  if (communicator_ != nullptr) communicator_->Stop();
 }
 
 }  // namespace fleet

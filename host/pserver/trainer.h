@@ -19,6 +19,8 @@
 //                  checked against the table, and the distinct ids of each block go to its
 //                  server in one prefetch call (the servers concurrently). Host memory only.
 //   send_barrier   a BATCH barrier on every server of `endpoints`.
+//   (With a communicator, send queues X instead and recv takes the newest value it received;
+//   see StartCommunicator.)
 //   fetch_barrier  a FETCH barrier on every server of `endpoints`.
 // Attributes are read once at prepare; the var names come from the executor's "@names@SLOT"
 // attributes (OpSchema::rpc).
@@ -41,6 +43,7 @@
 #include <vector>
 
 #include "ir/program.h"
+#include "pserver/async_communicator.h"
 #include "plugin/device.h"
 #include "plugin/kernel.h"
 #include "plugin/registry.h"
@@ -68,6 +71,11 @@ class PsTrainerRuntime final : public HostKernels {
   // The client of `endpoint`, connected on first use. ABORTED after Close.
   StatusOr<TransportClient*> Client(const std::string& endpoint);
 
+  // Gets `name` from `endpoint` into `target` (host memory), after checking that the server
+  // holds the dtype and dims of `var` (the var `target` stands for); errors name both.
+  Status GetInto(const std::string& name, const std::string& endpoint, const FleetTensor& var,
+                 const FleetTensor& target);
+
   // "pserver 1 (127.0.0.1:6171)", or "pserver 127.0.0.1:6171" for one not in the list.
   std::string ServerLabel(const std::string& endpoint) const;
 
@@ -76,9 +84,16 @@ class PsTrainerRuntime final : public HostKernels {
   // until options.timeout. UNAVAILABLE names the servers that never answered.
   Status WaitServersReady();
 
+  // From now on send ops queue their tensors in a background communicator and recv ops take
+  // what it received (strategy.a_sync; pserver/async_communicator.h). Call once, before the first
+  // launch. UNIMPLEMENTED for a device without host memory.
+  Status StartCommunicator(AsyncCommunicatorOptions options);
+  AsyncCommunicator* communicator() const { return communicator_.get(); }
+
   // Tells every server (the list and any other one contacted) that this trainer is done, so
   // sync servers stop waiting for it and exit once every trainer has. Concurrent across
-  // servers; the first error (naming the server) is returned after every call finished.
+  // servers; the first error (naming the server) is returned after every call finished. With
+  // a communicator, first sends what it still holds (and stops it).
   Status Complete();
 
   // Tells every server (as Complete does) that this trainer failed, with `reason`, so each
@@ -107,6 +122,7 @@ class PsTrainerRuntime final : public HostKernels {
   std::mutex mu_;  // guards clients_ and closed_
   bool closed_ = false;
   std::map<std::string, std::unique_ptr<TransportClient>> clients_;
+  std::unique_ptr<AsyncCommunicator> communicator_;  // strategy.a_sync only
   ComponentRecord kernels_record_;  // kind KERNELS, plugin "host", ctx = this
   std::map<std::string, KernelCandidate, std::less<>> kernels_;
 };
