@@ -125,6 +125,23 @@ struct Config {
     // from the values a single process would; shard: each server initialises only its blocks
     // (Paddle's way; values then depend on the number of servers).
     std::string init = "full";
+    // Fleet 2.x's vocabulary (Paddle's DistributedStrategy.a_sync): true is an asynchronous job
+    // (sync_mode = false) whose trainers send through a background communicator
+    // (pserver/communicator.h); false is sync_mode = true. Setting both keys, they must agree.
+    bool a_sync = false;
+    // [strategy.a_sync_configs]: the communicator's settings (a_sync = true only).
+    struct AsyncConfigs {
+      int64_t k_steps = 0;              // > 0 asks for GEO-SGD (not supported); -1 and 0: none
+      int64_t max_merge_var_num = 1;    // [1, 1024]: queued gradients summed into one send
+      int64_t send_queue_size = 1;      // [1, 1024]: gradients queued per var before a step waits
+      bool independent_recv_thread = false;  // receive in a thread of its own, not after each
+                                             // round of sends
+      int64_t thread_pool_size = 1;     // [1, 64]: vars sent at once
+      int64_t send_wait_times = 1;      // [0, 1000]: 10 ms waits for max_merge_var_num copies
+      // Paddle splits a gradient by blocks at run time with it; Fleet's transpiler always
+      // splits at transpile time, so either value trains the same (accepted, noted in the log).
+      bool runtime_split_send_recv = false;
+    } a_sync_configs;
   } pserver;
 
   // The training loop of `fleet-host run`.

@@ -250,7 +250,7 @@ class Checker {
       CheckKeys(*t, "strategy", {"mode", "collective_mode", "devices", "nrings",
                                  "local_sgd_k_steps", "fuse_grad_size_mb", "sync_batch_norm", "passes", "sync_mode",
                                  "slice_var_up", "min_block_size", "split_method",
-                                 "pserver_init"});
+                                 "pserver_init", "a_sync", "a_sync_configs"});
       ReadEnum(*t, "strategy", "mode", kStrategyModes, config.strategy_mode);
       for (const auto& [key, node] : *t) {
         config.strategy_where[std::string(key.str())] =
@@ -268,6 +268,7 @@ class Checker {
       ReadInt(*t, "strategy", "min_block_size", 1, ps.min_block_size);
       ReadEnum(*t, "strategy", "split_method", kSplitMethods, ps.split_method);
       ReadEnum(*t, "strategy", "pserver_init", kPserverInits, ps.init);
+      ReadAsync(*t, config);
       if (const toml::node* n = t->get("fuse_grad_size_mb")) {
         if (!n->is_number() || !(AsDouble(*n) >= 0) || !std::isfinite(AsDouble(*n))) {
           diag_.AtValue(*n, "strategy.fuse_grad_size_mb",
@@ -579,6 +580,48 @@ class Checker {
       diag_.AtValue(*node, path, expected + ValueText(*node));
     } else {
       out = i->get();
+    }
+  }
+
+  // strategy.a_sync and [strategy.a_sync_configs] (Fleet 2.x's names), after sync_mode.
+  void ReadAsync(const toml::table& t, Config& config) {
+    Config::Pserver& ps = config.pserver;
+    const toml::node* a_sync = t.get("a_sync");
+    if (a_sync != nullptr) {
+      ReadBool(t, "strategy", "a_sync", ps.a_sync);
+      const toml::node* sync = t.get("sync_mode");
+      if (sync != nullptr && sync->is_boolean() && a_sync->is_boolean() &&
+          sync->as_boolean()->get() == ps.a_sync) {
+        diag_.AtValue(*a_sync, "strategy.a_sync",
+                      std::string("a_sync = ") + (ps.a_sync ? "true" : "false") +
+                          " means sync_mode = " + (ps.a_sync ? "false" : "true") +
+                          ", but sync_mode = " + (ps.a_sync ? "true" : "false") + " is set at " +
+                          diag_.Where(*sync, "strategy.sync_mode") + "; keep one");
+      }
+      ps.sync_mode = !ps.a_sync;
+    }
+    const toml::table* c = Table(t, "strategy", "a_sync_configs");
+    if (c == nullptr) return;
+    const std::string section = "strategy.a_sync_configs";
+    for (const auto& [key, node] : *c) {
+      config.strategy_where["a_sync_configs." + std::string(key.str())] =
+          diag_.Where(node, section + "." + std::string(key.str()));
+    }
+    CheckKeys(*c, section,
+              {"k_steps", "max_merge_var_num", "send_queue_size", "independent_recv_thread",
+               "thread_pool_size", "send_wait_times", "runtime_split_send_recv"});
+    Config::Pserver::AsyncConfigs& o = ps.a_sync_configs;
+    ReadInt(*c, section, "k_steps", -1, o.k_steps);
+    ReadInt(*c, section, "max_merge_var_num", 1, o.max_merge_var_num, 1024);
+    ReadInt(*c, section, "send_queue_size", 1, o.send_queue_size, 1024);
+    ReadBool(*c, section, "independent_recv_thread", o.independent_recv_thread);
+    ReadInt(*c, section, "thread_pool_size", 1, o.thread_pool_size, 64);
+    ReadInt(*c, section, "send_wait_times", 0, o.send_wait_times, 1000);
+    ReadBool(*c, section, "runtime_split_send_recv", o.runtime_split_send_recv);
+    if (const toml::node* k = c->get("k_steps"); k != nullptr && o.k_steps > 0) {
+      diag_.AtValue(*k, section + ".k_steps",
+                    "k_steps > 0 asks for GEO-SGD, which Fleet does not support yet; 0 (or -1) "
+                    "trains without it");
     }
   }
 

@@ -28,6 +28,56 @@ Status KeyError(const std::string& key, const std::string& why) {
   return InvalidArgument("strategy." + key + ": " + why);
 }
 
+// a_sync_configs' keys Fleet reads, with their fleet.toml ranges ([strategy.a_sync_configs]).
+struct AsyncKey {
+  const char* name;
+  bool is_bool;
+  int64_t min, max;
+};
+constexpr AsyncKey kAsyncKeys[] = {
+    {"k_steps", false, -1, 0},  // > 0 (GEO-SGD) is refused with its own message
+    {"max_merge_var_num", false, 1, 1024},
+    {"send_queue_size", false, 1, 1024},
+    {"independent_recv_thread", true, 0, 1},
+    {"thread_pool_size", false, 1, 64},
+    {"send_wait_times", false, 0, 1000},
+    {"runtime_split_send_recv", true, 0, 1}};
+
+Status CheckAsyncConfigs(const Value& value) {
+  const std::string key = "a_sync_configs";
+  for (size_t i = 0; i < value.keys.size(); ++i) {
+    const std::string& k = value.keys[i];
+    const Value& v = value.items[i];
+    const AsyncKey* known = nullptr;
+    for (const AsyncKey& a : kAsyncKeys) {
+      if (k == a.name) known = &a;
+    }
+    if (known == nullptr) {
+      std::vector<std::string> names;
+      for (const AsyncKey& a : kAsyncKeys) names.push_back(a.name);
+      return KeyError(key, "'" + k + "' is not supported; Fleet reads " + JoinWords(names));
+    }
+    if (known->is_bool) {
+      if (v.kind != Value::Kind::kBool) {
+        return KeyError(key, "'" + k + "' expects True or False, got " + DescribeValue(v));
+      }
+      continue;
+    }
+    if (v.kind != Value::Kind::kInt) {
+      return KeyError(key, "'" + k + "' expects an int, got " + DescribeValue(v));
+    }
+    if (k == "k_steps" && v.int_value > 0) {
+      return KeyError(key, "k_steps > 0 asks for GEO-SGD, which Fleet does not support yet");
+    }
+    if (v.int_value < known->min || v.int_value > known->max) {
+      return KeyError(key, "'" + k + "' must be in [" + std::to_string(known->min) + ", " +
+                               std::to_string(known->max) + "], got " +
+                               std::to_string(v.int_value));
+    }
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 Status CheckStrategyValue(const std::string& key, const Value& value) {
@@ -66,23 +116,17 @@ Status CheckStrategyValue(const std::string& key, const Value& value) {
     return OkStatus();
   }
   FLEET_RETURN_IF_ERROR(want(Value::Kind::kDict, "a dict"));
+  if (key == "a_sync_configs") return CheckAsyncConfigs(value);
   for (size_t i = 0; i < value.keys.size(); ++i) {
     const std::string& k = value.keys[i];
     const Value& v = value.items[i];
-    if (k != "k_steps" && !(key == "localsgd_configs" && k == "begin_step")) {
-      return KeyError(key, "'" + k + "' is not supported; Fleet reads " +
-                               (key == "a_sync_configs" ? "k_steps (0: no GEO-SGD)"
-                                                        : "k_steps and begin_step (1)"));
+    if (k != "k_steps" && k != "begin_step") {
+      return KeyError(key, "'" + k + "' is not supported; Fleet reads k_steps and begin_step (1)");
     }
     if (v.kind != Value::Kind::kInt) {
       return KeyError(key, "'" + k + "' expects an int, got " + DescribeValue(v));
     }
-    if (key == "a_sync_configs" && v.int_value > 0) {
-      return KeyError(key, "k_steps > 0 asks for GEO-SGD, which Fleet does not support");
-    }
-    if (key == "localsgd_configs" && k == "k_steps" && v.int_value < 1) {
-      return KeyError(key, "k_steps must be at least 1");
-    }
+    if (k == "k_steps" && v.int_value < 1) return KeyError(key, "k_steps must be at least 1");
     if (k == "begin_step" && v.int_value != 1) {
       return KeyError(key, "begin_step must be 1: Fleet averages from the first step");
     }
@@ -103,7 +147,18 @@ StatusOr<std::vector<ProgramStrategyKey>> StrategySettings(const Namespace& stra
       out.push_back({std::move(paddle_key), std::move(config_key), std::move(v), where});
     };
     if (key == "a_sync") {
-      add(key, "sync_mode", !value.bool_value);
+      add(key, "a_sync", value.bool_value);
+    } else if (key == "a_sync_configs") {
+      for (size_t i = 0; i < value.keys.size(); ++i) {
+        const Value& v = value.items[i];
+        std::variant<bool, int64_t, double, std::string> setting;
+        if (v.kind == Value::Kind::kBool) {
+          setting = v.bool_value;
+        } else {
+          setting = v.int_value;
+        }
+        add(key + "['" + value.keys[i] + "']", "a_sync_configs." + value.keys[i], setting);
+      }
     } else if (key == "localsgd") {
       if (value.bool_value) add(key, "collective_mode", std::string("local_sgd"));
     } else if (key == "localsgd_configs") {
@@ -121,7 +176,7 @@ StatusOr<std::vector<ProgramStrategyKey>> StrategySettings(const Namespace& stra
     } else if (key == "fuse_all_reduce_ops") {
       if (!value.bool_value) add(key, "fuse_grad_size_mb", 0.0);
     }
-    // a_sync_configs (k_steps <= 0) and switched-off features change nothing.
+    // Switched-off features change nothing.
   }
   return out;
 }

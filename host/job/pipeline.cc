@@ -189,6 +189,19 @@ std::string StrategyText(const StrategyValue& v) {
 // The [strategy] keys a program file can set, as references into the config.
 StatusOr<StrategyValue> CurrentValue(const Config& config, const std::string& key) {
   if (key == "sync_mode") return StrategyValue(config.pserver.sync_mode);
+  if (key == "a_sync") return StrategyValue(config.pserver.a_sync);
+  const Config::Pserver::AsyncConfigs& a = config.pserver.a_sync_configs;
+  if (key == "a_sync_configs.k_steps") return StrategyValue(a.k_steps);
+  if (key == "a_sync_configs.max_merge_var_num") return StrategyValue(a.max_merge_var_num);
+  if (key == "a_sync_configs.send_queue_size") return StrategyValue(a.send_queue_size);
+  if (key == "a_sync_configs.independent_recv_thread") {
+    return StrategyValue(a.independent_recv_thread);
+  }
+  if (key == "a_sync_configs.thread_pool_size") return StrategyValue(a.thread_pool_size);
+  if (key == "a_sync_configs.send_wait_times") return StrategyValue(a.send_wait_times);
+  if (key == "a_sync_configs.runtime_split_send_recv") {
+    return StrategyValue(a.runtime_split_send_recv);
+  }
   if (key == "collective_mode") return StrategyValue(config.collective.mode);
   if (key == "local_sgd_k_steps") return StrategyValue(config.collective.local_sgd_k_steps);
   if (key == "nrings") return StrategyValue(config.collective.nrings);
@@ -199,6 +212,22 @@ StatusOr<StrategyValue> CurrentValue(const Config& config, const std::string& ke
 
 void SetValue(Config& config, const std::string& key, const StrategyValue& v) {
   if (key == "sync_mode") config.pserver.sync_mode = std::get<bool>(v);
+  if (key == "a_sync") {
+    config.pserver.a_sync = std::get<bool>(v);
+    config.pserver.sync_mode = !config.pserver.a_sync;
+  }
+  Config::Pserver::AsyncConfigs& a = config.pserver.a_sync_configs;
+  if (key == "a_sync_configs.k_steps") a.k_steps = std::get<int64_t>(v);
+  if (key == "a_sync_configs.max_merge_var_num") a.max_merge_var_num = std::get<int64_t>(v);
+  if (key == "a_sync_configs.send_queue_size") a.send_queue_size = std::get<int64_t>(v);
+  if (key == "a_sync_configs.independent_recv_thread") {
+    a.independent_recv_thread = std::get<bool>(v);
+  }
+  if (key == "a_sync_configs.thread_pool_size") a.thread_pool_size = std::get<int64_t>(v);
+  if (key == "a_sync_configs.send_wait_times") a.send_wait_times = std::get<int64_t>(v);
+  if (key == "a_sync_configs.runtime_split_send_recv") {
+    a.runtime_split_send_recv = std::get<bool>(v);
+  }
   if (key == "collective_mode") config.collective.mode = std::get<std::string>(v);
   if (key == "local_sgd_k_steps") config.collective.local_sgd_k_steps = std::get<int64_t>(v);
   if (key == "nrings") config.collective.nrings = std::get<int64_t>(v);
@@ -219,8 +248,26 @@ Status MergeProgramStrategy(const frontend::ParsedProgram& program, Config& conf
                              where->second + " sets it to " + StrategyText(current) +
                              "; keep one");
     }
+    // a_sync is sync_mode's opposite: one set in the config and the other in the program
+    // must agree as well.
+    if (k.config_key == "a_sync" && config.strategy_where.count("sync_mode") &&
+        config.pserver.sync_mode == std::get<bool>(k.value)) {
+      return InvalidArgument("strategy.a_sync at " + k.where + " = " + StrategyText(k.value) +
+                             " means sync_mode = " + StrategyText(!std::get<bool>(k.value)) +
+                             ", but " + config.strategy_where.at("sync_mode") +
+                             " sets sync_mode = " + StrategyText(config.pserver.sync_mode) +
+                             "; keep one");
+    }
     SetValue(config, k.config_key, k.value);
     config.strategy_where[k.config_key] = k.where;
+  }
+  if (!config.pserver.a_sync) {
+    for (const auto& [key, where] : config.strategy_where) {
+      if (key.rfind("a_sync_configs.", 0) == 0) {
+        return InvalidArgument(where + ": strategy." + key + " configures the communicator of "
+                               "strategy.a_sync = true, which is not set");
+      }
+    }
   }
   return OkStatus();
 }

@@ -120,6 +120,20 @@ Status RunTrainer(const Config& config, const Role& role, const frontend::Parsed
     if (Status s = ps->WaitServersReady(); !s.ok()) {
       return s.WithContext(file + " (trainer " + std::to_string(role.rank) + ")");
     }
+    if (config.pserver.a_sync) {
+      const Config::Pserver::AsyncConfigs& a = config.pserver.a_sync_configs;
+      AsyncCommunicatorOptions options;
+      options.max_merge_var_num = a.max_merge_var_num;
+      options.send_queue_size = a.send_queue_size;
+      options.independent_recv_thread = a.independent_recv_thread;
+      options.thread_pool_size = a.thread_pool_size;
+      options.send_wait_times = a.send_wait_times;
+      options.timeout = std::chrono::milliseconds(
+          static_cast<int64_t>(config.rpc.timeout_s * 1000));
+      if (Status s = ps->StartCommunicator(options); !s.ok()) {
+        return s.WithContext(file + " (trainer " + std::to_string(role.rank) + ")");
+      }
+    }
     dist.host_kernels = ps.get();
     dist.trainer_id = role.rank;
     dist.trainers = role.world_size;
@@ -148,6 +162,18 @@ Status RunTrainer(const Config& config, const Role& role, const frontend::Parsed
       out << "pserver job: " << role.world_size << " trainers, " << role.pserver_endpoints.size()
           << " pservers (" << (config.pserver.sync_mode ? "sync" : "async") << "), "
           << config.transport.backend << " transport\n";
+      if (config.pserver.a_sync) {
+        const Config::Pserver::AsyncConfigs& a = config.pserver.a_sync_configs;
+        out << "communicator (a_sync): up to " << a.max_merge_var_num
+            << " gradients merged per send, queues of " << a.send_queue_size << ", "
+            << a.thread_pool_size << " vars sent at once, receiving "
+            << (a.independent_recv_thread ? "in a thread of its own" : "after each round")
+            << (a.runtime_split_send_recv
+                    ? "; runtime_split_send_recv changes nothing: blocks are split when the "
+                      "job is transpiled"
+                    : "")
+            << "\n";
+      }
     }
   }
   std::optional<frontend::ParsedProgram> parsed;  // its main is the forward program [eval] runs
@@ -157,6 +183,12 @@ Status RunTrainer(const Config& config, const Role& role, const frontend::Parsed
   auto summary = Train(config, trainer, registry, selection.device->name, out, dist,
                        parsed ? &parsed->main : nullptr);
   SetJobStore(nullptr);  // the job's store goes with `job`
+  if (ps != nullptr && ps->communicator() != nullptr && summary.ok()) {
+    // Gradients still queued are part of the training: failing to send them fails the trainer.
+    if (Status s = ps->communicator()->Flush(); !s.ok()) {
+      summary = s.WithContext("the communicator's last sends");
+    }
+  }
   if (ps != nullptr) {
     // A trainer that finished says so; one that failed says that instead, so the servers
     // fail the job now, naming it, rather than at their deadline (and never train on
@@ -165,6 +197,11 @@ Status RunTrainer(const Config& config, const Role& role, const frontend::Parsed
       if (Status s = ps->Complete(); !s.ok()) {
         warn("the parameter servers were not all told that this trainer finished: " +
              s.ToString());
+      }
+      if (const AsyncCommunicator* comm = ps->communicator(); comm != nullptr && role.rank == 0) {
+        const AsyncCommunicator::Stats st = comm->stats();
+        out << "communicator: " << st.pushed << " gradients in " << st.sends << " sends, "
+            << st.receives << " receptions of the parameters\n";
       }
     } else {
       (void)ps->Abort(summary.status().ToString());

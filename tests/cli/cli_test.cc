@@ -1627,6 +1627,55 @@ TEST(CliHostileInputTest, AnExportWithABadFetchNameIsRefused) {
 namespace fleet {
 namespace {
 
+// A parameter-server script's a_sync and a_sync_configs merge with fleet.toml as the other
+// keys do; a_sync also meets sync_mode, its opposite, and the communicator's configs need
+// a_sync = true from one side or the other.
+TEST(CliProgramStrategyTest, TheProgramsASyncMeetsSyncModeAndItsConfigs) {
+  TempDir dir;
+  const std::string model =
+      "import paddle\n"
+      "from paddle.distributed import fleet\n"
+      "x = paddle.static.data(name='x', shape=[None, 32], dtype='float32')\n"
+      "y = paddle.static.data(name='y', shape=[None, 1], dtype='int64')\n"
+      "p = paddle.static.nn.fc(input=x, size=2, act='softmax')\n"
+      "cost = paddle.fluid.layers.mean(paddle.fluid.layers.cross_entropy(p, y))\n"
+      "strategy = fleet.DistributedStrategy()\n";
+  const std::string minimize =
+      "opt = fleet.distributed_optimizer(paddle.optimizer.SGD(learning_rate=0.1), strategy)\n"
+      "opt.minimize(cost)\n";
+  const fs::path a_sync = dir.Write(
+      "a_sync.fleet", model + "strategy.a_sync = True\n"
+                              "strategy.a_sync_configs = {'max_merge_var_num': 4}\n" + minimize);
+  const std::string show =
+      "show " + a_sync.string() + " --stage transpiled --pservers 127.0.0.1:6170";
+  Result ok = RunHost(show + " --set strategy.a_sync_configs.send_queue_size=4",
+                      CleanRoleEnv(""), dir.path());
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  Result clash = RunHost(show + " --set strategy.sync_mode=true", CleanRoleEnv(""), dir.path());
+  EXPECT_NE(clash.exit_code, 0);
+  EXPECT_TRUE(Contains(clash.err, "strategy.a_sync at " + a_sync.string() +
+                                      ":8:10 = true means sync_mode = false, but --set "
+                                      "strategy.sync_mode sets sync_mode = true; keep one"))
+      << clash.err;
+  Result merge = RunHost(show + " --set strategy.a_sync_configs.max_merge_var_num=2",
+                         CleanRoleEnv(""), dir.path());
+  EXPECT_NE(merge.exit_code, 0);
+  EXPECT_TRUE(Contains(merge.err, "sets strategy.a_sync_configs.max_merge_var_num = 4, but "
+                                      "--set strategy.a_sync_configs.max_merge_var_num sets it "
+                                      "to 2; keep one"))
+      << merge.err;
+  const fs::path sync = dir.Write("sync.fleet", model + minimize);
+  Result lone = RunHost("show " + sync.string() +
+                            " --stage transpiled --pservers 127.0.0.1:6170 --set "
+                            "strategy.a_sync_configs.max_merge_var_num=2",
+                        CleanRoleEnv(""), dir.path());
+  EXPECT_NE(lone.exit_code, 0);
+  EXPECT_TRUE(Contains(lone.err, "--set strategy.a_sync_configs.max_merge_var_num: "
+                                     "strategy.a_sync_configs.max_merge_var_num configures the "
+                                     "communicator of strategy.a_sync = true, which is not set"))
+      << lone.err;
+}
+
 // The quick start as a Paddle collective script writes it: the DistributedStrategy set in the
 // program file reaches the transpiler, and merges with [strategy] of fleet.toml.
 TEST(CliProgramStrategyTest, TheProgramsDistributedStrategyMergesWithFleetToml) {

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -243,6 +244,44 @@ TEST_F(CtrDnnTest, LaunchServersWorkersAsyncWithSparseGradientsLearns) {
                    {"train.steps=300", "strategy.sync_mode=false"}, "ps_async", Copy(true)),
                "launch --servers 2 --workers 2, async");
   ExpectNoDenseFallback(dir_ / "ps_async_logs");
+}
+
+// Fleet 2.x's a_sync: asynchronous servers, and trainers that hand their gradients to the
+// background communicator. With its defaults (one gradient per send, a queue of one) and with
+// eight gradients merged per send, the example learns; merging shows in the sends the trainer
+// reports.
+TEST_F(CtrDnnTest, LaunchServersWorkersThroughTheAsyncCommunicatorLearns) {
+  struct Case {
+    std::string name;
+    std::vector<std::string> sets;
+    bool merges;
+  };
+  const std::vector<Case> cases = {
+      {"a_sync", {"train.steps=300", "strategy.a_sync=true"}, false},
+      {"a_sync_merge",
+       {"train.steps=300", "strategy.a_sync=true", "strategy.a_sync_configs.max_merge_var_num=8",
+        "strategy.a_sync_configs.send_queue_size=8"},
+       true}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    ExpectLearns(Run({"--servers", "2", "--workers", "2"}, c.sets, c.name, Copy(true)),
+                 "launch --servers 2 --workers 2, " + c.name);
+    ExpectNoDenseFallback(dir_ / (c.name + "_logs"));
+    std::ifstream log(dir_ / (c.name + "_logs") / "fleet" / "workerlog.0");
+    const std::string worker((std::istreambuf_iterator<char>(log)),
+                             std::istreambuf_iterator<char>());
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(worker, m,
+                                  std::regex(R"(communicator: (\d+) gradients in (\d+) sends)")))
+        << worker;
+    const long gradients = std::stol(m[1]), sends = std::stol(m[2]);
+    EXPECT_GT(gradients, 300) << worker;
+    if (c.merges) {
+      EXPECT_LT(sends * 2, gradients) << worker;
+    } else {
+      EXPECT_EQ(sends, gradients) << worker;
+    }
+  }
 }
 
 // A table declared is_distributed lives only on the servers: with [8e6, 10] (320 MB of floats)

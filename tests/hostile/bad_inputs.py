@@ -652,7 +652,11 @@ CONFIG_KEYS = {
     "strategy": {"mode": "str", "collective_mode": "str", "devices": "int", "nrings": "int",
                  "local_sgd_k_steps": "int", "fuse_grad_size_mb": "float", "passes": "strlist",
                  "sync_mode": "bool", "slice_var_up": "bool", "min_block_size": "int",
-                 "split_method": "str", "pserver_init": "str"},
+                 "split_method": "str", "pserver_init": "str", "a_sync": "bool"},
+    "strategy.a_sync_configs": {"k_steps": "int", "max_merge_var_num": "int",
+                                "send_queue_size": "int", "independent_recv_thread": "bool",
+                                "thread_pool_size": "int", "send_wait_times": "int",
+                                "runtime_split_send_recv": "bool"},
     "train": {"steps": "int", "batch_size": "int", "seed": "int", "threads": "int",
               "log_every": "int", "metrics_file": "str", "profile": "bool",
               "save_params_dir": "str", "init_from": "str", "check_replicas": "bool"},
@@ -791,6 +795,9 @@ def gen_config(ctx: Context) -> List[Case]:
                     names=("%s.%s" % (section, key),),
                     quick=(section, key) in (("train", "batch_size"), ("data", "source")))
 
+    add("strategy.a_sync = true against sync_mode = true",
+        "[strategy]\nsync_mode = true\na_sync = true\n", names=("strategy.a_sync",))
+
     # Huge, negative, zero and non-finite values of the keys that size things.
     sized = {
         ("train", "batch_size"): ("0", "-1", "2147483648", "9223372036854775807", "-9223372036854775808"),
@@ -804,6 +811,11 @@ def gen_config(ctx: Context) -> List[Case]:
         ("strategy", "devices"): ("0", "65", "9223372036854775807"),
         ("strategy", "local_sgd_k_steps"): ("0",),
         ("strategy", "min_block_size"): ("0", "-1"),
+        ("strategy.a_sync_configs", "max_merge_var_num"): ("0", "1025", "9223372036854775807"),
+        ("strategy.a_sync_configs", "send_queue_size"): ("0", "-1", "9223372036854775807"),
+        ("strategy.a_sync_configs", "thread_pool_size"): ("0", "65"),
+        ("strategy.a_sync_configs", "send_wait_times"): ("-1", "1001"),
+        ("strategy.a_sync_configs", "k_steps"): ("-2", "100"),
         ("strategy", "fuse_grad_size_mb"): ("-1.0", "nan", "-inf"),
         ("comm", "timeout_s"): ("0", "-1", "0.0001", "nan", "inf", "-inf", "-0.0"),
         ("transport", "timeout_s"): ("0", "nan", "inf"),

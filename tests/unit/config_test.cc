@@ -158,7 +158,11 @@ TEST(ConfigTest, ExampleFileShowsEveryKey) {
                            "tls_client_key = ", "[log]", "level = ", "[strategy]", "mode = ",
                            "collective_mode = ", "devices = ", "nrings = ", "local_sgd_k_steps = ",
                            "fuse_grad_size_mb = ", "passes = ", "sync_mode = ", "slice_var_up = ",
-                           "min_block_size = ", "split_method = ", "pserver_init = ", "[train]",
+                           "min_block_size = ", "split_method = ", "pserver_init = ", "a_sync = ",
+                           "[strategy.a_sync_configs]", "k_steps = ", "max_merge_var_num = ",
+                           "send_queue_size = ", "independent_recv_thread = ",
+                           "thread_pool_size = ", "send_wait_times = ",
+                           "runtime_split_send_recv = ", "[train]",
                            "steps = ", "batch_size = ", "seed = ", "threads = ", "log_every = ",
                            "metrics_file = ", "profile = ", "save_params_dir = ",
                            "init_from = ", "check_replicas = ", "[eval]", "filelist = ",
@@ -317,6 +321,54 @@ pserver_init = "lazy"
         "strategy.min_block_size: expected an integer >= 1, got 0",
         "strategy.split_method: expected one of round_robin or hash_name, got 'hash'",
         "strategy.pserver_init: expected one of full or shard, got 'lazy'"}) {
+    EXPECT_NE(m.find(want), std::string::npos) << want << "\n" << m;
+  }
+}
+
+// Fleet 2.x's a_sync: true is sync_mode = false with the communicator's settings; a
+// disagreeing sync_mode, GEO-SGD and values out of range are refused by name.
+TEST(ConfigTest, ASyncAndItsConfigs) {
+  StatusOr<Config> config = Parse(R"([strategy]
+a_sync = true
+[strategy.a_sync_configs]
+k_steps = 0
+max_merge_var_num = 8
+send_queue_size = 8
+independent_recv_thread = true
+thread_pool_size = 2
+send_wait_times = 0
+)");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_TRUE(config->pserver.a_sync);
+  EXPECT_FALSE(config->pserver.sync_mode);
+  const Config::Pserver::AsyncConfigs& a = config->pserver.a_sync_configs;
+  EXPECT_EQ(a.max_merge_var_num, 8);
+  EXPECT_EQ(a.send_queue_size, 8);
+  EXPECT_TRUE(a.independent_recv_thread);
+  EXPECT_EQ(a.thread_pool_size, 2);
+  EXPECT_EQ(a.send_wait_times, 0);
+  EXPECT_EQ(config->strategy_where.count("a_sync_configs.max_merge_var_num"), 1u);
+  StatusOr<Config> sync = Parse("[strategy]\na_sync = false\n");
+  ASSERT_TRUE(sync.ok());
+  EXPECT_TRUE(sync->pserver.sync_mode);
+  EXPECT_FALSE(sync->pserver.a_sync);
+
+  const std::string m = ErrorOf(R"([strategy]
+sync_mode = true
+a_sync = true
+[strategy.a_sync_configs]
+k_steps = 10
+max_merge_var_num = 0
+send_queue_size = 1025
+flush = true
+)");
+  for (const char* want :
+       {"fleet.toml:3:10: strategy.a_sync: a_sync = true means sync_mode = false, but "
+        "sync_mode = true is set at fleet.toml:2:13; keep one",
+        "strategy.a_sync_configs.k_steps: k_steps > 0 asks for GEO-SGD",
+        "strategy.a_sync_configs.max_merge_var_num: expected an integer in [1, 1024], got 0",
+        "strategy.a_sync_configs.send_queue_size: expected an integer in [1, 1024], got 1025",
+        "strategy.a_sync_configs.flush: unknown key"}) {
     EXPECT_NE(m.find(want), std::string::npos) << want << "\n" << m;
   }
 }

@@ -408,7 +408,7 @@ TEST(LanguageTest, PaddleSpelledQuickStartBuildsTheMlpExample) {
   EXPECT_EQ(std::get<int64_t>(collective.strategy[1].value), 2);
   EXPECT_EQ(collective.strategy[1].where, "t.fleet:18:10");
 
-  // Parameter server: a_sync is sync_mode's negation.
+  // Parameter server: a_sync (sync_mode's negation) and the communicator's configs.
   const ParsedProgram ps = Parse(
       "from paddle.distributed import fleet\n" + model +
       "role = fleet.PaddleCloudRoleMaker()\n"
@@ -420,9 +420,30 @@ TEST(LanguageTest, PaddleSpelledQuickStartBuildsTheMlpExample) {
       "optimizer.minimize(cost)\n");
   EXPECT_EQ(Programs(ps), Programs(example));
   ASSERT_EQ(ps.strategy.size(), 1u);
-  EXPECT_EQ(ps.strategy[0].config_key, "sync_mode");
-  EXPECT_EQ(std::get<bool>(ps.strategy[0].value), true);
+  EXPECT_EQ(ps.strategy[0].config_key, "a_sync");
+  EXPECT_EQ(std::get<bool>(ps.strategy[0].value), false);
   EXPECT_EQ(ps.fleet_init->is_collective, false);
+  const ParsedProgram async = Parse(
+      "strategy = fleet.DistributedStrategy()\nstrategy.a_sync = True\n"
+      "strategy.a_sync_configs = {'k_steps': 0, 'max_merge_var_num': 4, "
+      "'independent_recv_thread': True}\n"
+      "opt = fleet.distributed_optimizer(paddle.optimizer.SGD(learning_rate=0.1), strategy)\n");
+  ASSERT_EQ(async.strategy.size(), 4u);
+  std::map<std::string, std::variant<bool, int64_t, double, std::string>> set;
+  for (const auto& k : async.strategy) set[k.config_key] = k.value;
+  EXPECT_EQ(std::get<bool>(set.at("a_sync")), true);
+  EXPECT_EQ(std::get<int64_t>(set.at("a_sync_configs.k_steps")), 0);
+  EXPECT_EQ(std::get<int64_t>(set.at("a_sync_configs.max_merge_var_num")), 4);
+  EXPECT_EQ(std::get<bool>(set.at("a_sync_configs.independent_recv_thread")), true);
+  EXPECT_EQ(ErrorOf("strategy = fleet.DistributedStrategy()\n"
+                    "strategy.a_sync_configs = {'send_queue_size': 0}\n"),
+            "t.fleet:2:10: strategy.a_sync_configs: 'send_queue_size' must be in [1, 1024], "
+            "got 0");
+  EXPECT_EQ(ErrorOf("strategy = fleet.DistributedStrategy()\n"
+                    "strategy.a_sync_configs = {'use_ps_gpu': True}\n"),
+            "t.fleet:2:10: strategy.a_sync_configs: 'use_ps_gpu' is not supported; Fleet reads "
+            "k_steps, max_merge_var_num, send_queue_size, independent_recv_thread, "
+            "thread_pool_size, send_wait_times and runtime_split_send_recv");
 
   const ParsedProgram sbn =
       Parse("strategy = fleet.DistributedStrategy()\nstrategy.sync_batch_norm = True\n"
@@ -442,7 +463,7 @@ TEST(LanguageTest, PaddleSpelledQuickStartBuildsTheMlpExample) {
   EXPECT_EQ(ErrorOf("strategy = fleet.DistributedStrategy()\n"
                     "strategy.a_sync_configs = {'k_steps': 100}\n"),
             "t.fleet:2:10: strategy.a_sync_configs: k_steps > 0 asks for GEO-SGD, which Fleet "
-            "does not support");
+            "does not support yet");
 }
 
 // Every Paddle name maps onto a layer or op that takes the parameters the table names, and
