@@ -13,7 +13,9 @@ samples/s over the timed steps, the peak resident memory of the process and the 
 
 With --pserver the same two programs run as a parameter-server job instead, `fleet-host launch
 --servers 2 --workers 2` on this machine (sync, plain Adam on the servers, lazy for the sparse
-run, --batch per worker; the sparse one also with async servers), and no PyTorch peer: the table gives the job's samples/s (both
+run, --batch per worker; the sparse one also with async servers, sends in the step, and through
+Fleet 2.x's a_sync communicator, one and eight gradients per send), and no PyTorch peer: the
+table gives the job's samples/s (both
 workers' samples) and the bytes that crossed the loopback interface per step (from
 /proc/net/dev, startup included). Of those, the dense layers' share (each worker sends their
 gradients and receives them back, computed from the program) is set apart; the rest, the
@@ -106,11 +108,11 @@ def loopback_bytes():
     raise RuntimeError("/proc/net/dev has no loopback interface")
 
 
-def run_pserver(args, work, data_dir, sparse, sync):
+def run_pserver(args, work, data_dir, sparse, sets):
     cfg, metrics, env = job_config(args, work, data_dir)
     before = loopback_bytes()
-    subprocess.run([args.fleet_host, "--config", cfg,
-                    "--set", f"strategy.sync_mode={'true' if sync else 'false'}", "launch",
+    options = [a for s in sets for a in ("--set", s)]
+    subprocess.run([args.fleet_host, "--config", cfg] + options + ["launch",
                     "--servers", "2", "--workers", "2", "--log-dir", os.path.join(work, "logs"),
                     "--", "run", program(work, args.vocab, sparse)],
                    check=True, stdout=subprocess.DEVNULL, env=env)
@@ -169,16 +171,22 @@ def dense_layer_bytes(args, work):
     return 2 * 2 * total
 
 
-# (name, sparse gradients, sync servers) of each parameter-server run.
-PSERVER_CASES = (("dense (Adam), sync", False, True), ("sparse (lazy Adam), sync", True, True),
-                 ("sparse (lazy Adam), async", True, False))
+# (name, sparse gradients, --set options) of each parameter-server run.
+SYNC, ASYNC = ["strategy.sync_mode=true"], ["strategy.sync_mode=false"]
+A_SYNC = ["strategy.a_sync=true"]
+A_SYNC_MERGE8 = A_SYNC + ["strategy.a_sync_configs.max_merge_var_num=8",
+                          "strategy.a_sync_configs.send_queue_size=8"]
+PSERVER_CASES = (("dense (Adam), sync", False, SYNC), ("sparse (lazy Adam), sync", True, SYNC),
+                 ("sparse (lazy Adam), async", True, ASYNC),
+                 ("sparse (lazy Adam), a_sync communicator", True, A_SYNC),
+                 ("sparse (lazy Adam), a_sync, 8 merged per send", True, A_SYNC_MERGE8))
 
 
 def main_pserver(args, data_dir, work):
     results = {}
     for _ in range(args.runs):
-        for name, sparse, sync in PSERVER_CASES:
-            results.setdefault(name, []).append(run_pserver(args, work, data_dir, sparse, sync))
+        for name, sparse, sets in PSERVER_CASES:
+            results.setdefault(name, []).append(run_pserver(args, work, data_dir, sparse, sets))
 
     def med(name, i):
         return statistics.median(r[i] for r in results[name])
@@ -190,13 +198,22 @@ def main_pserver(args, data_dir, work):
     print("| gradients, servers | samples/s | loopback MB per step | dense layers' MB | the rest "
           "(table) MB | touched rows' MB | rest / touched |")
     print("|---|---:|---:|---:|---:|---:|---:|")
-    for name, _, _ in PSERVER_CASES:
+    for name, _, sets in PSERVER_CASES:
         rest = med(name, 1) - layers
+        if sets is A_SYNC_MERGE8:
+            # Merged sends move the dense layers less often than once a step: no split.
+            print(f"| {name} | {med(name, 0):,.0f} | {med(name, 1) / 1e6:,.2f} | - | - | "
+                  f"{payload / 1e6:,.3f} | - |")
+            continue
         print(f"| {name} | {med(name, 0):,.0f} | {med(name, 1) / 1e6:,.2f} | {layers / 1e6:,.2f} | "
               f"{rest / 1e6:,.3f} | {payload / 1e6:,.3f} | {rest / payload:,.2f} |")
     dense, sparse = PSERVER_CASES[0][0], PSERVER_CASES[1][0]
     print(f"sparse/dense (sync): {med(sparse, 0) / med(dense, 0):.2f}x the samples/s, "
           f"{med(sparse, 1) / med(dense, 1):.2f}x the bytes")
+    plain, comm, merged = (PSERVER_CASES[i][0] for i in (2, 3, 4))
+    print(f"against async servers with sends in the step: the a_sync communicator "
+          f"{med(comm, 0) / med(plain, 0):.2f}x the samples/s, with 8 merged per send "
+          f"{med(merged, 0) / med(plain, 0):.2f}x ({med(merged, 1) / med(plain, 1):.2f}x the bytes)")
 
 
 def run_torch(args, data_dir, sparse):
