@@ -92,6 +92,10 @@ struct OpState {
   // recv through the communicator: the version of each output's value taken last.
   std::vector<uint64_t> versions;
   PrefetchTable table;  // distributed_lookup_table
+  // distributed_lookup_table's per-block buffers: the local rows wanted (sorted, distinct) and
+  // the rows the server sent for them.
+  std::vector<std::vector<int64_t>> wanted;
+  std::vector<std::vector<uint8_t>> fetched;
 };
 
 int64_t AttrInt(const FleetKernelContext* kc, const char* name, int64_t fallback) {
@@ -323,7 +327,7 @@ Status Barriers(PsTrainerRuntime& rt, const OpState& st) {
 // servers of their blocks once each (sorted, without repeats; one call per server, the servers
 // at once), and each output row is copied from what came back. Rows past a sequence batch's
 // last offset, and those of padding_idx, are zero.
-Status Prefetch(PsTrainerRuntime& rt, const OpState& st, const FleetKernelContext* kc) {
+Status Prefetch(PsTrainerRuntime& rt, OpState& st, const FleetKernelContext* kc) {
   const PrefetchTable& t = st.table;
   const FleetTensorSlot* ids_slot = Slot(kc->inputs, kc->num_inputs, "Ids");
   const FleetTensorSlot* out_slot = Slot(kc->outputs, kc->num_outputs, "Outputs");
@@ -346,7 +350,12 @@ Status Prefetch(PsTrainerRuntime& rt, const OpState& st, const FleetKernelContex
     return static_cast<size_t>(std::upper_bound(t.starts.begin(), t.starts.end(), id) -
                                t.starts.begin() - 1);
   };
-  std::vector<std::vector<int64_t>> wanted(num_blocks);  // local row ids per block
+  // Reused from step to step: after the first steps a lookup allocates nothing.
+  std::vector<std::vector<int64_t>>& wanted = st.wanted;
+  std::vector<std::vector<uint8_t>>& fetched = st.fetched;
+  wanted.resize(num_blocks);
+  fetched.resize(num_blocks);
+  for (auto& w : wanted) w.clear();
   for (size_t i = 0; i < inputs; ++i) {
     const FleetTensor& ids = *ids_slot->tensors[i];
     const int64_t* v = static_cast<const int64_t*>(ids.data);
@@ -363,7 +372,6 @@ Status Prefetch(PsTrainerRuntime& rt, const OpState& st, const FleetKernelContex
       wanted[k].push_back(id - t.starts[k]);
     }
   }
-  std::vector<std::vector<uint8_t>> fetched(num_blocks);
   for (auto& w : wanted) {
     std::sort(w.begin(), w.end());
     w.erase(std::unique(w.begin(), w.end()), w.end());

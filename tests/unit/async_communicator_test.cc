@@ -144,6 +144,33 @@ TEST(AsyncCommunicatorTest, SumsUpToMaxMergeCopiesOfEachVarIntoOneSend) {
   EXPECT_EQ(st.sends, 2);
 }
 
+// thread_pool_size vars are sent at once: every var still gets its own sum, once.
+TEST(AsyncCommunicatorTest, SendsSeveralVarsAtOnce) {
+  Recorder r;
+  AsyncCommunicatorOptions o = Options(3);
+  o.thread_pool_size = 4;
+  AsyncCommunicator comm(o, r.Send(), r.Get());
+  std::vector<int64_t> dims = {2};
+  for (int copy = 1; copy <= 3; ++copy) {
+    for (int var = 0; var < 6; ++var) {
+      std::vector<float> v = {static_cast<float>(var), static_cast<float>(copy)};
+      ASSERT_TRUE(comm.Push("g" + std::to_string(var), "ps" + std::to_string(var % 2),
+                            Dense(v, dims))
+                      .ok());
+    }
+  }
+  ASSERT_TRUE(comm.Flush().ok());
+  std::map<std::string, std::vector<float>> got;
+  for (const Sent& s : r.sent()) {
+    EXPECT_EQ(got.count(s.name), 0u) << s.name << " sent twice";
+    got[s.name] = s.values;
+  }
+  ASSERT_EQ(got.size(), 6u);
+  for (int var = 0; var < 6; ++var) {
+    EXPECT_EQ(got["g" + std::to_string(var)], (std::vector<float>{3.0f * var, 6.0f}));
+  }
+}
+
 // Sparse gradients: the entries of all merged copies that share a row become one entry, rows
 // ascending; the height goes along.
 TEST(AsyncCommunicatorTest, MergesTheRowsOfSparseCopies) {
