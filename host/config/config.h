@@ -127,7 +127,7 @@ struct Config {
     std::string init = "full";
     // Fleet 2.x's vocabulary (Paddle's DistributedStrategy.a_sync): true is an asynchronous job
     // (sync_mode = false) whose trainers send through a background communicator
-    // (pserver/communicator.h); false is sync_mode = true. Setting both keys, they must agree.
+    // (pserver/async_communicator.h); false is sync_mode = true. Set both, they must agree.
     bool a_sync = false;
     // [strategy.a_sync_configs]: the communicator's settings (a_sync = true only).
     struct AsyncConfigs {

@@ -186,21 +186,34 @@ std::string StrategyText(const StrategyValue& v) {
   return "\"" + std::get<std::string>(v) + "\"";
 }
 
+// [strategy.a_sync_configs] keys as the program's settings name them ("a_sync_configs.KEY").
+constexpr std::string_view kAsyncPrefix = "a_sync_configs.";
+
+// Calls fn with the field of `configs` (Config::Pserver::AsyncConfigs, const or not) that `key`
+// names; false for a key it does not have.
+template <typename Configs, typename Fn>
+bool WithAsyncField(Configs& configs, const std::string& key, Fn&& fn) {
+  if (key == "k_steps") fn(configs.k_steps);
+  else if (key == "max_merge_var_num") fn(configs.max_merge_var_num);
+  else if (key == "send_queue_size") fn(configs.send_queue_size);
+  else if (key == "independent_recv_thread") fn(configs.independent_recv_thread);
+  else if (key == "thread_pool_size") fn(configs.thread_pool_size);
+  else if (key == "send_wait_times") fn(configs.send_wait_times);
+  else if (key == "runtime_split_send_recv") fn(configs.runtime_split_send_recv);
+  else return false;
+  return true;
+}
+
 // The [strategy] keys a program file can set, as references into the config.
 StatusOr<StrategyValue> CurrentValue(const Config& config, const std::string& key) {
   if (key == "sync_mode") return StrategyValue(config.pserver.sync_mode);
   if (key == "a_sync") return StrategyValue(config.pserver.a_sync);
-  const Config::Pserver::AsyncConfigs& a = config.pserver.a_sync_configs;
-  if (key == "a_sync_configs.k_steps") return StrategyValue(a.k_steps);
-  if (key == "a_sync_configs.max_merge_var_num") return StrategyValue(a.max_merge_var_num);
-  if (key == "a_sync_configs.send_queue_size") return StrategyValue(a.send_queue_size);
-  if (key == "a_sync_configs.independent_recv_thread") {
-    return StrategyValue(a.independent_recv_thread);
-  }
-  if (key == "a_sync_configs.thread_pool_size") return StrategyValue(a.thread_pool_size);
-  if (key == "a_sync_configs.send_wait_times") return StrategyValue(a.send_wait_times);
-  if (key == "a_sync_configs.runtime_split_send_recv") {
-    return StrategyValue(a.runtime_split_send_recv);
+  if (key.rfind(kAsyncPrefix, 0) == 0) {
+    StrategyValue out;
+    if (WithAsyncField(config.pserver.a_sync_configs, key.substr(kAsyncPrefix.size()),
+                       [&](const auto& field) { out = StrategyValue(field); })) {
+      return out;
+    }
   }
   if (key == "collective_mode") return StrategyValue(config.collective.mode);
   if (key == "local_sgd_k_steps") return StrategyValue(config.collective.local_sgd_k_steps);
@@ -216,17 +229,9 @@ void SetValue(Config& config, const std::string& key, const StrategyValue& v) {
     config.pserver.a_sync = std::get<bool>(v);
     config.pserver.sync_mode = !config.pserver.a_sync;
   }
-  Config::Pserver::AsyncConfigs& a = config.pserver.a_sync_configs;
-  if (key == "a_sync_configs.k_steps") a.k_steps = std::get<int64_t>(v);
-  if (key == "a_sync_configs.max_merge_var_num") a.max_merge_var_num = std::get<int64_t>(v);
-  if (key == "a_sync_configs.send_queue_size") a.send_queue_size = std::get<int64_t>(v);
-  if (key == "a_sync_configs.independent_recv_thread") {
-    a.independent_recv_thread = std::get<bool>(v);
-  }
-  if (key == "a_sync_configs.thread_pool_size") a.thread_pool_size = std::get<int64_t>(v);
-  if (key == "a_sync_configs.send_wait_times") a.send_wait_times = std::get<int64_t>(v);
-  if (key == "a_sync_configs.runtime_split_send_recv") {
-    a.runtime_split_send_recv = std::get<bool>(v);
+  if (key.rfind(kAsyncPrefix, 0) == 0) {
+    WithAsyncField(config.pserver.a_sync_configs, key.substr(kAsyncPrefix.size()),
+                   [&](auto& field) { field = std::get<std::decay_t<decltype(field)>>(v); });
   }
   if (key == "collective_mode") config.collective.mode = std::get<std::string>(v);
   if (key == "local_sgd_k_steps") config.collective.local_sgd_k_steps = std::get<int64_t>(v);
@@ -263,7 +268,7 @@ Status MergeProgramStrategy(const frontend::ParsedProgram& program, Config& conf
   }
   if (!config.pserver.a_sync) {
     for (const auto& [key, where] : config.strategy_where) {
-      if (key.rfind("a_sync_configs.", 0) == 0) {
+      if (key.rfind(kAsyncPrefix, 0) == 0) {
         return InvalidArgument(where + ": strategy." + key + " configures the communicator of "
                                "strategy.a_sync = true, which is not set");
       }
