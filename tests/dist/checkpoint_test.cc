@@ -378,6 +378,23 @@ minimize(avg_cost, optimizer=adam(learning_rate=0.01, lazy_mode=True))
   }
   EXPECT_EQ(checked, 5u);  // the table, two fc weights and biases
   EXPECT_TRUE(fs::exists(dir_ / "export_npy" / "embedding_0.w_0.npy"));
+
+  // A server whose newest shard is damaged: export takes the newest step at which every
+  // server's shard is intact (one checkpoint earlier), saying why, rather than mixing steps.
+  for (const auto& e : fs::directory_iterator(step / "pserver.1")) {
+    if (e.is_regular_file()) fs::resize_file(e.path(), 0);
+  }
+  RankProcess older({kHost, "export", (dir_ / "model.fleet").string(), "--fetch", "prediction",
+                     "--out", (dir_ / "export_older").string(), "--checkpoint",
+                     (dir_ / "whole" / "ckpt").string()},
+                    {}, dir_ / "export_older.log");
+  ASSERT_EQ(older.Wait(milliseconds(60000)), 0) << older.Output();
+  EXPECT_NE(older.Output().find("step_0000600: pserver.1: "), std::string::npos)
+      << older.Output();
+  EXPECT_NE(older.Output().find("trying an older checkpoint"), std::string::npos)
+      << older.Output();
+  EXPECT_NE(older.Output().find("step_0000580 (2 servers' shards)"), std::string::npos)
+      << older.Output();
 }
 
 // Data read from files resumes where it was too: two ranks on their own shards of a shuffled
