@@ -1,7 +1,7 @@
 // Parameter-server ops (Paddle's paddle/fluid/operators/distributed_ops/): what the pserver
 // transpile pass (passes/pserver_pass.h) inserts. send, recv, send_barrier, fetch_barrier,
-// distributed_lookup_table and listen_and_serv are marked `rpc`: the executor runs them on the
-// host's kernels over the job's transport, never on a device. split_byref and
+// distributed_lookup_table, geo_sgd and listen_and_serv are marked `rpc`: the executor runs
+// them on the host's kernels over the job's transport, never on a device. split_byref and
 // split_selected_rows are ordinary ops with device kernels (a row split of a dense and of a
 // sparse gradient). None is differentiable; they are inserted after the backward pass.
 //
@@ -376,6 +376,88 @@ void RegisterDistributedLookupTable(OpRegistry& registry) {
   RegisterRpc(registry, std::move(s));
 }
 
+// GEO-SGD's exchange (Paddle's GeoCommunicator, reference §4.8): the trainer trains every
+// parameter locally, and every k_steps launches it sends each block's change since the last
+// exchange, divided by the number of trainers, as "<block>.delta", and takes the server's
+// block back. The op sits first in main: its first launch remembers the starting values.
+// X and Out are the same parameters (the exchange updates them in place).
+void RegisterGeoSgd(OpRegistry& registry) {
+  OpSchema s;
+  s.type = "geo_sgd";
+  s.summary = "every k_steps launches sends each parameter block's change since the last "
+              "exchange / trainers to its pserver as '<block>.delta' and takes the pserver's "
+              "block back (GEO-SGD); Out = X, updated in place";
+  s.inputs = {{"X", false, true}};
+  s.outputs = {{"Out", false, true}};
+  s.attrs = {{"k_steps", int64_t{1}},
+             {"trainers", int32_t{1}},
+             {"trainer_id", int32_t{0}},
+             {"blocks", std::vector<int64_t>{}},
+             {"block_names", Strings{}},
+             {"sections", std::vector<int64_t>{}},
+             {"epmap", Strings{}}};
+  s.infer_shape = [](ShapeContext& c) {
+    FLEET_RETURN_IF_ERROR(CheckTrainerId(c));
+    if (c.IntAttr("k_steps") < 1) {
+      return c.Error("k_steps must be >= 1, not " + std::to_string(c.IntAttr("k_steps")));
+    }
+    if (c.IntAttr("trainers") < 1) {
+      return c.Error("trainers must be >= 1, not " + std::to_string(c.IntAttr("trainers")));
+    }
+    const size_t n = c.InputCount("X");
+    if (c.OutputCount("Out") != n) {
+      return c.Error("Out holds " + std::to_string(c.OutputCount("Out")) + " vars for " +
+                     std::to_string(n) + " in X; they must be the same vars");
+    }
+    const std::vector<int64_t> blocks = c.IntsAttr("blocks");
+    const std::vector<int64_t> sections = c.IntsAttr("sections");
+    const Strings names = StringsAttr(c, "block_names");
+    const Strings epmap = StringsAttr(c, "epmap");
+    if (blocks.size() != n) {
+      return c.Error("blocks holds " + std::to_string(blocks.size()) + " counts for " +
+                     std::to_string(n) + " parameters; it needs one per parameter");
+    }
+    size_t total = 0;
+    for (int64_t b : blocks) {
+      if (b < 1 || b > 1 << 20) return c.Error("blocks holds a count of " + std::to_string(b));
+      total += static_cast<size_t>(b);
+    }
+    if (sections.size() != total || names.size() != total || epmap.size() != total) {
+      return c.Error("sections, block_names and epmap need one entry per block (" +
+                     std::to_string(total) + "), and hold " + std::to_string(sections.size()) +
+                     ", " + std::to_string(names.size()) + " and " +
+                     std::to_string(epmap.size()));
+    }
+    size_t at = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const TensorInfo& x = c.Input("X", i);
+      if (x.dtype != ir::DataType::kFloat32) {
+        return c.Error("X " + std::to_string(i) + " is " +
+                       std::string(ir::DataTypeName(x.dtype)) + "; GEO-SGD exchanges float32");
+      }
+      if (x.dims.empty()) return c.Error("X " + std::to_string(i) + " is a scalar");
+      int64_t rows = 0;
+      for (int64_t b = 0; b < blocks[i]; ++b, ++at) {
+        if (names[at].empty() || epmap[at].empty()) {
+          return c.Error("block " + std::to_string(at) + " has an empty name or endpoint");
+        }
+        if (sections[at] < 1 || sections[at] > x.dims[0] - rows) {
+          return c.Error("the sections of X " + std::to_string(i) + " do not add up to its " +
+                         std::to_string(x.dims[0]) + " rows");
+        }
+        rows += sections[at];
+      }
+      if (rows != x.dims[0]) {
+        return c.Error("the sections of X " + std::to_string(i) + " cover " +
+                       std::to_string(rows) + " of its " + std::to_string(x.dims[0]) + " rows");
+      }
+      c.Output("Out", i) = x;
+    }
+    return OkStatus();
+  };
+  RegisterRpc(registry, std::move(s));
+}
+
 }  // namespace
 
 void RegisterPserverOps(OpRegistry& registry) {
@@ -387,6 +469,7 @@ void RegisterPserverOps(OpRegistry& registry) {
   RegisterSplitByref(registry);
   RegisterSplitSelectedRows(registry);
   RegisterDistributedLookupTable(registry);
+  RegisterGeoSgd(registry);
 }
 
 }  // namespace fleet::ops

@@ -194,9 +194,10 @@ Status PsServer::Setup(const PluginRegistry& registry, const std::string& device
                                         std::to_string(fanin) + "; it must be >= 1");
   trainers_ = static_cast<int32_t>(fanin);
   const int64_t mode = IntAttr(*ls, "distributed_mode", 0);
-  if (mode != 0 && mode != 1) {
+  // GEO-SGD's deltas are applied on arrival, as async gradients are.
+  if (mode != 0 && mode != 1 && mode != 3) {
     return Unimplemented(label_ + ": distributed_mode " + std::to_string(mode) +
-                         " is not supported (0 = sync, 1 = async)");
+                         " is not supported (0 = sync, 1 = async, 3 = geo)");
   }
   sync_ = mode == 0;
   std::vector<int64_t> ids;

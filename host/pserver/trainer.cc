@@ -60,7 +60,19 @@ std::string TypeText(int32_t dtype, const std::vector<int64_t>& dims) {
   return ir::TypeShapeText(static_cast<ir::DataType>(dtype), dims);
 }
 
-enum class Kind { kSend, kRecv, kBatchBarrier, kFetchBarrier, kPrefetch };
+enum class Kind { kSend, kRecv, kBatchBarrier, kFetchBarrier, kPrefetch, kGeo };
+
+// geo_sgd: the blocks it exchanges, read at prepare, and what it remembers between launches.
+struct GeoState {
+  int64_t k_steps = 1;
+  float trainers = 1;
+  std::vector<int64_t> blocks;  // per X: how many of the entries below are its blocks
+  std::vector<std::string> names, epmap;
+  std::vector<int64_t> sections;
+  std::vector<std::vector<float>> old;  // per X: its values as of the last exchange
+  std::vector<float> delta, pulled;     // one block's change, and its value on the server
+  int64_t launches = 0;
+};
 
 // distributed_lookup_table's table: row blocks table_names[k] on endpoints[k], whose first row
 // is starts[k] of the whole table.
@@ -92,6 +104,7 @@ struct OpState {
   // recv through the communicator: the version of each output's value taken last.
   std::vector<uint64_t> versions;
   PrefetchTable table;  // distributed_lookup_table
+  GeoState geo;         // geo_sgd
   // distributed_lookup_table's per-block buffers: the local rows wanted (sorted, distinct) and
   // the rows the server sent for them.
   std::vector<std::vector<int64_t>> wanted;
@@ -153,6 +166,22 @@ Status PrepareState(PsTrainerRuntime& rt, const FleetKernelContext* kc, OpState&
   if (type == "distributed_lookup_table") {
     st.kind = Kind::kPrefetch;
     return PreparePrefetch(rt, kc, st);
+  }
+  if (type == "geo_sgd") {
+    st.kind = Kind::kGeo;
+    if (rt.device() != nullptr) {
+      return Unimplemented("GEO-SGD exchanges parameters in host memory only; this device has "
+                           "none");
+    }
+    GeoState& g = st.geo;
+    g.k_steps = AttrInt(kc, "k_steps", 1);
+    g.trainers = static_cast<float>(AttrInt(kc, "trainers", 1));
+    g.blocks = AttrInts(kc, "blocks");
+    g.names = AttrStrings(kc, "block_names");
+    g.epmap = AttrStrings(kc, "epmap");
+    g.sections = AttrInts(kc, "sections");
+    g.old.resize(g.blocks.size());
+    return OkStatus();  // the shape function checked that the attributes pair up
   }
   if (type == "send_barrier" || type == "fetch_barrier") {
     st.kind = type == "send_barrier" ? Kind::kBatchBarrier : Kind::kFetchBarrier;
@@ -430,6 +459,75 @@ Status Prefetch(PsTrainerRuntime& rt, OpState& st, const FleetKernelContext* kc)
   return OkStatus();
 }
 
+// geo_sgd (GEO-SGD, Paddle's GeoCommunicator): the first launch remembers every parameter;
+// every k_steps launches after it, each block's change since then, divided by the number of
+// trainers, goes to its server as "<block>.delta" (which the server adds to its block), the
+// remembered value moves by that much, and the parameter then takes the server's block in
+// place of the remembered value: p += server - old; old = server. With one trainer the
+// parameter ends where local training left it, and the server catches up.
+Status Geo(PsTrainerRuntime& rt, OpState& st, const FleetKernelContext* kc) {
+  GeoState& g = st.geo;
+  const FleetTensorSlot* xs = Slot(kc->inputs, kc->num_inputs, "X");
+  const FleetTensorSlot* outs = Slot(kc->outputs, kc->num_outputs, "Out");
+  if (xs == nullptr || outs == nullptr || xs->count != g.blocks.size() ||
+      outs->count != xs->count) {
+    return InvalidArgument("X and Out do not hold one var per parameter of `blocks`");
+  }
+  const int64_t launch = g.launches++;
+  if (launch > 0 && launch % g.k_steps != 0) return OkStatus();
+  size_t at = 0;  // the first block of parameter i
+  for (size_t i = 0; i < xs->count; ++i) {
+    const FleetTensor& x = *xs->tensors[i];
+    const FleetTensor& out = *outs->tensors[i];
+    const size_t n = Bytes(x) / sizeof(float);
+    float* p = static_cast<float*>(out.data);
+    if (out.data != x.data) std::memcpy(out.data, x.data, n * sizeof(float));
+    std::vector<float>& old = g.old[i];
+    if (launch == 0) {
+      old.assign(p, p + n);
+      at += static_cast<size_t>(g.blocks[i]);
+      continue;
+    }
+    const size_t width = x.dims[0] > 0 ? n / static_cast<size_t>(x.dims[0]) : 0;
+    size_t row = 0;
+    for (int64_t b = 0; b < g.blocks[i]; ++b, ++at) {
+      const size_t rows = static_cast<size_t>(g.sections[at]);
+      const size_t from = row * width, count = rows * width;
+      row += rows;
+      g.delta.resize(count);
+      g.pulled.resize(count);
+      for (size_t j = 0; j < count; ++j) {
+        g.delta[j] = (p[from + j] - old[from + j]) / g.trainers;
+        old[from + j] += g.delta[j];
+      }
+      std::vector<int64_t> dims = DimsOf(x);
+      dims[0] = static_cast<int64_t>(rows);
+      FleetTensor block{};
+      block.struct_size = sizeof(FleetTensor);
+      block.dtype = FLEET_DTYPE_FLOAT32;
+      block.ndim = static_cast<int32_t>(dims.size());
+      block.dims = dims.data();
+      block.device_type = FLEET_DEVICE_TYPE_HOST;
+      block.height = -1;
+      const std::string& ep = g.epmap[at];
+      const std::string delta_name = g.names[at] + ".delta";
+      const std::string what = "send '" + delta_name + "' to " + rt.ServerLabel(ep);
+      auto client = rt.Client(ep);
+      if (!client.ok()) return client.status().WithContext(what);
+      block.data = g.delta.data();
+      FLEET_RETURN_IF_ERROR((*client)->Send(delta_name, block).WithContext(what));
+      FleetTensor target = block;
+      target.data = g.pulled.data();
+      FLEET_RETURN_IF_ERROR(rt.GetInto(g.names[at], ep, block, target));
+      for (size_t j = 0; j < count; ++j) {
+        p[from + j] += g.pulled[j] - old[from + j];
+        old[from + j] = g.pulled[j];
+      }
+    }
+  }
+  return OkStatus();
+}
+
 // send and recv through the communicator (strategy.a_sync): a send queues its tensors, a recv
 // takes what the communicator received last, or gets the var itself before anything arrived.
 Status ThroughCommunicator(PsTrainerRuntime& rt, OpState& st, const FleetKernelContext* kc) {
@@ -470,6 +568,8 @@ FleetStatus* LaunchOp(void* ctx, const FleetKernelContext* kc, void* state) {
     s = Barriers(rt, st);
   } else if (st.kind == Kind::kPrefetch) {
     s = Prefetch(rt, st, kc);
+  } else if (st.kind == Kind::kGeo) {
+    s = Geo(rt, st, kc);
   } else if (rt.communicator() != nullptr) {
     s = ThroughCommunicator(rt, st, kc);
   } else {
@@ -510,7 +610,8 @@ FleetKernelDef Def(const char* type) {
 const std::vector<FleetKernelDef>& Defs() {
   static const std::vector<FleetKernelDef> defs = {Def("send"), Def("recv"), Def("send_barrier"),
                                                    Def("fetch_barrier"),
-                                                   Def("distributed_lookup_table")};
+                                                   Def("distributed_lookup_table"),
+                                                   Def("geo_sgd")};
   return defs;
 }
 

@@ -239,6 +239,37 @@ program {
 }
 )";
 
+// GEO-SGD: server S adds each trainer's delta of its block as it arrives.
+const char* kGeoServer = R"(
+program {
+  block 0 {
+    var w.blockS : float32[2, 2] persistable
+    var w.blockS.delta : float32[2, 2] persistable
+    op listen_and_serv(X=[w.blockS.delta]) -> ()
+       {endpoint="EP", pserver_id=S, Fanin=2, distributed_mode=3, optimize_blocks=[1],
+        grad_to_block_id=["w.blockS.delta:1"], lr_decay_block_id=-1,
+        sparse_grad_to_param=strings[]}
+  }
+  block 1 parent 0 {
+    op elementwise_add(X=[w.blockS], Y=[w.blockS.delta]) -> (Out=[w.blockS]) {axis=-1}
+  }
+}
+)";
+
+// A GEO trainer's step: the exchange first, then local training that adds the fed g to w.
+const char* kGeoTrainerMain = R"(
+program {
+  block 0 {
+    param w : float32[4, 2]
+    var g : float32[4, 2]
+    op geo_sgd(X=[w]) -> (Out=[w])
+       {k_steps=2L, trainers=2, trainer_id=T, blocks=[2L],
+        block_names=["w.block0", "w.block1"], sections=[2L, 2L], epmap=["S0", "S1"]}
+    op elementwise_add(X=[w], Y=[g]) -> (Out=[w]) {axis=-1}
+  }
+}
+)";
+
 class PsTrainerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -258,13 +289,14 @@ class PsTrainerTest : public ::testing::Test {
 
   // Server s (0 or 1) at its endpoint, serving through the loopback transport; `init` replaces
   // w's initializer when given.
-  void StartServer(int s, milliseconds timeout, const std::string& init = "") {
+  void StartServer(int s, milliseconds timeout, const std::string& init = "",
+                   const char* program = kServer) {
     const std::string ep = s == 0 ? kS0 : kS1;
     const std::map<std::string, std::string> keys = {
         {"blockS", "block" + std::to_string(s)},
         {"EP", ep},
         {"pserver_id=S", "pserver_id=" + std::to_string(s)}};
-    ir::Program main = Parse(Fill(kServer, keys));
+    ir::Program main = Parse(Fill(program, keys));
     std::map<std::string, std::string> startup_keys = {
         {"MINE0", s == 0 ? "persistable" : ""}, {"MINE1", s == 1 ? "persistable" : ""}};
     if (!init.empty()) {
@@ -355,6 +387,66 @@ TEST_F(PsTrainerTest, TwoTrainersTwoServersAverageEveryStep) {
   EXPECT_TRUE(served[0].ok()) << served[0].ToString();
   EXPECT_TRUE(served[1].ok()) << served[1].ToString();
   EXPECT_EQ(servers_[0]->rounds(), 2);
+}
+
+// GEO-SGD by hand, w = 1 on both servers (one 2-row block each), two trainers, k_steps 2. Each
+// step exchanges first (launches 0: remember w; 2: exchange), then adds g to w.
+//   trainer 0, g = 0.4: steps 1 and 2 -> w = 1.8; step 3 exchanges: delta (1.8 - 1) / 2 = 0.4,
+//     the servers hold 1.4; w += 1.4 - (1 + 0.4) -> 1.8; then + 0.4 -> 2.2.
+//   trainer 1, g = -0.2: steps 1 and 2 -> w = 0.6; step 3: delta (0.6 - 1) / 2 = -0.2, the
+//     servers hold 1.2; w += 1.2 - (1 - 0.2) -> 1.0; then - 0.2 -> 0.8.
+TEST_F(PsTrainerTest, GeoSgdExchangesEachBlocksChangeEveryKSteps) {
+  for (int s : {0, 1}) StartServer(s, milliseconds(10000), "", kGeoServer);
+  ASSERT_EQ(servers_.size(), 2u);
+  std::vector<Status> served(2);
+  std::vector<std::thread> loops;
+  for (int s : {0, 1}) loops.emplace_back([&, s] { served[s] = servers_[s]->Serve(); });
+  struct Trainer {
+    std::unique_ptr<PsTrainerRuntime> runtime;
+    std::unique_ptr<exec::Executor> executor;
+    ir::Program main;
+  };
+  std::vector<Trainer> trainers;
+  for (int32_t t : {0, 1}) {
+    Trainer tr;
+    tr.runtime = std::make_unique<PsTrainerRuntime>(transport_, std::vector<std::string>{kS0, kS1},
+                                                    t, TransportOptions{});
+    exec::ExecutorOptions eo;
+    eo.host_kernels = tr.runtime.get();
+    auto executor = exec::Executor::Create(*registry_, "cpu", eo);
+    ASSERT_TRUE(executor.ok()) << executor.status().ToString();
+    tr.executor = std::move(*executor);
+    std::vector<exec::HostTensor> none;
+    Status s = tr.executor->Run(TrainerProgram(kTrainerStartup, t), {}, {}, none);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    tr.main = TrainerProgram(kGeoTrainerMain, t);
+    trainers.push_back(std::move(tr));
+  }
+  const float g[2] = {0.4f, -0.2f};
+  const float want[2][3] = {{1.4f, 1.8f, 2.2f}, {0.8f, 0.6f, 0.8f}};
+  for (int t : {0, 1}) {
+    for (int step = 0; step < 3; ++step) {
+      exec::FeedMap feeds;
+      feeds["g"] = Tensor(std::vector<float>(8, g[t]));
+      std::vector<exec::HostTensor> fetched;
+      Status s = trainers[static_cast<size_t>(t)].executor->Run(trainers[static_cast<size_t>(t)].main,
+                                                                 feeds, {"w"}, fetched);
+      ASSERT_TRUE(s.ok()) << s.ToString();
+      for (int i = 0; i < 8; ++i) {
+        EXPECT_NEAR(fetched[0].data<float>()[i], want[t][step], 1e-6)
+            << "trainer " << t << " step " << step + 1 << " w[" << i << "]";
+      }
+    }
+  }
+  for (int s : {0, 1}) {
+    auto block = servers_[static_cast<size_t>(s)]->Read("w.block" + std::to_string(s));
+    ASSERT_TRUE(block.ok()) << block.status().ToString();
+    for (int i = 0; i < 4; ++i) EXPECT_NEAR(block->data<float>()[i], 1.2f, 1e-6) << "server " << s;
+  }
+  for (Trainer& tr : trainers) EXPECT_TRUE(tr.runtime->Complete().ok());
+  for (auto& l : loops) l.join();
+  EXPECT_TRUE(served[0].ok()) << served[0].ToString();
+  EXPECT_TRUE(served[1].ok()) << served[1].ToString();
 }
 
 TEST_F(PsTrainerTest, ARecvIntoAVarOfAnotherShapeNamesBoth) {
