@@ -13,8 +13,9 @@ samples/s over the timed steps, the peak resident memory of the process and the 
 
 With --pserver the same two programs run as a parameter-server job instead, `fleet-host launch
 --servers 2 --workers 2` on this machine (sync, plain Adam on the servers, lazy for the sparse
-run, --batch per worker; the sparse one also with async servers, sends in the step, and through
-Fleet 2.x's a_sync communicator, one and eight gradients per send), and no PyTorch peer: the
+run, --batch per worker; the sparse one also with async servers, sends in the step, through
+Fleet 2.x's a_sync communicator, one and eight gradients per send, and GEO-SGD exchanging every
+10 steps), and no PyTorch peer: the
 table gives the job's samples/s (both
 workers' samples) and the bytes that crossed the loopback interface per step (from
 /proc/net/dev, startup included). Of those, the dense layers' share (each worker sends their
@@ -176,10 +177,14 @@ SYNC, ASYNC = ["strategy.sync_mode=true"], ["strategy.sync_mode=false"]
 A_SYNC = ["strategy.a_sync=true"]
 A_SYNC_MERGE8 = A_SYNC + ["strategy.a_sync_configs.max_merge_var_num=8",
                           "strategy.a_sync_configs.send_queue_size=8"]
+GEO10 = A_SYNC + ["strategy.a_sync_configs.k_steps=10"]
 PSERVER_CASES = (("dense (Adam), sync", False, SYNC), ("sparse (lazy Adam), sync", True, SYNC),
                  ("sparse (lazy Adam), async", True, ASYNC),
                  ("sparse (lazy Adam), a_sync communicator", True, A_SYNC),
-                 ("sparse (lazy Adam), a_sync, 8 merged per send", True, A_SYNC_MERGE8))
+                 ("sparse (lazy Adam), a_sync, 8 merged per send", True, A_SYNC_MERGE8),
+                 ("sparse (lazy Adam), GEO-SGD every 10 steps", True, GEO10))
+# Cases whose dense layers cross less often than once a step: the bytes are not split.
+NOT_PER_STEP = (A_SYNC_MERGE8, GEO10)
 
 
 def main_pserver(args, data_dir, work):
@@ -200,8 +205,7 @@ def main_pserver(args, data_dir, work):
     print("|---|---:|---:|---:|---:|---:|---:|")
     for name, _, sets in PSERVER_CASES:
         rest = med(name, 1) - layers
-        if sets is A_SYNC_MERGE8:
-            # Merged sends move the dense layers less often than once a step: no split.
+        if any(sets is c for c in NOT_PER_STEP):
             print(f"| {name} | {med(name, 0):,.0f} | {med(name, 1) / 1e6:,.2f} | - | - | "
                   f"{payload / 1e6:,.3f} | - |")
             continue
@@ -210,10 +214,13 @@ def main_pserver(args, data_dir, work):
     dense, sparse = PSERVER_CASES[0][0], PSERVER_CASES[1][0]
     print(f"sparse/dense (sync): {med(sparse, 0) / med(dense, 0):.2f}x the samples/s, "
           f"{med(sparse, 1) / med(dense, 1):.2f}x the bytes")
-    plain, comm, merged = (PSERVER_CASES[i][0] for i in (2, 3, 4))
+    plain, comm, merged, geo = (PSERVER_CASES[i][0] for i in (2, 3, 4, 5))
     print(f"against async servers with sends in the step: the a_sync communicator "
           f"{med(comm, 0) / med(plain, 0):.2f}x the samples/s, with 8 merged per send "
-          f"{med(merged, 0) / med(plain, 0):.2f}x ({med(merged, 1) / med(plain, 1):.2f}x the bytes)")
+          f"{med(merged, 0) / med(plain, 0):.2f}x "
+          f"({med(merged, 1) / med(plain, 1):.2f}x the bytes), "
+          f"GEO-SGD every 10 steps {med(geo, 0) / med(plain, 0):.2f}x "
+          f"({med(geo, 1) / med(plain, 1):.2f}x the bytes)")
 
 
 def run_torch(args, data_dir, sparse):

@@ -131,7 +131,7 @@ struct Config {
     bool a_sync = false;
     // [strategy.a_sync_configs]: the communicator's settings (a_sync = true only).
     struct AsyncConfigs {
-      int64_t k_steps = 0;              // > 0 asks for GEO-SGD (not supported); -1 and 0: none
+      int64_t k_steps = 0;              // [-1, 1e6]; > 0: GEO-SGD, exchanging every k steps
       int64_t max_merge_var_num = 1;    // [1, 1024]: queued gradients summed into one send
       int64_t send_queue_size = 1;      // [1, 1024]: gradients queued per var before a step waits
       bool independent_recv_thread = false;  // receive in a thread of its own, not after each

@@ -611,18 +611,13 @@ class Checker {
               {"k_steps", "max_merge_var_num", "send_queue_size", "independent_recv_thread",
                "thread_pool_size", "send_wait_times", "runtime_split_send_recv"});
     Config::Pserver::AsyncConfigs& o = ps.a_sync_configs;
-    ReadInt(*c, section, "k_steps", -1, o.k_steps);
+    ReadInt(*c, section, "k_steps", -1, o.k_steps, 1000000);
     ReadInt(*c, section, "max_merge_var_num", 1, o.max_merge_var_num, 1024);
     ReadInt(*c, section, "send_queue_size", 1, o.send_queue_size, 1024);
     ReadBool(*c, section, "independent_recv_thread", o.independent_recv_thread);
     ReadInt(*c, section, "thread_pool_size", 1, o.thread_pool_size, 64);
     ReadInt(*c, section, "send_wait_times", 0, o.send_wait_times, 1000);
     ReadBool(*c, section, "runtime_split_send_recv", o.runtime_split_send_recv);
-    if (const toml::node* k = c->get("k_steps"); k != nullptr && o.k_steps > 0) {
-      diag_.AtValue(*k, section + ".k_steps",
-                    "k_steps > 0 asks for GEO-SGD, which Fleet does not support yet; 0 (or -1) "
-                    "trains without it");
-    }
   }
 
   void ReadTrain(const toml::table& t, Config::Train& out) {

@@ -35,7 +35,7 @@ struct AsyncKey {
   int64_t min, max;
 };
 constexpr AsyncKey kAsyncKeys[] = {
-    {"k_steps", false, -1, 0},  // > 0 (GEO-SGD) is refused with its own message
+    {"k_steps", false, -1, 1000000},  // > 0: GEO-SGD
     {"max_merge_var_num", false, 1, 1024},
     {"send_queue_size", false, 1, 1024},
     {"independent_recv_thread", true, 0, 1},
@@ -65,9 +65,6 @@ Status CheckAsyncConfigs(const Value& value) {
     }
     if (v.kind != Value::Kind::kInt) {
       return KeyError(key, "'" + k + "' expects an int, got " + DescribeValue(v));
-    }
-    if (k == "k_steps" && v.int_value > 0) {
-      return KeyError(key, "k_steps > 0 asks for GEO-SGD, which Fleet does not support yet");
     }
     if (v.int_value < known->min || v.int_value > known->max) {
       return KeyError(key, "'" + k + "' must be in [" + std::to_string(known->min) + ", " +

@@ -28,7 +28,8 @@ const std::map<std::string, std::map<std::string, std::string>>& StrategyOwnedOp
         {"slice_var_up", "strategy.slice_var_up"},
         {"min_block_size", "strategy.min_block_size"},
         {"split_method", "strategy.split_method"},
-        {"init", "strategy.pserver_init"}}}};
+        {"init", "strategy.pserver_init"},
+        {"geo_k_steps", "strategy.a_sync_configs.k_steps"}}}};
   return *owned;
 }
 
@@ -358,7 +359,10 @@ StatusOr<std::map<std::string, ir::Program>> Transpile(const Config& config, con
                            {"slice_var_up", ps.slice_var_up},
                            {"min_block_size", ps.min_block_size},
                            {"split_method", ps.split_method},
-                           {"init", ps.init}};
+                           {"init", ps.init},
+                           {"geo_k_steps", ps.a_sync ? std::max<int64_t>(
+                                                           ps.a_sync_configs.k_steps, 0)
+                                                     : int64_t{0}}};
     FLEET_RETURN_IF_ERROR(run("pserver", options).WithContext("strategy.mode \"pserver\""));
   }
   for (const std::string& name : config.collective.passes) {

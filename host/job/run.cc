@@ -120,7 +120,9 @@ Status RunTrainer(const Config& config, const Role& role, const frontend::Parsed
     if (Status s = ps->WaitServersReady(); !s.ok()) {
       return s.WithContext(file + " (trainer " + std::to_string(role.rank) + ")");
     }
-    if (config.pserver.a_sync) {
+    // GEO-SGD exchanges in its own op; the other a_sync jobs send through the communicator.
+    const bool geo = config.pserver.a_sync && config.pserver.a_sync_configs.k_steps > 0;
+    if (config.pserver.a_sync && !geo) {
       const Config::Pserver::AsyncConfigs& a = config.pserver.a_sync_configs;
       AsyncCommunicatorOptions options;
       options.max_merge_var_num = a.max_merge_var_num;
@@ -162,7 +164,11 @@ Status RunTrainer(const Config& config, const Role& role, const frontend::Parsed
       out << "pserver job: " << role.world_size << " trainers, " << role.pserver_endpoints.size()
           << " pservers (" << (config.pserver.sync_mode ? "sync" : "async") << "), "
           << config.transport.backend << " transport\n";
-      if (config.pserver.a_sync) {
+      if (geo) {
+        out << "GEO-SGD: each trainer trains locally and exchanges its parameters' changes "
+               "with the servers every "
+            << config.pserver.a_sync_configs.k_steps << " steps\n";
+      } else if (config.pserver.a_sync) {
         const Config::Pserver::AsyncConfigs& a = config.pserver.a_sync_configs;
         out << "communicator (a_sync): up to " << a.max_merge_var_num
             << " gradients merged per send, queues of " << a.send_queue_size << ", "

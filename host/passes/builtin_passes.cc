@@ -146,13 +146,14 @@ std::vector<BuiltinPass>& Passes() {
                   passes::RunSyncBatchNorm, {}));
     v->push_back(MakePass("pserver",
                   "parameter-server training: trainers send gradients (cut into blocks) to "
-                  "the servers, which run the optimizer (Paddle's DistributeTranspiler); adds "
-                  "pserver.<i> and pserver.<i>.startup",
+                  "the servers, which run the optimizer (Paddle's DistributeTranspiler), or with "
+                  "geo_k_steps > 0 train locally and exchange deltas every k steps (GEO-SGD); "
+                  "adds pserver.<i> and pserver.<i>.startup",
                   passes::RunPserver,
                   {BoolOptionAttr("sync", true), BoolOptionAttr("slice_var_up", true),
                    IntOptionAttr("min_block_size", 8192),
                    StringOptionAttr("split_method", "round_robin"),
-                   StringOptionAttr("init", "full")}));
+                   StringOptionAttr("init", "full"), IntOptionAttr("geo_k_steps", 0)}));
     // The pointers are taken once the vector no longer grows.
     for (BuiltinPass& p : *v) {
       for (const FleetAttr& a : p.options) p.option_ptrs.push_back(&a);

@@ -120,6 +120,12 @@ StatusOr<PassOptions> ReadOptions(const ir::AttrMap& options) {
     return InvalidArgument("pserver: option 'init' must be \"full\" or \"shard\", not \"" +
                            init + "\"");
   }
+  FLEET_ASSIGN_OR_RETURN(int32_t geo, IntOption(options, "geo_k_steps", 0, kPass));
+  o.geo_k_steps = geo;
+  if (o.geo() && o.sync) {
+    return InvalidArgument("pserver: GEO-SGD (geo_k_steps > 0) needs asynchronous servers "
+                           "(sync = false): they add each trainer's delta as it arrives");
+  }
   return o;
 }
 
@@ -217,7 +223,8 @@ StatusOr<Plan> MakePlan(const ir::Program& main, const PassContextInfo& ctx,
       for (const std::string& v : op.OutputVars()) trainer_written.insert(v);
     }
   }
-  if (!options.sync && !plan.lr_ops.empty()) {
+  // GEO trainers run their schedules themselves.
+  if (!options.sync && !options.geo() && !plan.lr_ops.empty()) {
     return InvalidArgument("pserver: an asynchronous job (sync_mode = false) cannot use a "
                            "learning-rate schedule: the servers would each count steps of "
                            "their own; use sync_mode = true or a constant learning rate");
@@ -377,7 +384,8 @@ StatusOr<Plan> MakePlan(const ir::Program& main, const PassContextInfo& ctx,
     }
     for (size_t b = 0; b < p.num_blocks(); ++b) flat.push_back(p.BlockVar(p.param, b));
   }
-  FLEET_RETURN_IF_ERROR(MarkPrefetchedTables(main, plan));
+  // GEO trainers hold every table and train it locally.
+  if (!options.geo()) FLEET_RETURN_IF_ERROR(MarkPrefetchedTables(main, plan));
   std::vector<int32_t> servers = Dispatch(flat, plan.num_servers(), options.split_method);
   size_t k = 0;
   for (ParamPlan& p : plan.params) {

@@ -29,6 +29,10 @@ struct PassOptions {
   int64_t min_block_size = 8192;
   SplitMethod split_method = SplitMethod::kRoundRobin;
   Init init = Init::kFull;
+  // > 0: GEO-SGD. Trainers keep their optimizers and every geo_k_steps steps exchange each
+  // block's change with its server, which adds it (sync must be false).
+  int64_t geo_k_steps = 0;
+  bool geo() const { return geo_k_steps > 0; }
 };
 
 // A var that moves to the servers with its parameter (an accumulator or a temporary of the
@@ -107,6 +111,11 @@ Status RewriteTrainerStartup(const Plan& plan, const ir::Program& original_main,
 // The programs of server `server` (pserver_programs.cc), from the original (untranspiled)
 // main and startup.
 StatusOr<ir::Program> ServerMain(const Plan& plan, const ir::Program& main, int32_t server);
+// GEO-SGD: server `server`'s blocks, each with a block that adds the trainers' deltas
+// ("<block>.delta") to it as they arrive.
+StatusOr<ir::Program> GeoServerMain(const Plan& plan, int32_t server);
+// GEO-SGD: main keeps every op and starts with one geo_sgd op over every parameter.
+Status GeoTrainerMain(const Plan& plan, ir::Program& main);
 StatusOr<ir::Program> ServerStartup(const Plan& plan, const ir::Program& startup,
                                     const ir::Program& server_main, int32_t server);
 

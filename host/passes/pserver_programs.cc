@@ -153,6 +153,45 @@ StatusOr<ir::Program> ServerMain(const Plan& plan, const ir::Program& main, int3
   return prog;
 }
 
+StatusOr<ir::Program> GeoServerMain(const Plan& plan, int32_t server) {
+  ir::Program prog;
+  std::vector<std::string> receive;
+  std::vector<std::string> grad_to_block;
+  std::vector<int32_t> optimize_blocks;
+  for (const ParamPlan& p : plan.params) {
+    for (size_t b = 0; b < p.num_blocks(); ++b) {
+      if (p.servers[b] != server) continue;
+      const std::string param = p.BlockVar(p.param, b);
+      const std::string delta = param + ".delta";
+      ir::Var decl = p.split() ? BlockVarDecl(p.param_var, param, p.BlockShape(b)) : p.param_var;
+      DeclarePersistable(prog.global(), decl);
+      ir::Var delta_decl = BlockVarDecl(decl, delta, decl.shape);
+      delta_decl.selected_rows = false;
+      DeclareReceive(prog.global(), std::move(delta_decl));
+      // Each trainer's delta is already divided by the number of trainers: the block adds it.
+      const int32_t index = prog.AddBlock(0);
+      prog.block(index).ops.push_back(RoleOp("elementwise_add", {{"X", {param}}, {"Y", {delta}}},
+                                             {{"Out", {param}}}, {{"axis", int32_t{-1}}},
+                                             ir::op_role::kOptimize));
+      optimize_blocks.push_back(index);
+      grad_to_block.push_back(delta + ":" + std::to_string(index));
+      receive.push_back(delta);
+    }
+  }
+  if (grad_to_block.empty()) optimize_blocks.push_back(prog.AddBlock(0));
+  prog.global().ops.push_back(ir::MakeOp(
+      "listen_and_serv", {{"X", receive}}, {},
+      {{"endpoint", plan.endpoints[static_cast<size_t>(server)]},
+       {"pserver_id", server},
+       {"Fanin", plan.trainers},
+       {"distributed_mode", int32_t{3}},
+       {"optimize_blocks", optimize_blocks},
+       {"grad_to_block_id", grad_to_block},
+       {"lr_decay_block_id", int32_t{-1}},
+       {"sparse_grad_to_param", std::vector<std::string>{}}}));
+  return prog;
+}
+
 namespace {
 
 // init = full: the whole startup, with what is not this server's made temporary, then the

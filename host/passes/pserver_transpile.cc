@@ -270,6 +270,34 @@ Status RewriteTrainerMain(const Plan& plan, ir::Program& main) {
   return OkStatus();
 }
 
+Status GeoTrainerMain(const Plan& plan, ir::Program& main) {
+  std::vector<std::string> params, names, epmap;
+  std::vector<int64_t> blocks, sections;
+  for (const ParamPlan& p : plan.params) {
+    params.push_back(p.param);
+    blocks.push_back(static_cast<int64_t>(p.num_blocks()));
+    const std::vector<std::string> eps = Epmap(plan, p);
+    for (size_t b = 0; b < p.num_blocks(); ++b) {
+      names.push_back(p.BlockVar(p.param, b));
+      sections.push_back(p.rows[b]);
+      epmap.push_back(eps[b]);
+    }
+  }
+  if (params.empty()) return OkStatus();
+  ir::Block& block = main.global();
+  block.ops.insert(block.ops.begin(),
+                   RoleOp("geo_sgd", {{"X", params}}, {{"Out", params}},
+                          {{"k_steps", plan.options.geo_k_steps},
+                           {"trainers", plan.trainers},
+                           {"trainer_id", plan.trainer_id},
+                           {"blocks", blocks},
+                           {"block_names", names},
+                           {"sections", sections},
+                           {"epmap", epmap}},
+                          ir::op_role::kRPC));
+  return OkStatus();
+}
+
 Status RewriteTrainerStartup(const Plan& plan, const ir::Program& original_main,
                              const ir::Program& main, ir::Program& startup) {
   // Paddle's _delete_trainer_optimizer: the initializers of vars only the optimizer and the
@@ -332,7 +360,7 @@ Status RunPserver(ProgramSet& programs, const PassContextInfo& ctx, const ir::At
     }
   }
   for (const ir::Op& op : main->global().ops) {
-    if (op.type == "send" || op.type == "listen_and_serv") {
+    if (op.type == "send" || op.type == "listen_and_serv" || op.type == "geo_sgd") {
       return FailedPrecondition("pserver: main already has a " + op.type +
                                 " op (were the programs transpiled twice?)");
     }
@@ -341,16 +369,27 @@ Status RunPserver(ProgramSet& programs, const PassContextInfo& ctx, const ir::At
   const ir::Program original_main = *main;
   const ir::Program original_startup = *startup;
   std::map<std::string, ir::Program> servers;
+  // GEO-SGD: the servers hold the parameters only (the optimizers and their state stay with
+  // the trainers), and the trainers keep every initializer and then take the servers' values.
+  Plan params_only = plan;
+  if (opts.geo()) {
+    for (ParamPlan& p : params_only.params) p.owned.clear();
+    params_only.removed_ops.clear();
+  }
+  const Plan& startup_plan = opts.geo() ? params_only : plan;
   for (int32_t s = 0; s < plan.num_servers(); ++s) {
     const std::string name = "pserver." + std::to_string(s);
-    FLEET_ASSIGN_OR_RETURN(ir::Program server_main, ServerMain(plan, original_main, s));
+    FLEET_ASSIGN_OR_RETURN(ir::Program server_main, opts.geo()
+                                                        ? GeoServerMain(plan, s)
+                                                        : ServerMain(plan, original_main, s));
     FLEET_ASSIGN_OR_RETURN(ir::Program server_startup,
-                           ServerStartup(plan, original_startup, server_main, s));
+                           ServerStartup(startup_plan, original_startup, server_main, s));
     servers.emplace(name, std::move(server_main));
     servers.emplace(name + ".startup", std::move(server_startup));
   }
-  FLEET_RETURN_IF_ERROR(RewriteTrainerMain(plan, *main));
-  FLEET_RETURN_IF_ERROR(RewriteTrainerStartup(plan, original_main, *main, *startup));
+  FLEET_RETURN_IF_ERROR(opts.geo() ? GeoTrainerMain(plan, *main) : RewriteTrainerMain(plan, *main));
+  FLEET_RETURN_IF_ERROR(
+      RewriteTrainerStartup(startup_plan, original_main, *main, *startup));
   for (auto& [name, program] : servers) programs.emplace(name, std::move(program));
   return OkStatus();
 }

@@ -284,6 +284,18 @@ TEST_F(CtrDnnTest, LaunchServersWorkersThroughTheAsyncCommunicatorLearns) {
   }
 }
 
+// GEO-SGD (a_sync with k_steps > 0): each worker trains the whole model locally, the table
+// included, and every 10 steps exchanges its parameters' changes with the servers; the job
+// learns as the other modes do.
+TEST_F(CtrDnnTest, LaunchServersWorkersWithGeoSgdLearns) {
+  ExpectLearns(Run({"--servers", "2", "--workers", "2"},
+                   {"train.steps=300", "strategy.a_sync=true",
+                    "strategy.a_sync_configs.k_steps=10"},
+                   "geo", Copy(true)),
+               "launch --servers 2 --workers 2, GEO-SGD every 10 steps");
+  ExpectNoDenseFallback(dir_ / "geo_logs");
+}
+
 // A table declared is_distributed lives only on the servers: with [8e6, 10] (320 MB of floats)
 // the trainer fetches the rows of each batch and never holds the table, as its peak resident
 // memory shows (the servers hold half each).

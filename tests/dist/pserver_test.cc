@@ -371,6 +371,36 @@ TEST_F(PserverTest, AsyncTrainingConverges) {
   }
 }
 
+// GEO-SGD with one trainer: the exchange every k steps moves the servers to the trainer's
+// parameters and leaves the trainer where local training took it, so the job matches one
+// process step by step, and the trainer ends with its parameters. The 128x128 weight is cut
+// into blocks on both servers.
+TEST_F(PserverTest, GeoSgdWithOneTrainerMatchesOneProcess) {
+  const std::vector<std::string> sets = {"train.steps=12", "train.log_every=1",
+                                         "train.batch_size=32"};
+  const std::vector<double> one = TrainOneProcess(sets);
+  ASSERT_EQ(one.size(), 12u);
+  StartJob(2, 1,
+           With(sets, {"strategy.a_sync=true", "strategy.a_sync_configs.k_steps=3",
+                       "transport.timeout_s=60"}),
+           kMlp, nullptr, [&](int) {
+             return std::vector<std::string>{"train.metrics_file=" + (dir_ / "m.jsonl").string(),
+                                             "train.save_params_dir=" + (dir_ / "geo").string()};
+           });
+  ExpectJobSucceeds();
+  const std::vector<double> geo = Losses(dir_ / "m.jsonl");
+  ASSERT_EQ(geo.size(), one.size());
+  for (size_t i = 0; i < one.size(); ++i) {
+    EXPECT_NEAR(geo[i], one[i], 1e-5 * std::max(1.0, std::abs(one[i]))) << "step " << i + 1;
+  }
+  ExpectSameParams(Params(dir_ / "one"), Params(dir_ / "geo"), 1e-5);
+  const std::string log = trainers_[0]->Output();
+  EXPECT_NE(log.find("GEO-SGD: each trainer trains locally and exchanges its parameters' "
+                     "changes with the servers every 3 steps"),
+            std::string::npos)
+      << log;
+}
+
 // A send whose reply is lost is retried by the trainer's client under the same request id, and
 // the server answers the retry from its delivery log instead of applying the gradient again.
 // One server and one trainer in async mode are deterministic (each send is applied before the

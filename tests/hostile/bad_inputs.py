@@ -815,7 +815,7 @@ def gen_config(ctx: Context) -> List[Case]:
         ("strategy.a_sync_configs", "send_queue_size"): ("0", "-1", "9223372036854775807"),
         ("strategy.a_sync_configs", "thread_pool_size"): ("0", "65"),
         ("strategy.a_sync_configs", "send_wait_times"): ("-1", "1001"),
-        ("strategy.a_sync_configs", "k_steps"): ("-2", "100"),
+        ("strategy.a_sync_configs", "k_steps"): ("-2", "1000001"),
         ("strategy", "fuse_grad_size_mb"): ("-1.0", "nan", "-inf"),
         ("comm", "timeout_s"): ("0", "-1", "0.0001", "nan", "inf", "-inf", "-0.0"),
         ("transport", "timeout_s"): ("0", "nan", "inf"),

@@ -247,6 +247,18 @@ TEST_F(PserverPassTest, AsyncHasNoSuffixesBarriersOrMerges) {
                   "pserver_fc_sgd_async_expected.ir");
 }
 
+// GEO-SGD: the trainer keeps every op (its optimizer included) behind one geo_sgd op over the
+// parameters, and its startup keeps every initializer and then takes the servers' values; each
+// server holds its parameter blocks only, each with a block that adds the "<block>.delta" the
+// trainers send (distributed_mode 3).
+TEST_F(PserverPassTest, GeoKeepsTheOptimizerOnTheTrainer) {
+  ExpectTransform({{"sync", false}, {"geo_k_steps", int32_t{5}}}, Trainer(1, 2),
+                  "pserver_fc_sgd_input.ir", "pserver_fc_sgd_geo_expected.ir");
+  ProgramSet programs = ParseData("pserver_fc_sgd_input.ir");
+  Status s = Run(programs, Trainer(1, 2), {{"geo_k_steps", int32_t{5}}});
+  EXPECT_THAT(s.message(), HasSubstr("GEO-SGD (geo_k_steps > 0) needs asynchronous servers"));
+}
+
 TEST_F(PserverPassTest, ShardInitCutsInitializers) {
   ExpectTransform({{"init", std::string("shard")}}, Trainer(1, 2), "pserver_fc_sgd_input.ir",
                   "pserver_fc_sgd_shard_startup_expected.ir", /*only_expected_names=*/true);
@@ -621,6 +633,21 @@ TEST(PserverOps, ShapeRulesNameTheOp) {
 
 // distributed_lookup_table's outputs: the ids' shape (its last dim of 1 replaced, for
 // lookup_table) and emb_dim; its attributes describe the table's blocks, checked by name.
+// Each edit of `good` (first -> second) makes the verifier refuse op `op` with `said[i]`.
+void ExpectRefusals(const std::string& good, const std::string& op,
+                    const std::vector<std::pair<std::string, std::string>>& bad,
+                    const std::vector<std::string>& said) {
+  ASSERT_EQ(bad.size(), said.size());
+  for (size_t i = 0; i < bad.size(); ++i) {
+    std::string text = good;
+    text.replace(text.find(bad[i].first), bad[i].first.size(), bad[i].second);
+    auto broken = ir::ParseProgram(text, "ops.ir");
+    ASSERT_TRUE(broken.ok()) << broken.status().ToString();
+    const Status s = ir::VerifyProgram(*broken);
+    EXPECT_THAT(s.message(), HasSubstr(op + ": " + said[i])) << s.ToString();
+  }
+}
+
 TEST(PserverOps, DistributedLookupTableShapes) {
   const char* good = R"(program {
   block 0 {
@@ -655,14 +682,42 @@ TEST(PserverOps, DistributedLookupTableShapes) {
       "dtype must be float32 (9) or float64 (10), not 6",
       "lookup_table_version must be lookup_table or lookup_table_v2, not 'embedding'",
       "height_sections [5, 0] must be positive row counts"};
-  for (size_t i = 0; i < bad.size(); ++i) {
-    std::string text = good;
-    text.replace(text.find(bad[i].first), bad[i].first.size(), bad[i].second);
-    auto broken = ir::ParseProgram(text, "ops.ir");
-    ASSERT_TRUE(broken.ok()) << broken.status().ToString();
-    s = ir::VerifyProgram(*broken);
-    EXPECT_THAT(s.message(), HasSubstr("distributed_lookup_table: " + said[i])) << s.ToString();
+  ExpectRefusals(good, "distributed_lookup_table", bad, said);
+}
+
+TEST(PserverOps, GeoSgdShapes) {
+  const char* good = R"(program {
+  block 0 {
+    param w : float32[6, 2]
+    param b : float32[2]
+    op geo_sgd(X=[w, b]) -> (Out=[w, b])
+       {k_steps=3L, trainers=2, blocks=[2L, 1L], block_names=["w.block0", "w.block1", "b"],
+        sections=[4L, 2L, 2L], epmap=["a:1", "b:2", "a:1"]}
   }
+}
+)";
+  auto program = ir::ParseProgram(good, "ops.ir");
+  ASSERT_TRUE(program.ok()) << program.status().ToString();
+  Status s = ir::VerifyProgram(*program);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(ops::BuiltinOps().Find("geo_sgd")->rpc);
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"k_steps=3L", "k_steps=0L"},
+      {"trainers=2", "trainers=0"},
+      {"blocks=[2L, 1L]", "blocks=[2L]"},
+      {"sections=[4L, 2L, 2L]", "sections=[4L, 2L]"},
+      {"sections=[4L, 2L, 2L]", "sections=[4L, 1L, 2L]"},
+      {"sections=[4L, 2L, 2L]", "sections=[4L, 4L, 2L]"},
+      {"param b : float32[2]", "param b : float64[2]"}};
+  const std::vector<std::string> said = {
+      "k_steps must be >= 1, not 0",
+      "trainers must be >= 1, not 0",
+      "blocks holds 1 counts for 2 parameters; it needs one per parameter",
+      "sections, block_names and epmap need one entry per block (3), and hold 2, 3 and 3",
+      "the sections of X 0 cover 5 of its 6 rows",
+      "the sections of X 0 do not add up to its 6 rows",
+      "X 1 is float64; GEO-SGD exchanges float32"};
+  ExpectRefusals(good, "geo_sgd", bad, said);
 }
 
 TEST_F(PserverPassTest, NeedsPserverEndpoints) {

@@ -357,7 +357,7 @@ send_wait_times = 0
 sync_mode = true
 a_sync = true
 [strategy.a_sync_configs]
-k_steps = 10
+k_steps = 1000001
 max_merge_var_num = 0
 send_queue_size = 1025
 flush = true
@@ -365,7 +365,7 @@ flush = true
   for (const char* want :
        {"fleet.toml:3:10: strategy.a_sync: a_sync = true means sync_mode = false, but "
         "sync_mode = true is set at fleet.toml:2:13; keep one",
-        "strategy.a_sync_configs.k_steps: k_steps > 0 asks for GEO-SGD",
+        "strategy.a_sync_configs.k_steps: expected an integer in [-1, 1000000], got 1000001",
         "strategy.a_sync_configs.max_merge_var_num: expected an integer in [1, 1024], got 0",
         "strategy.a_sync_configs.send_queue_size: expected an integer in [1, 1024], got 1025",
         "strategy.a_sync_configs.flush: unknown key"}) {

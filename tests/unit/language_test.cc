@@ -461,9 +461,9 @@ TEST(LanguageTest, PaddleSpelledQuickStartBuildsTheMlpExample) {
             "t.fleet:2:10: strategy.a_snc: DistributedStrategy has no such attribute (did you "
             "mean 'a_sync'?)");
   EXPECT_EQ(ErrorOf("strategy = fleet.DistributedStrategy()\n"
-                    "strategy.a_sync_configs = {'k_steps': 100}\n"),
-            "t.fleet:2:10: strategy.a_sync_configs: k_steps > 0 asks for GEO-SGD, which Fleet "
-            "does not support yet");
+                    "strategy.a_sync_configs = {'k_steps': 1000001}\n"),
+            "t.fleet:2:10: strategy.a_sync_configs: 'k_steps' must be in [-1, 1000000], got "
+            "1000001");
 }
 
 // Every Paddle name maps onto a layer or op that takes the parameters the table names, and
