@@ -100,6 +100,19 @@ typedef struct FleetKernelDef {
  * tensors alone; its `supports` may refuse that, leaving the call to another kernel. */
 #define FLEET_KERNEL_FLAG_SELECTED_ROWS 0x2u
 
+/* 1.7: which of `shards` shards holds row `id` of a growable table (a table whose rows are keyed
+ * by any id in [0, 2^63 - 1) and live on the parameter servers): the SplitMix64 finaliser of
+ * the id, modulo `shards`. Stable across processes, builds and machines, so that every trainer
+ * routes an id's lookups and gradients to the server that holds it; a kernel that splits such a
+ * table's gradient (split_selected_rows with by_hash) must use this function. */
+static inline int32_t fleet_row_shard(int64_t id, int32_t shards) {
+  uint64_t z = (uint64_t)id + 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return shards <= 1 ? 0 : (int32_t)(z % (uint64_t)shards);
+}
+
 typedef struct FleetKernelsVTable {
   size_t struct_size;
   size_t count;
