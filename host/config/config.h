@@ -142,6 +142,12 @@ struct Config {
       // splits at transpile time, so either value trains the same (accepted, noted in the log).
       bool runtime_split_send_recv = false;
     } a_sync_configs;
+    // [strategy.growable_tables]: tables declared with size [-1, dim] (pserver/growable_table.h).
+    struct GrowableTables {
+      int64_t admit_after = 1;  // >= 1: lookups of an id before the servers make its row
+      int64_t evict_after = 0;  // >= 0: updates a row may go unseen before it is dropped;
+                                // 0 = never
+    } growable_tables;
   } pserver;
 
   // The training loop of `fleet-host run`.

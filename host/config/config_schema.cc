@@ -250,7 +250,8 @@ class Checker {
       CheckKeys(*t, "strategy", {"mode", "collective_mode", "devices", "nrings",
                                  "local_sgd_k_steps", "fuse_grad_size_mb", "sync_batch_norm", "passes", "sync_mode",
                                  "slice_var_up", "min_block_size", "split_method",
-                                 "pserver_init", "a_sync", "a_sync_configs"});
+                                 "pserver_init", "a_sync", "a_sync_configs",
+                                 "growable_tables"});
       ReadEnum(*t, "strategy", "mode", kStrategyModes, config.strategy_mode);
       for (const auto& [key, node] : *t) {
         config.strategy_where[std::string(key.str())] =
@@ -269,6 +270,7 @@ class Checker {
       ReadEnum(*t, "strategy", "split_method", kSplitMethods, ps.split_method);
       ReadEnum(*t, "strategy", "pserver_init", kPserverInits, ps.init);
       ReadAsync(*t, config);
+      ReadGrowableTables(*t, config);
       if (const toml::node* n = t->get("fuse_grad_size_mb")) {
         if (!n->is_number() || !(AsDouble(*n) >= 0) || !std::isfinite(AsDouble(*n))) {
           diag_.AtValue(*n, "strategy.fuse_grad_size_mb",
@@ -618,6 +620,17 @@ class Checker {
     ReadInt(*c, section, "thread_pool_size", 1, o.thread_pool_size, 64);
     ReadInt(*c, section, "send_wait_times", 0, o.send_wait_times, 1000);
     ReadBool(*c, section, "runtime_split_send_recv", o.runtime_split_send_recv);
+  }
+
+  // [strategy.growable_tables]: how the servers keep tables declared with size [-1, dim].
+  void ReadGrowableTables(const toml::table& t, Config& config) {
+    const toml::table* c = Table(t, "strategy", "growable_tables");
+    if (c == nullptr) return;
+    const std::string section = "strategy.growable_tables";
+    CheckKeys(*c, section, {"admit_after", "evict_after"});
+    Config::Pserver::GrowableTables& o = config.pserver.growable_tables;
+    ReadInt(*c, section, "admit_after", 1, o.admit_after, int64_t{1} << 40);
+    ReadInt(*c, section, "evict_after", 0, o.evict_after, int64_t{1} << 40);
   }
 
   void ReadTrain(const toml::table& t, Config::Train& out) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <new>
 
 #include "support/host_memory.h"
 #include "support/logging.h"
@@ -62,6 +63,51 @@ StatusOr<const ScopeVar*> Scope::GetOrCreate(const std::string& name, ir::DataTy
   }
   auto [it, inserted] = vars_.emplace(name, std::move(var));
   return &it->second;
+}
+
+Status Scope::Regrow(const std::string& name, int64_t rows) {
+  auto it = vars_.find(name);
+  if (it == vars_.end()) return NotFound("scope: no var '" + name + "' to regrow");
+  ScopeVar& v = it->second;
+  if (rows < 0 || v.dims.empty()) {
+    return InvalidArgument("scope: cannot give '" + name + "' " + std::to_string(rows) + " rows");
+  }
+  if (v.height >= 0) {
+    v.height = rows;
+    return OkStatus();
+  }
+  std::vector<int64_t> dims = v.dims;
+  dims[0] = rows;
+  const std::string what = "var '" + name + "' " + ir::TypeShapeText(v.dtype, dims);
+  FLEET_ASSIGN_OR_RETURN(const size_t bytes, ir::TensorBytes(v.dtype, dims));
+  FLEET_ASSIGN_OR_RETURN(void* data, Allocate(bytes, what));
+  const size_t keep = std::min(bytes, v.bytes);
+  // The kept rows go through the host (the device interface copies only between host and
+  // device), synchronously, before the new rows are zeroed on the stream.
+  Status s = WaitForStream();
+  if (s.ok() && keep > 0) {
+    try {
+      std::vector<uint8_t> staging(keep);
+      s = device_.CopyToHost(ordinal_, staging.data(), v.data, keep, nullptr);
+      if (s.ok()) s = device_.CopyToDevice(ordinal_, data, staging.data(), keep, nullptr);
+    } catch (const std::bad_alloc&) {
+      s = ResourceExhausted("no host memory for " + BytesText(keep) + " of staging");
+    }
+  }
+  if (s.ok() && bytes > keep) {
+    s = device_.Memset(ordinal_, static_cast<uint8_t*>(data) + keep, 0, bytes - keep, stream_);
+  }
+  if (!s.ok()) {
+    (void)device_.Free(ordinal_, data);
+    return s.WithContext("scope: regrowing " + what);
+  }
+  if (Status f = device_.Free(ordinal_, v.data); !f.ok()) {
+    Log().warn("scope: freeing '{}': {}", name, f.message());
+  }
+  v.data = data;
+  v.dims = std::move(dims);
+  v.bytes = bytes;
+  return OkStatus();
 }
 
 StatusOr<void*> Scope::Allocate(size_t bytes, const std::string& what) {

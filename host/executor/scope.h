@@ -68,6 +68,14 @@ class Scope {
   StatusOr<const ScopeVar*> EnsureSelectedRows(const std::string& name, ir::DataType dtype,
                                                const std::vector<int64_t>& dims, int64_t height);
 
+  // Gives var `name` `rows` rows (a growable table's vars, pserver/growable_table.h). A dense
+  // var [r, ...] gets new memory of [rows, ...] holding its first min(r, rows) rows, the rest
+  // zero; a SelectedRows var gets height `rows`, its entries unchanged. Data pointers taken
+  // before (prepared programs) are stale. An absent var is NOT_FOUND; a new size beyond the
+  // memory limit, or one the device cannot allocate, RESOURCE_EXHAUSTED naming the var, and the
+  // var is left as it was.
+  Status Regrow(const std::string& name, int64_t rows);
+
   // Copies of a var's contents to and from the host. Write creates the var when it is absent
   // and requires the same dtype and shape when it is present. Read refuses a SelectedRows var
   // (it has no dense value to copy).

@@ -473,10 +473,19 @@ StatusOr<Value> Embedding(State& s, const Args& a) {
   FLEET_ASSIGN_OR_RETURN(std::optional<int64_t> padding_idx, a.OptInt("padding_idx"));
   FLEET_ASSIGN_OR_RETURN(std::string dtype_name, a.String("dtype", "float32"));
   FLEET_ASSIGN_OR_RETURN(ParamAttrSpec wattr, ParamAttrArg(a, "param_attr"));
-  if (size.size() != 2 || size[0] <= 0 || size[1] <= 0) {
-    return a.ErrorAt("size", "size must be [vocabulary, dim] with positive values, got " +
-                                 ShapeText(size));
+  // size [-1, dim]: a growable table, keyed by any id in [0, 2^63 - 1), whose rows the
+  // parameter servers create as ids arrive. Its parameter is the one-row prototype [1, dim]
+  // that the declared initializer fills, and from which each new row is drawn.
+  const bool growable = size.size() == 2 && size[0] == -1;
+  if (size.size() != 2 || (size[0] <= 0 && !growable) || size[1] <= 0) {
+    return a.ErrorAt("size", "size must be [vocabulary, dim] with positive values, or [-1, dim] "
+                             "for a growable table, got " + ShapeText(size));
   }
+  if (growable && !is_distributed) {
+    return a.ErrorAt("size", "a growable table (size [-1, dim]) lives on the parameter servers "
+                             "only: declare it is_distributed=True");
+  }
+  if (growable) size[0] = 1;
   ir::DataType dtype = ir::ParseDataType(dtype_name);
   if (dtype != ir::DataType::kFloat32 && dtype != ir::DataType::kFloat64) {
     return a.ErrorAt("dtype", "dtype must be 'float32' or 'float64', got '" + dtype_name + "'");
@@ -484,8 +493,11 @@ StatusOr<Value> Embedding(State& s, const Args& a) {
   if (wattr.disabled) return a.ErrorAt("param_attr", "the table cannot be disabled");
   int64_t pad = -1;
   if (padding_idx) {
-    pad = *padding_idx < 0 ? size[0] + *padding_idx : *padding_idx;
-    if (pad < 0 || pad >= size[0]) {
+    pad = *padding_idx < 0 && !growable ? size[0] + *padding_idx : *padding_idx;
+    if (growable && pad < 0) {
+      return a.ErrorAt("padding_idx", "padding_idx of a growable table must be an id (>= 0)");
+    }
+    if (!growable && (pad < 0 || pad >= size[0])) {
       return a.ErrorAt("padding_idx", "padding_idx must be in [-" + std::to_string(size[0]) +
                                           ", " + std::to_string(size[0]) + ")");
     }
@@ -513,6 +525,7 @@ StatusOr<Value> Embedding(State& s, const Args& a) {
              {{"is_sparse", is_sparse || is_distributed},
               {"is_distributed", is_distributed},
               {"remote_prefetch", false},
+              {"growable", growable},
               {"padding_idx", pad}}))));
   return VarValue(out, a.call_pos());
 }

@@ -105,6 +105,10 @@ struct Var {
   bool operator==(const Var&) const = default;
 };
 
+// The height a growable table's sparse gradient stands for (its rows are ids, any value in
+// [0, 2^63 - 1)); the pserver pass declares such gradients [kGrowableHeight, dim].
+inline constexpr int64_t kGrowableHeight = INT64_MAX;
+
 using SlotMap = std::map<std::string, std::vector<std::string>>;
 using AttrMap = std::map<std::string, Attribute>;
 

@@ -146,6 +146,16 @@ StatusOr<ExportReport> ExportModel(const Config& config, const ExportRequest& re
   }
   auto pruned = checkpoint::PruneForInference(parsed.main, feeds, fetch_vars);
   if (!pruned.ok()) return pruned.status().WithContext(file);
+  // A growable table has no rows outside its servers: a model would look ids up in its
+  // one-row prototype.
+  for (const ir::Op& op : pruned->program.global().ops) {
+    const ir::Attribute* g = op.FindAttr("growable");
+    if (g == nullptr || !ir::AttrAsBool(*g).value_or(false)) continue;
+    return FailedPrecondition(file + ": table '" + std::string(op.InputOne("W")) + "' is "
+                              "growable (size [-1, dim]); an exported model cannot look ids up "
+                              "in it yet. Its servers write its rows and ids (NAME.npy, "
+                              "NAME.ids.npy) into [train] save_params_dir");
+  }
 
   FLEET_RETURN_IF_ERROR(CheckStateFits(optimized.main).WithContext(file));
   FLEET_ASSIGN_OR_RETURN(LocalRuntime rt, MakeLocalRuntime(config));

@@ -368,6 +368,16 @@ StatusOr<std::map<std::string, ir::Program>> Transpile(const Config& config, con
   for (const std::string& name : config.collective.passes) {
     FLEET_RETURN_IF_ERROR(run(name, {}).WithContext("strategy.passes"));
   }
+  // Only the pserver pass gives a growable table somewhere to live: its lookups become fetches
+  // of rows the servers create; left on a trainer, the one-row prototype would be the table.
+  for (const ir::Op& op : programs.at("main").global().ops) {
+    const ir::Attribute* g = op.FindAttr("growable");
+    if (g == nullptr || !ir::AttrAsBool(*g).value_or(false)) continue;
+    if (op.type != "lookup_table" && op.type != "lookup_table_v2") continue;
+    return InvalidArgument("table '" + std::string(op.InputOne("W")) + "' is growable (size "
+                           "[-1, dim]): its rows live on parameter servers, so the job needs "
+                           "[strategy] mode = \"pserver\" (this one is \"" + mode + "\")");
+  }
   return programs;
 }
 

@@ -73,7 +73,11 @@ std::vector<AttrSpec> LookupAttrs() {
   return {{"padding_idx", int64_t{-1}},
           {"is_sparse", false},
           {"is_distributed", false},
-          {"remote_prefetch", false}};
+          {"remote_prefetch", false},
+          // A table of unbounded rows (embedding size [-1, dim]): W is the one-row prototype its
+          // initializer draws each row from, and the rows, keyed by any id, live on the
+          // parameter servers (pserver/growable_table.h); only the pserver pass can run it.
+          {"growable", false}};
 }
 
 // lookup_table_v2 (fluid.embedding): Out = Ids.dims + [dim]. lookup_table (v1,

@@ -154,7 +154,10 @@ void RegisterListenAndServ(OpRegistry& registry) {
              {"optimize_blocks", std::vector<int32_t>{}},
              {"grad_to_block_id", Strings{}},
              {"lr_decay_block_id", int32_t{-1}},
-             {"sparse_grad_to_param", Strings{}}};
+             {"sparse_grad_to_param", Strings{}},
+             // Growable tables the server holds: "<block> <var> ...", the table's block (a
+             // one-row prototype) and the vars its optimizer keeps per row, which grow with it.
+             {"growable_tables", Strings{}}};
   s.infer_shape = [](ShapeContext& c) {
     if (c.StringAttr("endpoint").empty()) return c.Error("endpoint is empty");
     if (c.IntAttr("Fanin") < 1) {
@@ -251,7 +254,9 @@ void RegisterSplitSelectedRows(OpRegistry& registry) {
               "in X's order, rows made relative to the block; each Out has X's room for entries";
   s.inputs = {{"X"}};
   s.outputs = {{"Out", false, true}};
-  s.attrs = {{"height_sections", std::vector<int64_t>{}}};
+  // by_hash: the gradient of a growable table, whose rows are ids: entry e goes to
+  // Out[fleet_row_shard(row, n)] with its row unchanged, and every Out has X's height.
+  s.attrs = {{"height_sections", std::vector<int64_t>{}}, {"by_hash", false}};
   s.selected_rows_inputs = {"X"};
   s.infer_shape = [](ShapeContext& c) {
     const TensorInfo& x = c.Input("X");
@@ -260,6 +265,13 @@ void RegisterSplitSelectedRows(OpRegistry& registry) {
     }
     const std::vector<int64_t> sections = c.IntsAttr("height_sections");
     const size_t n = c.OutputCount("Out");
+    if (c.BoolAttr("by_hash")) {
+      if (!sections.empty() || n == 0) {
+        return c.Error("by_hash takes no height_sections and at least one Out");
+      }
+      for (size_t i = 0; i < n; ++i) c.Output("Out", i) = x;
+      return OkStatus();
+    }
     if (sections.size() != n) {
       return c.Error("height_sections has " + std::to_string(sections.size()) +
                      " entries but Out holds " + std::to_string(n) + " vars");
@@ -305,7 +317,10 @@ void RegisterDistributedLookupTable(OpRegistry& registry) {
              {"trainer_id", int32_t{0}},
              {"lookup_table_version", std::string("lookup_table_v2")},
              {"emb_dim", int64_t{0}},
-             {"dtype", int32_t{FLEET_DTYPE_FLOAT32}}};
+             {"dtype", int32_t{FLEET_DTYPE_FLOAT32}},
+             // A growable table: block k holds the ids i with fleet_row_shard(i, blocks) == k,
+             // keyed by the id itself (height_sections are then one row each, the prototype).
+             {"growable", false}};
   // One row per id, in the ids' sequences; each Ids[i] may be a slot of its own sequences.
   s.lod_share = {{"Outputs", "Ids"}};
   s.mixed_sequences = true;
@@ -332,7 +347,7 @@ void RegisterDistributedLookupTable(OpRegistry& registry) {
       height += sections[k];
     }
     const int64_t pad = c.IntAttr("padding_idx");
-    if (pad < -1 || pad >= height) {
+    if (pad < -1 || (pad >= height && !c.BoolAttr("growable"))) {
       return c.Error("padding_idx " + std::to_string(pad) + " is outside the table's " +
                      std::to_string(height) + " rows (-1 = none)");
     }

@@ -37,6 +37,13 @@
 // table_height; it gets no recv and no concat, and leaves both trainer programs, initializer
 // included. A lookup with is_distributed whose
 // table cannot stay on the servers (a dense gradient, or another reader) is an error.
+// A growable table (lookups with growable, from embedding size [-1, dim]) takes that path with
+// one block per server, "<p>.block<k>" on server k (any number of servers, whatever
+// slice_var_up says), each the one-row prototype: its lookup carries growable (ids go to the
+// server fleet_row_shard names), its gradients stand for [kGrowableHeight, dim] on the trainer
+// and are split with split_selected_rows {by_hash}, and each server's listen_and_serv lists it
+// in growable_tables as "<block> <per-row accumulator blocks...>"; startup gives each block a
+// copy of the prototype (assign) under init = "full". Refused with GEO-SGD.
 // Trainer "startup": the initializers of the optimizer-only vars (learning rate, accumulators,
 // step counter) are removed; recv(X=[]) per parameter, one fetch_barrier(X=[], Out=[]), a
 // concat per cut parameter.

@@ -71,6 +71,12 @@ std::vector<int64_t> ParamPlan::BlockShape(size_t i) const {
   return shape;
 }
 
+std::vector<int64_t> ParamPlan::GradShape(size_t i) const {
+  std::vector<int64_t> shape = BlockShape(i);
+  if (growable) shape[0] = kGrowableHeight;
+  return shape;
+}
+
 std::string ParamPlan::BlockVar(const std::string& var, size_t i) const {
   return split() ? BlockName(var, i) : var;
 }
@@ -138,7 +144,7 @@ namespace {
 Status MarkPrefetchedTables(const ir::Program& main, Plan& plan) {
   const ir::Block& block = main.global();
   for (ParamPlan& p : plan.params) {
-    bool lookups = false, distributed = false;
+    bool lookups = false, distributed = false, growable = false;
     std::string other;  // an op that reads the table otherwise
     for (size_t i = 0; i < block.ops.size(); ++i) {
       const ir::Op& op = block.ops[i];
@@ -154,6 +160,9 @@ Status MarkPrefetchedTables(const ir::Program& main, Plan& plan) {
           const ir::Attribute* d = op.FindAttr("is_distributed");
           auto b = d == nullptr ? std::optional<bool>() : ir::AttrAsBool(*d);
           distributed = distributed || (b && *b);
+          const ir::Attribute* g = op.FindAttr("growable");
+          auto gb = g == nullptr ? std::optional<bool>() : ir::AttrAsBool(*g);
+          growable = growable || (gb && *gb);
         }
         continue;
       }
@@ -172,6 +181,13 @@ Status MarkPrefetchedTables(const ir::Program& main, Plan& plan) {
                              " reads it on the trainer too");
     }
     p.prefetch = p.grad_var.selected_rows && other.empty();
+    p.growable = growable;
+    if (growable && !p.prefetch) {
+      return InvalidArgument("pserver: table '" + p.param + "' is growable (size [-1, dim]), "
+                             "so it lives on the servers, but " +
+                             (other.empty() ? "its gradient '" + p.grad + "' is dense"
+                                            : other + " reads it on the trainer"));
+    }
   }
   return OkStatus();
 }
@@ -370,10 +386,28 @@ StatusOr<Plan> MakePlan(const ir::Program& main, const PassContextInfo& ctx,
             [](const ParamPlan& a, const ParamPlan& b) { return a.param < b.param; });
   // Flattened blocks in parameter order; a block's placement key is its parameter block's
   // name, so a gradient block lands where its parameter block does on every trainer.
+  // GEO trainers hold every table and train it locally.
+  if (!options.geo()) {
+    FLEET_RETURN_IF_ERROR(MarkPrefetchedTables(main, plan));
+  } else {
+    for (size_t i = 0; i < block.ops.size(); ++i) {
+      const ir::Attribute* g = block.ops[i].FindAttr("growable");
+      if (IsLookup(block.ops[i]) && g != nullptr && ir::AttrAsBool(*g).value_or(false)) {
+        return InvalidArgument(Where(i, block.ops[i]) + " looks up a growable table, which "
+                               "lives on the servers; GEO-SGD trainers hold every table");
+      }
+    }
+  }
   std::vector<std::string> flat;
   for (ParamPlan& p : plan.params) {
     std::sort(p.owned.begin(), p.owned.end(),
               [](const OwnedVar& a, const OwnedVar& b) { return a.name < b.name; });
+    if (p.growable) {
+      // Sharded by the hash of the id, one block per server, whatever slice_var_up says.
+      p.rows.assign(static_cast<size_t>(plan.num_servers()), 1);
+      for (int32_t s = 0; s < plan.num_servers(); ++s) p.servers.push_back(s);
+      continue;
+    }
     if (options.slice_var_up) {
       FLEET_ASSIGN_OR_RETURN(p.rows, SliceRows(p.param_var.shape, plan.num_servers(),
                                                options.min_block_size,
@@ -384,11 +418,10 @@ StatusOr<Plan> MakePlan(const ir::Program& main, const PassContextInfo& ctx,
     }
     for (size_t b = 0; b < p.num_blocks(); ++b) flat.push_back(p.BlockVar(p.param, b));
   }
-  // GEO trainers hold every table and train it locally.
-  if (!options.geo()) FLEET_RETURN_IF_ERROR(MarkPrefetchedTables(main, plan));
   std::vector<int32_t> servers = Dispatch(flat, plan.num_servers(), options.split_method);
   size_t k = 0;
   for (ParamPlan& p : plan.params) {
+    if (p.growable) continue;
     for (size_t b = 0; b < p.num_blocks(); ++b) p.servers.push_back(servers[k++]);
   }
   return plan;

@@ -20,6 +20,7 @@ namespace fleet::passes::pserver {
 
 inline constexpr std::string_view kPass = "pserver";
 inline constexpr std::string_view kLrCounter = "@LR_DECAY_COUNTER@";
+using ir::kGrowableHeight;
 
 enum class Init { kFull, kShard };
 
@@ -57,11 +58,18 @@ struct ParamPlan {
   // trainer's main reads it only in lookup ops (replaced by distributed_lookup_table, which
   // fetches the batch's rows) and their gradients (which then take its height as an attribute).
   bool prefetch = false;
+  // A growable table (its lookups carry growable; always prefetched): one block per server,
+  // block k holding the ids of fleet_row_shard(id, servers) == k, each declared as the one-row
+  // prototype [1, dim]; its gradients stand for [kGrowableHeight, dim], rows being the ids.
+  bool growable = false;
 
   size_t num_blocks() const { return rows.size(); }
   bool split() const { return rows.size() > 1; }
   // The shape of block `i` of a var shaped like the parameter.
   std::vector<int64_t> BlockShape(size_t i) const;
+  // The shape block `i` of the gradient stands for: BlockShape(i), or for a growable table
+  // [kGrowableHeight, dim].
+  std::vector<int64_t> GradShape(size_t i) const;
   // Block i's name for `var` (the param, the grad or an owned var): the var itself when the
   // parameter is not cut, else "<var>.block<i>".
   std::string BlockVar(const std::string& var, size_t i) const;

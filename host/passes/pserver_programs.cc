@@ -76,6 +76,7 @@ StatusOr<ir::Program> ServerMain(const Plan& plan, const ir::Program& main, int3
 
   const float inv_trainers = static_cast<float>(1.0 / static_cast<double>(plan.trainers));
   std::vector<std::string> sparse_grad_to_param;
+  std::vector<std::string> growable_tables;
   for (const ParamPlan& p : plan.params) {
     for (size_t b = 0; b < p.num_blocks(); ++b) {
       if (p.servers[b] != server) continue;
@@ -84,6 +85,8 @@ StatusOr<ir::Program> ServerMain(const Plan& plan, const ir::Program& main, int3
       ir::Block& g0 = prog.global();
       DeclarePersistable(g0, p.split() ? BlockVarDecl(p.param_var, param, p.BlockShape(b))
                                        : p.param_var);
+      // A growable table's gradient arrives keyed by id and is made one by slot of the block
+      // (server.h), so the server declares it like the block.
       const ir::Var merged_decl = BlockVarDecl(p.grad_var, merged, p.BlockShape(b));
       if (plan.trainer_suffix()) {
         DeclarePersistable(g0, merged_decl);
@@ -92,6 +95,7 @@ StatusOr<ir::Program> ServerMain(const Plan& plan, const ir::Program& main, int3
       }
       if (p.grad_var.selected_rows) sparse_grad_to_param.push_back(merged + ":" + param);
       std::map<std::string, std::string> rename = {{p.param, param}, {p.grad, merged}};
+      std::string growable = param;  // the block, then the vars that grow with it
       for (const OwnedVar& o : p.owned) {
         const ir::Var* v = src.FindVar(o.name);
         if (v == nullptr) {
@@ -102,6 +106,7 @@ StatusOr<ir::Program> ServerMain(const Plan& plan, const ir::Program& main, int3
         ir::Var decl = *v;
         decl.name = name;
         if (o.sliced) decl.shape = p.BlockShape(b);
+        if (o.sliced && p.growable) growable += " " + name;
         DeclarePersistable(g0, std::move(decl));
         rename[o.name] = name;
       }
@@ -134,6 +139,7 @@ StatusOr<ir::Program> ServerMain(const Plan& plan, const ir::Program& main, int3
       prog.block(index).ops = std::move(ops);
       optimize_blocks.push_back(index);
       grad_to_block.push_back(merged + ":" + std::to_string(index));
+      if (p.growable) growable_tables.push_back(std::move(growable));
     }
   }
   if (grad_to_block.empty()) {
@@ -150,6 +156,9 @@ StatusOr<ir::Program> ServerMain(const Plan& plan, const ir::Program& main, int3
        {"grad_to_block_id", grad_to_block},
        {"lr_decay_block_id", lr_block},
        {"sparse_grad_to_param", sparse_grad_to_param}}));
+  if (!growable_tables.empty()) {
+    prog.global().ops.back().attrs["growable_tables"] = std::move(growable_tables);
+  }
   return prog;
 }
 
@@ -237,7 +246,7 @@ StatusOr<ir::Program> FullStartup(const Plan& plan, const ir::Program& startup,
         }
         return name;
       };
-      if (sliced) {
+      if (sliced && !p.growable) {
         std::vector<std::string> outs;
         std::vector<int32_t> sections;
         for (size_t b = 0; b < p.num_blocks(); ++b) {
@@ -247,7 +256,8 @@ StatusOr<ir::Program> FullStartup(const Plan& plan, const ir::Program& startup,
         block.ops.push_back(RoleOp("split_byref", {{"X", {var}}}, {{"Out", outs}},
                                    {{"sections", sections}}, ir::op_role::kDist));
       } else {
-        // A whole accumulator (a beta power): each block updates a copy of its own.
+        // A whole accumulator (a beta power): each block updates a copy of its own. So does
+        // each block of a growable table, of its one-row prototype.
         for (size_t b : here) {
           std::string name = declare_block(b, decl.shape);
           block.ops.push_back(RoleOp("assign", {{"X", {var}}}, {{"Out", {name}}}, {},

@@ -70,7 +70,7 @@ std::set<std::string> ReferencedVars(const std::vector<ir::Op>& ops) {
 ir::Op PrefetchedLookup(const Plan& plan, const ParamPlan& p, ir::Op op) {
   if (op.type.ends_with("_grad")) {
     op.inputs.erase("W");
-    op.attrs["table_height"] = p.param_var.shape[0];
+    op.attrs["table_height"] = p.growable ? kGrowableHeight : p.param_var.shape[0];
     return op;
   }
   ir::AttrMap attrs = {
@@ -81,7 +81,8 @@ ir::Op PrefetchedLookup(const Plan& plan, const ParamPlan& p, ir::Op op) {
       {"trainer_id", plan.trainer_id},
       {"lookup_table_version", op.type},
       {"emb_dim", p.param_var.shape[1]},
-      {"dtype", static_cast<int32_t>(p.param_var.dtype)}};
+      {"dtype", static_cast<int32_t>(p.param_var.dtype)},
+      {"growable", p.growable}};
   if (const ir::Attribute* pad = op.FindAttr("padding_idx")) {
     attrs["padding_idx"] = ir::AttrAsInt(*pad).value_or(-1);
   }
@@ -141,6 +142,7 @@ Status RewriteTrainerMain(const Plan& plan, ir::Program& main) {
   }
   std::vector<ir::Op> kept;
   std::set<std::string> removed_vars;
+  std::set<std::string> growable_grads;
   for (size_t i = 0; i < block.ops.size(); ++i) {
     if (plan.removed_ops.count(i) != 0) {
       for (std::string& v : AllVars(block.ops[i])) removed_vars.insert(std::move(v));
@@ -151,10 +153,23 @@ Status RewriteTrainerMain(const Plan& plan, ir::Program& main) {
     auto table = tables.find(std::string(op.InputOne("W")));
     if (table != tables.end() && IsLookup(op, /*grad=*/true)) {
       op = PrefetchedLookup(plan, *table->second, std::move(op));
+      // The gradient of a growable table stands for every id's row, as do the parts a
+      // fan-out sums into it.
+      if (table->second->growable && op.type.ends_with("_grad")) {
+        for (const std::string& g : op.Output("W@GRAD")) growable_grads.insert(g);
+      }
     }
     kept.push_back(std::move(op));
   }
-  for (const auto& [name, p] : tables) block.vars.erase(name);
+  for (const auto& [name, p] : tables) {
+    block.vars.erase(name);
+    if (p->growable) growable_grads.insert(p->grad);
+  }
+  for (const std::string& g : growable_grads) {
+    if (ir::Var* v = block.FindVar(g); v != nullptr && !v->shape.empty()) {
+      v->shape[0] = kGrowableHeight;
+    }
+  }
   MergePrefetches(kept);
   for (const auto& [from, to] : rename) {
     auto node = block.vars.extract(from);
@@ -195,12 +210,17 @@ Status RewriteTrainerMain(const Plan& plan, ir::Program& main) {
       send_vars.clear();
       for (size_t b = 0; b < p.num_blocks(); ++b) {
         std::string name = BlockName(p.grad, b) + (plan.trainer_suffix() ? suffix : "");
-        Declare(block, PlainVar(name, p.grad_var.dtype, p.BlockShape(b), sparse));
+        Declare(block, PlainVar(name, p.grad_var.dtype, p.GradShape(b), sparse));
         send_vars.push_back(std::move(name));
       }
       // A sparse gradient is cut by rows into sparse blocks (Paddle's split_selected_rows),
       // each sent with only the entries of its block.
-      if (sparse) {
+      if (sparse && p.growable) {
+        // Rows are ids: each goes to the server its hash names, unchanged.
+        after[writer].push_back(RoleOp("split_selected_rows", {{"X", {grad}}},
+                                       {{"Out", send_vars}}, {{"by_hash", true}},
+                                       ir::op_role::kDist));
+      } else if (sparse) {
         after[writer].push_back(RoleOp("split_selected_rows", {{"X", {grad}}},
                                        {{"Out", send_vars}}, {{"height_sections", p.rows}},
                                        ir::op_role::kDist));

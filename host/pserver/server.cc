@@ -229,6 +229,7 @@ Status PsServer::Setup(const PluginRegistry& registry, const std::string& device
     FLEET_RETURN_IF_ERROR(executor_->Run(**prepared, {}, none).WithContext(
         label_ + ": startup program"));
   }
+  FLEET_RETURN_IF_ERROR(SetupGrowable(*ls, startup));
   exec::Scope& scope = executor_->scope();
   for (const std::string& x : ls->Input("X")) {
     const ir::Var* v = global.FindVar(x);
@@ -262,6 +263,7 @@ Status PsServer::Setup(const PluginRegistry& registry, const std::string& device
     auto program = Standalone(pserver, block->index);
     if (!program.ok()) return program.status().WithContext(label_);
     block->program = std::move(*program);
+    DeclareGrowable(*block);
     auto prepared = executor_->Prepare(block->program, {}, {});
     if (!prepared.ok()) return prepared.status().WithContext(label_ + ": " + block->label);
     block->prepared = std::move(*prepared);
@@ -274,6 +276,7 @@ Status PsServer::Setup(const PluginRegistry& registry, const std::string& device
         }
       }
       for (const std::string& p : op.Input("Param")) {
+        if (growable_.count(p) != 0) continue;  // saved by id (SaveGrowableParams)
         if (std::find(params_.begin(), params_.end(), p) == params_.end()) params_.push_back(p);
       }
       for (const std::string& out : op.OutputVars()) {
@@ -285,6 +288,13 @@ Status PsServer::Setup(const PluginRegistry& registry, const std::string& device
     if (groups_.empty() || groups_.back().front()->parent != block->parent) groups_.emplace_back();
     groups_.back().push_back(block.get());
     blocks_.push_back(std::move(block));
+  }
+  BindGrowable();
+  for (const auto& [name, g] : growable_) {
+    if (g->writer == nullptr) {
+      return InvalidArgument(label_ + ": growable table '" + name + "' has no optimize block "
+                             "that updates it");
+    }
   }
   for (const std::string& entry : StringsAttr(*ls, "grad_to_block_id")) {
     const size_t colon = entry.rfind(':');
@@ -382,7 +392,9 @@ StatusOr<const exec::ScopeVar*> PsServer::ReceiveVar(int32_t trainer_id, std::st
   // may be growing right now.
   auto receive = sparse_.find(name);
   const bool sparse_var = receive != sparse_.end();
-  const std::vector<int64_t>& want = sparse_var ? receive->second->shape : var.dims;
+  std::vector<int64_t> want = sparse_var ? receive->second->shape : var.dims;
+  // A growable table's gradient travels keyed by id.
+  if (sparse_var && receive->second->growable != nullptr) want[0] = ir::kGrowableHeight;
   const bool sparse = IsSparse(shape);
   if (sparse && !dims.empty()) dims[0] = shape.height;
   if (shape.dtype != static_cast<int32_t>(var.dtype) || dims != want || sparse != sparse_var) {
@@ -464,22 +476,25 @@ Status PsServer::WriteSparse(int32_t trainer_id, std::string_view name,
     return InvalidArgument("trainer " + std::to_string(trainer_id) + " sent '" +
                            std::string(name) + "' without its rows");
   }
+  const int64_t height = receive.growable != nullptr ? ir::kGrowableHeight : receive.shape[0];
   for (int64_t i = 0; i < entries; ++i) {
     const int64_t row = tensor.rows[i];
-    if (row < -1 || row >= receive.shape[0]) {
+    if (row < -1 || row >= height) {
       return InvalidArgument("trainer " + std::to_string(trainer_id) + " sent '" +
                              std::string(name) + "' with entry " + std::to_string(i) +
                              " in row " + std::to_string(row) + ", outside its " +
-                             std::to_string(receive.shape[0]) + " rows");
+                             std::to_string(height) + " rows");
     }
   }
+  // A growable table's rows become slots: its lock covers the var's memory from here on.
+  std::unique_lock<std::mutex> table_lock;
+  if (receive.growable != nullptr) table_lock = std::unique_lock<std::mutex>(receive.growable->mu);
   if (entries > var.dims[0]) {
     std::lock_guard<std::mutex> lock(grow_mu_);  // the scope's allocations, one at a time
     std::vector<int64_t> room = var.dims;
     room[0] = std::max(entries, var.dims[0] * 2);
     FLEET_RETURN_IF_ERROR(
-        executor_->scope().EnsureSelectedRows(std::string(name), var.dtype, room,
-                                              receive.shape[0])
+        executor_->scope().EnsureSelectedRows(std::string(name), var.dtype, room, var.height)
             .status());
     receive.used = 0;  // new memory: every entry is empty already
     if (receive.reader != nullptr) receive.reader->stale = true;
@@ -493,7 +508,21 @@ Status PsServer::WriteSparse(int32_t trainer_id, std::string_view name,
     std::memcpy(values, tensor.data, n * slice);
     std::memcpy(rows, tensor.rows, n * sizeof(int64_t));
   }
-  // An empty entry's slice is zero (fleet_abi.h), whatever the trainer sent in it.
+  if (receive.growable != nullptr && n > 0) {
+    std::vector<int64_t> ids, slots;  // of the entries that are not empty
+    for (size_t i = 0; i < n; ++i) {
+      if (rows[i] >= 0) ids.push_back(rows[i]);
+    }
+    slots.resize(ids.size());
+    FLEET_RETURN_IF_ERROR(ResolveRows(*receive.growable, ids.data(),
+                                      static_cast<int64_t>(ids.size()), /*lookup=*/false,
+                                      slots.data()));
+    for (size_t i = 0, k = 0; i < n; ++i) {
+      if (rows[i] >= 0) rows[i] = slots[k++];
+    }
+  }
+  // An empty entry's slice is zero (fleet_abi.h), whatever the trainer sent in it; so is one
+  // of an id without a row in a growable table.
   for (size_t i = 0; i < n; ++i) {
     if (rows[i] < 0) std::memset(values + i * slice, 0, slice);
   }
@@ -619,6 +648,45 @@ Status PsServer::OnPrefetch(int32_t trainer_id, std::string_view name, const int
   if (!host_memory_) {
     return Unimplemented(who + " asked for rows of '" + std::string(name) + "'; a server "
                          "serves rows from host memory only");
+  }
+  if (auto g = growable_.find(name); g != growable_.end() && num_ids >= 0) {
+    // Rows by id; the table's lock orders this against the sends that make rows.
+    const size_t row_bytes = static_cast<size_t>(g->second->width) *
+                             ir::DataTypeSize(g->second->dtype);
+    if (static_cast<uint64_t>(num_ids) > kMaxPrefetchBytes / std::max<size_t>(row_bytes, 1)) {
+      return ResourceExhausted(who + " asked for " + std::to_string(num_ids) + " rows of '" +
+                               std::string(name) + "', more than " +
+                               std::to_string(kMaxPrefetchBytes >> 20) + " MiB in one reply");
+    }
+    auto token = std::make_unique<GetToken>();
+    auto fetch = [&] {
+      return PrefetchGrowable(trainer_id, *g->second, ids, num_ids, token->copy, token->dims);
+    };
+    if (sync_) {
+      FLEET_RETURN_IF_ERROR(BeginBetweenUpdates("trainer " + std::to_string(trainer_id) +
+                                                "'s prefetch of '" + std::string(name) + "'"));
+      Status s = fetch();
+      EndBetweenUpdates();
+      FLEET_RETURN_IF_ERROR(s);
+    } else {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (failed_) return failure_;
+        Touch(trainer_id);
+      }
+      std::lock_guard<std::mutex> lock(w->second->mu);
+      FLEET_RETURN_IF_ERROR(fetch());
+    }
+    out = FleetTensor{};
+    out.struct_size = sizeof(FleetTensor);
+    out.data = token->copy.data();
+    out.dtype = static_cast<int32_t>(g->second->dtype);
+    out.ndim = 2;
+    out.dims = token->dims.data();
+    out.device_type = FLEET_DEVICE_TYPE_HOST;
+    out.height = -1;
+    *token_out = token.release();
+    return OkStatus();
   }
   if (var.dims.empty() || var.dims[0] <= 0 || num_ids < 0) {
     return InvalidArgument(who + " asked for rows of '" + std::string(name) + "', which has "

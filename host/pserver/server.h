@@ -52,8 +52,20 @@
 // trainer, the var, the entry and the row). Such vars cannot be fetched and are not saved in
 // checkpoints (they last one round).
 //
+// Growable tables (listen_and_serv growable_tables; pserver/growable_table.h): the table's
+// block and the optimizer's per-row vars are [capacity, dim] vars, and the table's gradients
+// arrive keyed by id. A prefetch or a send first maps its ids to slots (making the rows the
+// table admits now, from the declared initializer), growing the vars (twice the rows, or what
+// is needed) when the slots run out; the block is then prepared again before its next run. A
+// send's rows become slots before the block reads them; entries of ids without a row are
+// dropped. Every run of the table's block ends an update of its clock (eviction). A growth the
+// memory cannot hold fails the server with RESOURCE_EXHAUSTED naming the table, its rows and
+// bytes. Checkpoints hold the vars and the index ("<block>@ids", "@seen", "@waiting",
+// "@clock"); at exit the server logs each table's rows and memory.
+//
 // At exit (every trainer completed), with save_params_dir set, the parameter blocks this
-// server updates are written there as NAME.npy (temporary file + rename).
+// server updates are written there as NAME.npy (temporary file + rename); a growable table's
+// as NAME.npy holding its rows in id order and NAME.ids.npy holding the ids.
 //
 // Threading: the handler methods may be called from many threads at once; Serve runs on one
 // thread; Fail from any. Create is not thread-safe.
@@ -81,6 +93,10 @@
 
 namespace fleet {
 
+namespace checkpoint {
+struct SafeTensors;
+}  // namespace checkpoint
+
 struct PsServerOptions {
   std::chrono::milliseconds timeout{300000};  // every wait for trainers
   std::filesystem::path save_params_dir;      // empty: do not save (run: <dir>/pserver.<i>)
@@ -98,6 +114,9 @@ struct PsServerOptions {
   int64_t num_servers = 1;      // shards of a checkpoint
   std::string program_hash;     // checkpoint::ProgramHash of the job's optimized programs
   int64_t trainer_batch = 0;    // what a trainer's data source delivers per step (manifest)
+  // Growable tables ([strategy.growable_tables]; pserver/growable_table.h).
+  int64_t admit_after = 1;      // lookups of an id before it gets a row
+  int64_t evict_after = 0;      // updates a row may go unseen; 0 = never
 };
 
 class PsServer final : public TransportHandler {
@@ -154,6 +173,9 @@ class PsServer final : public TransportHandler {
   const std::string& label() const { return label_; }
   // "sync, 2 trainers, 3 blocks".
   std::string Describe() const;
+  // Each growable table's rows, ids waiting for admission, evicted rows, capacity and memory
+  // (rows and index), "; "-separated; "" without one. Any thread.
+  std::string DescribeGrowable() const;
   // The rounds finished so far (sync).
   int64_t rounds() const;
   // A copy of a scope var (for tests and saving). Not while rounds run.
@@ -174,6 +196,7 @@ class PsServer final : public TransportHandler {
   struct Block;
   struct GetToken;
   struct SparseReceive;
+  struct Growable;
 
  private:
   enum class Phase { kGet, kSend };
@@ -205,6 +228,28 @@ class PsServer final : public TransportHandler {
   Status ServeSync();
   Status ServeAsync();
   Status SaveParams() const;
+  // Growable tables (server_growable.cc).
+  Status SetupGrowable(const ir::Op& listen_and_serv, const ir::Program& startup);
+  // Before a block's first Prepare: its declared shapes of a growable table's vars.
+  void DeclareGrowable(Block& block);
+  // After the blocks exist: the receive vars of each table's gradients.
+  void BindGrowable();
+  // The vars of `g` get room for `need` slots (g.mu held, no update running).
+  Status GrowTable(Growable& g, int64_t need, bool exact);
+  // Slots for ids (g.mu held, no update running): makes and initialises admitted rows.
+  Status ResolveRows(Growable& g, const int64_t* ids, int64_t n, bool lookup, int64_t* slots);
+  Status PrefetchGrowable(int32_t trainer_id, Growable& g, const int64_t* ids, int64_t num_ids,
+                          std::vector<uint8_t>& rows, std::vector<int64_t>& dims);
+  Status SaveGrowableParams(const Growable& g) const;
+  // A snapshot of the scope made canonical: each growable table's vars hold its rows in id
+  // order (whichever slots they sat in, which depend on the order trainers' calls arrived),
+  // with the index as "<table>@ids", "@seen", "@waiting" and "@clock".
+  Status CanonicalGrowableState(checkpoint::SafeTensors& state) const;
+  // The inverse, before the scope is restored: `index` holds the "<table>@..." tensors (taken);
+  // each table's vars get one row per saved id.
+  Status RestoreGrowableState(std::map<std::string, exec::HostTensor>& index,
+                              const std::string& where);
+
   Status SaveCheckpoint(int64_t round) const;  // the scope as this server's shard
   Status Failure() const;  // under mu_: the failure, or OK
   void Touch(int32_t trainer_id);
@@ -228,6 +273,7 @@ class PsServer final : public TransportHandler {
   std::map<std::string, const exec::ScopeVar*, std::less<>> vars_;     // every scope var
   std::vector<std::string> params_;  // what SaveParams writes
   std::map<std::string, std::unique_ptr<SparseReceive>, std::less<>> sparse_;  // by receive var
+  std::map<std::string, std::unique_ptr<Growable>, std::less<>> growable_;  // by table block
   std::mutex grow_mu_;     // one sparse receive var grows at a time
   std::mutex prepare_mu_;  // Executor::Prepare is not for concurrent use (async re-prepares)
 

@@ -3,7 +3,7 @@
 // restore their shards before the trainers' startups fetch the parameters.
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/init_from.h"
-#include "pserver/server.h"
+#include "pserver/server_internal.h"
 #include "support/logging.h"
 
 namespace fleet {
@@ -14,6 +14,7 @@ Status PsServer::SaveCheckpoint(int64_t round) const {
   if (round % o.checkpoint_every != 0 && round != o.last_round) return OkStatus();
   FLEET_ASSIGN_OR_RETURN(checkpoint::SafeTensors state,
                          checkpoint::SnapshotScope(executor_->scope()));
+  FLEET_RETURN_IF_ERROR(CanonicalGrowableState(state).WithContext(label_));
   checkpoint::CheckpointInfo info;
   info.step = round;
   info.program_hash = o.program_hash;
@@ -44,9 +45,23 @@ StatusOr<int64_t> PsServer::ResumeFromCheckpoint() {
                                        warnings));
   for (const std::string& w : warnings) Log().warn("{}: checkpoint: {}", label_, w);
   if (!found) return int64_t{0};
-  FLEET_RETURN_IF_ERROR(checkpoint::RestoreScope(found->state, executor_->scope(),
-                                                 label_ + ": checkpoint '" +
-                                                     found->dir.string() + "'"));
+  const std::string where = label_ + ": checkpoint '" + found->dir.string() + "'";
+  if (!growable_.empty()) {
+    // The tables' indexes first: they give the vars the rows the saved values need.
+    std::map<std::string, exec::HostTensor> index;
+    std::vector<checkpoint::NamedTensor> rest;
+    for (checkpoint::NamedTensor& t : found->state.tensors) {
+      const size_t at = t.name.rfind('@');
+      if (at != std::string::npos && growable_.count(t.name.substr(0, at)) != 0) {
+        index.emplace(t.name, std::move(t.tensor));
+      } else {
+        rest.push_back(std::move(t));
+      }
+    }
+    found->state.tensors = std::move(rest);
+    FLEET_RETURN_IF_ERROR(RestoreGrowableState(index, where));
+  }
+  FLEET_RETURN_IF_ERROR(checkpoint::RestoreScope(found->state, executor_->scope(), where));
   std::lock_guard<std::mutex> lock(mu_);
   round_ = found->info.step;
   Log().info("{}: resumed its shard from {} (step {})", label_, found->dir.string(), round_);

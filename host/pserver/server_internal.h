@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "pserver/growable_table.h"
 #include "pserver/server.h"
 #include "executor/executor.h"
 #include "ir/program.h"
@@ -36,6 +37,25 @@ struct PsServer::Block {
   std::mutex mu;  // async: one update (or read of what it writes) at a time
   // A sparse receive var it reads got new memory: prepare again before the next run.
   std::atomic<bool> stale{false};
+  Growable* growable = nullptr;  // the growable table it updates, if any
+};
+
+// A growable table's shard on this server. `table`, the vars' memory and the declared shapes
+// in writer->program change only under `mu`, and while no update of the table runs (sync:
+// between rounds; async: with writer->mu held first).
+struct PsServer::Growable {
+  std::string name;                  // the table's block, "emb.block0"
+  std::vector<std::string> vars;     // the block, then the optimizer's per-row vars
+  std::vector<RowInitializer> inits; // per var
+  std::vector<std::string> receives; // the receive vars of its gradients
+  std::vector<std::string> decls;    // writer->program's vars whose rows are its slots
+  Block* writer = nullptr;
+  ir::DataType dtype = ir::DataType::kFloat32;
+  int64_t width = 0;
+  int64_t capacity = 1;              // rows of each var (the prototype's one at first)
+  GrowableTable table;
+  std::mutex mu;
+  explicit Growable(GrowableTableOptions o) : table(o) {}
 };
 
 // A sparse gradient the server receives: its declared (dense) shape, the block that reads it,
@@ -44,6 +64,7 @@ struct PsServer::Block {
 struct PsServer::SparseReceive {
   std::vector<int64_t> shape;
   Block* reader = nullptr;
+  Growable* growable = nullptr;  // rows are ids of this table, made slots on arrival
   std::mutex mu;
   int64_t used = 0;
 };

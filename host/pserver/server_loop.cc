@@ -189,7 +189,12 @@ StatusOr<exec::PreparedProgram*> PsServer::PreparedFor(Block& block,
 Status PsServer::RunBlock(Block& block, const std::vector<bool>* contributors) {
   FLEET_ASSIGN_OR_RETURN(exec::PreparedProgram * prepared, PreparedFor(block, contributors));
   std::vector<exec::HostTensor> none;
-  return executor_->Run(*prepared, {}, none).WithContext(block.label);
+  FLEET_RETURN_IF_ERROR(executor_->Run(*prepared, {}, none).WithContext(block.label));
+  if (block.growable != nullptr) {
+    std::lock_guard<std::mutex> lock(block.growable->mu);
+    block.growable->table.EndUpdate();
+  }
+  return OkStatus();
 }
 
 Status PsServer::RunRound(const std::vector<bool>& contributors) {
@@ -213,6 +218,9 @@ Status PsServer::SaveParams() const {
   if (ec) {
     return Unavailable("train.save_params_dir: cannot create '" + dir.string() + "': " +
                        ec.message());
+  }
+  for (const auto& [name, g] : growable_) {
+    FLEET_RETURN_IF_ERROR(SaveGrowableParams(*g).WithContext("train.save_params_dir"));
   }
   for (const std::string& name : params_) {
     FLEET_ASSIGN_OR_RETURN(exec::HostTensor t, Read(name));

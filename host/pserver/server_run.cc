@@ -46,6 +46,8 @@ Status RunPserver(const Config& config, const Role& role,
   }
   options.num_threads = static_cast<int32_t>(config.train.threads);
   options.seed = static_cast<uint64_t>(config.train.seed);
+  options.admit_after = config.pserver.growable_tables.admit_after;
+  options.evict_after = config.pserver.growable_tables.evict_after;
   options.checkpoint_dir = config.checkpoint.dir;
   options.checkpoint_every = config.checkpoint.every_steps;
   options.checkpoint_keep = config.checkpoint.keep;
@@ -112,6 +114,9 @@ Status RunPserver(const Config& config, const Role& role,
     out << "; its parameter blocks saved to " << options.save_params_dir.string();
   }
   out << "\n";
+  if (std::string tables = server->DescribeGrowable(); !tables.empty()) {
+    out << "pserver " << server->pserver_id() << " " << tables << "\n";
+  }
   return OkStatus();
 }
 

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "fleet/fleet_device.h"
+#include "fleet/fleet_kernels.h"
 #include "ops/op_registry.h"
 #include "fleet/fleet_plugin.h"
 #include "fleet/fleet_transport.h"
@@ -85,6 +86,8 @@ struct PrefetchTable {
   int64_t width = 0;
   int32_t dtype = FLEET_DTYPE_FLOAT32;
   size_t row_bytes = 0;
+  // A growable table: ids in [0, 2^63 - 1), block fleet_row_shard(id, blocks), asked by id.
+  bool growable = false;
 };
 
 // What a launch needs, read from the op once at prepare.
@@ -145,6 +148,8 @@ Status PreparePrefetch(PsTrainerRuntime& rt, const FleetKernelContext* kc, OpSta
   t.padding_idx = AttrInt(kc, "padding_idx", -1);
   t.width = AttrInt(kc, "emb_dim", 0);
   t.dtype = static_cast<int32_t>(AttrInt(kc, "dtype", FLEET_DTYPE_FLOAT32));
+  const FleetAttr* growable = FindAttr(kc, "growable");
+  t.growable = growable != nullptr && growable->type == FLEET_ATTR_BOOL && growable->i != 0;
   t.row_bytes =
       ir::DataTypeSize(static_cast<ir::DataType>(t.dtype)) * static_cast<size_t>(t.width);
   return OkStatus();
@@ -376,9 +381,14 @@ Status Prefetch(PsTrainerRuntime& rt, OpState& st, const FleetKernelContext* kc)
     return n;
   };
   auto block_of = [&](int64_t id) {
+    if (t.growable) {
+      return static_cast<size_t>(fleet_row_shard(id, static_cast<int32_t>(num_blocks)));
+    }
     return static_cast<size_t>(std::upper_bound(t.starts.begin(), t.starts.end(), id) -
                                t.starts.begin() - 1);
   };
+  // What block k's server is asked for: the id itself in a growable table, else its row.
+  auto key_of = [&](int64_t id, size_t k) { return t.growable ? id : id - t.starts[k]; };
   // Reused from step to step: after the first steps a lookup allocates nothing.
   std::vector<std::vector<int64_t>>& wanted = st.wanted;
   std::vector<std::vector<uint8_t>>& fetched = st.fetched;
@@ -392,13 +402,18 @@ Status Prefetch(PsTrainerRuntime& rt, OpState& st, const FleetKernelContext* kc)
     for (int64_t j = 0; j < n; ++j) {
       const int64_t id = v[j];
       if (id == t.padding_idx) continue;
-      if (id < 0 || id >= height) {
+      if (t.growable && id < 0) {
+        return InvalidArgument("Ids " + std::to_string(i) + " [" + std::to_string(j) + "] = " +
+                               std::to_string(id) + " is negative; growable table '" + t.name +
+                               "' takes ids in [0, 2^63 - 1)");
+      }
+      if (!t.growable && (id < 0 || id >= height)) {
         return InvalidArgument("Ids " + std::to_string(i) + " [" + std::to_string(j) + "] = " +
                                std::to_string(id) + " is outside table '" + t.name + "' of " +
                                std::to_string(height) + " rows");
       }
       const size_t k = block_of(id);
-      wanted[k].push_back(id - t.starts[k]);
+      wanted[k].push_back(key_of(id, k));
     }
   }
   for (auto& w : wanted) {
@@ -451,7 +466,7 @@ Status Prefetch(PsTrainerRuntime& rt, OpState& st, const FleetKernelContext* kc)
       const size_t k = block_of(id);
       const auto& w = wanted[k];
       const size_t pos = static_cast<size_t>(
-          std::lower_bound(w.begin(), w.end(), id - t.starts[k]) - w.begin());
+          std::lower_bound(w.begin(), w.end(), key_of(id, k)) - w.begin());
       std::memcpy(dst + static_cast<size_t>(j) * t.row_bytes,
                   fetched[k].data() + pos * t.row_bytes, t.row_bytes);
     }

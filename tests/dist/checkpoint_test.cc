@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -211,6 +212,29 @@ class CheckpointResumeTest : public ::testing::Test {
     return out;
   }
 
+  // Two files of 2000 lines in ids/, four ids per line drawn from a skewed range of 5000 and
+  // moved up by `base`; the label says whether the first two (before the move) add up to an
+  // even number.
+  fs::path WriteIds(uint64_t base) const {
+    const fs::path data = dir_ / "ids";
+    fs::create_directories(data);
+    uint64_t state = 7;
+    auto next = [&](uint64_t n) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      return (state >> 33) % n;
+    };
+    for (int f = 0; f < 2; ++f) {
+      std::ofstream out(data / ("part-" + std::to_string(f) + ".txt"));
+      for (int i = 0; i < 2000; ++i) {
+        uint64_t ids[4];
+        for (uint64_t& id : ids) id = next(1 + next(5000));
+        out << "4 " << base + ids[0] << " " << base + ids[1] << " " << base + ids[2] << " "
+            << base + ids[3] << " 1 " << ((ids[0] + ids[1]) % 2) << "\n";
+      }
+    }
+    return data;
+  }
+
   using Clock = std::chrono::steady_clock;
   fs::path dir_;
   std::vector<std::unique_ptr<RankProcess>> procs_;
@@ -297,24 +321,7 @@ prediction = fc(h, size=2, act="softmax")
 avg_cost = mean(cross_entropy(prediction, y))
 minimize(avg_cost, optimizer=adam(learning_rate=0.01, lazy_mode=True))
 )";
-  // Four ids per line, drawn from a skewed range; the label says whether the first two add up
-  // to an even number.
-  const fs::path data = dir_ / "ids";
-  fs::create_directories(data);
-  uint64_t state = 7;
-  auto next = [&](uint64_t n) {
-    state = state * 6364136223846793005ull + 1442695040888963407ull;
-    return (state >> 33) % n;
-  };
-  for (int f = 0; f < 2; ++f) {
-    std::ofstream out(data / ("part-" + std::to_string(f) + ".txt"));
-    for (int i = 0; i < 2000; ++i) {
-      uint64_t ids[4];
-      for (uint64_t& id : ids) id = next(1 + next(5000));
-      out << "4 " << ids[0] << " " << ids[1] << " " << ids[2] << " " << ids[3] << " 1 "
-          << ((ids[0] + ids[1]) % 2) << "\n";
-    }
-  }
+  const fs::path data = WriteIds(0);
   const std::vector<std::string> sets = {
       "data.source=multislot", "data.filelist=[\"" + (data / "part-*.txt").string() + "\"]",
       "data.slots=[\"ids\", \"y\"]", "strategy.min_block_size=1024"};
@@ -395,6 +402,48 @@ minimize(avg_cost, optimizer=adam(learning_rate=0.01, lazy_mode=True))
       << older.Output();
   EXPECT_NE(older.Output().find("step_0000580 (2 servers' shards)"), std::string::npos)
       << older.Output();
+}
+
+// A growable table (size [-1, 8]) keyed by ids just below 2^63, with admission after two
+// lookups and eviction after 30 unseen updates: each server's shard holds its rows by slot and
+// the index that says whose (ids, last updates, waiting counts, clock); a job killed and resumed
+// ends with the same shards, byte for byte, and the same losses as one without a break.
+TEST_F(CheckpointResumeTest, PserverJobWithAGrowableTableResumesBitForBit) {
+  std::ofstream(dir_ / "model.fleet") << R"(ids = data("ids", shape=[-1, 4], dtype="int64")
+y = data("y", shape=[-1, 1], dtype="int64")
+e = embedding(ids, size=[-1, 8], is_distributed=True,
+              param_attr=ParamAttr(initializer=Uniform(-0.05, 0.05)))
+h = fc(e, size=64, act="relu")
+prediction = fc(h, size=2, act="softmax")
+avg_cost = mean(cross_entropy(prediction, y))
+minimize(avg_cost, optimizer=adam(learning_rate=0.01, lazy_mode=True))
+)";
+  const fs::path data = WriteIds(uint64_t{INT64_MAX} - 5000);  // ids up to 2^63 - 2
+  const std::vector<std::string> sets = {
+      "data.source=multislot", "data.filelist=[\"" + (data / "part-*.txt").string() + "\"]",
+      "data.slots=[\"ids\", \"y\"]", "strategy.growable_tables.admit_after=2",
+      "strategy.growable_tables.evict_after=30"};
+  RunThrough(PserverJob(sets), "whole");
+  // Both servers made rows, kept ids waiting and evicted some: every part of the index is in
+  // play when the job is killed.
+  for (int i = 0; i < 2; ++i) {
+    const std::string log = ReadText(dir_ / ("whole.server" + std::to_string(i) + ".log"));
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(
+        log, m, std::regex(R"(growable table '\S+': (\d+) rows \((\d+) ids waiting for )"
+                           R"(admission, (\d+) rows evicted\))")))
+        << log;
+    EXPECT_GT(std::stol(m[1]), 100) << log;
+    EXPECT_GT(std::stol(m[2]), 0) << log;
+    EXPECT_GT(std::stol(m[3]), 0) << log;
+  }
+  const int from = KillAndResume(PserverJob(sets), "broken", 200);
+  ExpectSameEnd("whole", "broken", from, {"pserver.0", "pserver.1"}, "metrics.jsonl",
+                /*servers_save=*/true);
+  const std::string last = ReadText(dir_ / "whole.trainer0.log");
+  EXPECT_LT(Losses(dir_ / "whole" / "metrics.jsonl").at(kSteps),
+            Losses(dir_ / "whole" / "metrics.jsonl").at(1))
+      << last;
 }
 
 // Data read from files resumes where it was too: two ranks on their own shards of a shuffled

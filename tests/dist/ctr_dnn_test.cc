@@ -15,6 +15,7 @@
 #include <iostream>
 #include <iterator>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -323,6 +324,120 @@ TEST_F(CtrDnnTest, ADistributedTableStaysOutOfTheTrainersMemory) {
   EXPECT_LT(mib, table_mib / 3) << worker;
   EXPECT_GT(mib, 0);
   std::cout << "trainer peak resident memory " << mib << " MiB, table " << table_mib << " MiB\n";
+}
+
+// The example with its table declared `table` (the size and flags of every embedding), its
+// rows initialised to 0.01 (a growable table draws each row alone, so only a constant start is
+// the same for a fixed one), trained with `optimizer`.
+fs::path TableVariant(const fs::path& dir, const std::string& name, const std::string& table) {
+  std::ifstream in(kExample / "ctr_dnn.fleet");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string sparse = "size=[10000, 10], is_sparse=True";
+  for (size_t at; (at = text.find(sparse)) != std::string::npos;) {
+    text.replace(at, sparse.size(), table);
+  }
+  const std::string attr = "ParamAttr(name=\"SparseFeatFactors\")";
+  text.replace(text.find(attr), attr.size(),
+               "ParamAttr(name=\"SparseFeatFactors\", initializer=Constant(0.01))");
+  const fs::path out = dir / (name + ".fleet");
+  std::ofstream(out) << text;
+  return out;
+}
+
+// The example's files with every id of the 26 id slots moved up to just below 2^63.
+void ShiftIds(const fs::path& from, const fs::path& to, uint64_t by) {
+  fs::create_directories(to);
+  for (const auto& e : fs::directory_iterator(from)) {
+    if (!e.is_regular_file()) continue;
+    std::ifstream in(e.path());
+    std::ofstream out(to / e.path().filename());
+    std::string line;
+    while (std::getline(in, line)) {
+      std::istringstream words(line);
+      std::vector<std::string> w((std::istream_iterator<std::string>(words)),
+                                 std::istream_iterator<std::string>());
+      size_t at = 0;
+      for (int slot = 0; slot < 28 && at < w.size(); ++slot) {
+        const size_t n = std::stoul(w[at++]);
+        for (size_t k = 0; k < n && at < w.size(); ++k, ++at) {
+          if (slot >= 1 && slot <= 26) w[at] = std::to_string(std::stoull(w[at]) + by);
+        }
+      }
+      for (size_t k = 0; k < w.size(); ++k) out << (k ? " " : "") << w[k];
+      out << "\n";
+    }
+  }
+}
+
+// A growable table (size [-1, 10]) keeps each id's row on the server its hash names and makes
+// it on first touch; from the same constant start it trains exactly as a fixed table on the
+// servers does, step for step, 2 servers x 2 workers, Adam. So it does with every id moved to
+// just below 2^63 (other servers hold them, each row is the same).
+TEST_F(CtrDnnTest, AGrowableTableTrainsAsAFixedOneWithIdsAnywhereBelow2To63) {
+  const std::vector<std::string> launch = {"--servers", "2", "--workers", "2"};
+  const std::vector<std::string> sets = {"train.steps=150"};
+  const auto fixed = Run(launch, sets, "fixed",
+                         TableVariant(dir_, "fixed", "size=[10000, 10], is_distributed=True"));
+  const fs::path growable = TableVariant(dir_, "growable", "size=[-1, 10], is_distributed=True");
+  const auto grown = Run(launch, sets, "growable", growable);
+  ShiftIds(data_, dir_ / "far", uint64_t{INT64_MAX} - 20000);
+  ShiftIds(data_ / "eval", dir_ / "far" / "eval", uint64_t{INT64_MAX} - 20000);
+  std::vector<std::string> far_sets = sets;
+  far_sets.push_back("data.filelist=[\"" + (dir_ / "far" / "part-*.txt").string() + "\"]");
+  far_sets.push_back("eval.filelist=[\"" + (dir_ / "far" / "eval" / "part-*.txt").string() +
+                     "\"]");
+  const auto far = Run(launch, far_sets, "far", growable);
+  ASSERT_EQ(fixed.size(), grown.size());
+  ASSERT_EQ(fixed.size(), far.size());
+  ASSERT_GE(fixed.size(), 10u);
+  for (size_t i = 0; i < fixed.size(); ++i) {
+    EXPECT_EQ(grown[i]["loss"].get<double>(), fixed[i]["loss"].get<double>())
+        << "step " << fixed[i]["step"];
+    EXPECT_EQ(far[i]["loss"].get<double>(), fixed[i]["loss"].get<double>())
+        << "step " << fixed[i]["step"];
+  }
+  EXPECT_EQ(grown.back()["eval_auc"].get<double>(), fixed.back()["eval_auc"].get<double>());
+  // Each server reports its rows: between them, every distinct id of the training data seen.
+  for (const std::string run : {"growable", "far"}) {
+    long rows = 0;
+    for (int i = 0; i < 2; ++i) {
+      std::ifstream log(dir_ / (run + "_logs") / "fleet" / ("serverlog." + std::to_string(i)));
+      const std::string text((std::istreambuf_iterator<char>(log)),
+                             std::istreambuf_iterator<char>());
+      std::smatch m;
+      ASSERT_TRUE(std::regex_search(text, m, std::regex(R"(growable table '\S+': (\d+) rows)")))
+          << text;
+      EXPECT_GT(std::stol(m[1]), 1000) << text;
+      rows += std::stol(m[1]);
+    }
+    EXPECT_LT(rows, 10000) << run;
+  }
+}
+
+// Admission after 3 updates and eviction after 20 unseen: the servers keep fewer rows, say how
+// many ids wait and how many rows went, and the job still learns.
+TEST_F(CtrDnnTest, AGrowableTableAdmitsAndEvictsAndStillLearns) {
+  const fs::path growable = TableVariant(dir_, "growable", "size=[-1, 10], is_distributed=True");
+  const auto records = Run({"--servers", "2", "--workers", "2"},
+                           {"train.steps=300", "strategy.growable_tables.admit_after=3",
+                            "strategy.growable_tables.evict_after=20"},
+                           "admit", growable);
+  ASSERT_GE(records.size(), 2u);
+  EXPECT_GT(records.back()["auc"].get<double>(), 0.68);
+  EXPECT_GT(records.back()["eval_auc"].get<double>(), 0.6);
+  for (int i = 0; i < 2; ++i) {
+    std::ifstream log(dir_ / "admit_logs" / "fleet" / ("serverlog." + std::to_string(i)));
+    const std::string text((std::istreambuf_iterator<char>(log)),
+                           std::istreambuf_iterator<char>());
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(
+        text, m, std::regex(R"(growable table '\S+': (\d+) rows \((\d+) ids waiting for )"
+                            R"(admission, (\d+) rows evicted\), capacity (\d+))")))
+        << text;
+    EXPECT_GT(std::stol(m[1]), 100) << text;
+    EXPECT_GT(std::stol(m[2]), 100) << text;
+    EXPECT_GT(std::stol(m[3]), 100) << text;
+  }
 }
 
 // The workers report the job's figures (over the ring fleet-host launch gives them): trainer 0

@@ -657,6 +657,7 @@ CONFIG_KEYS = {
                                 "send_queue_size": "int", "independent_recv_thread": "bool",
                                 "thread_pool_size": "int", "send_wait_times": "int",
                                 "runtime_split_send_recv": "bool"},
+    "strategy.growable_tables": {"admit_after": "int", "evict_after": "int"},
     "train": {"steps": "int", "batch_size": "int", "seed": "int", "threads": "int",
               "log_every": "int", "metrics_file": "str", "profile": "bool",
               "save_params_dir": "str", "init_from": "str", "check_replicas": "bool"},
@@ -816,6 +817,8 @@ def gen_config(ctx: Context) -> List[Case]:
         ("strategy.a_sync_configs", "thread_pool_size"): ("0", "65"),
         ("strategy.a_sync_configs", "send_wait_times"): ("-1", "1001"),
         ("strategy.a_sync_configs", "k_steps"): ("-2", "1000001"),
+        ("strategy.growable_tables", "admit_after"): ("0", "-1", "9223372036854775807"),
+        ("strategy.growable_tables", "evict_after"): ("-1", "9223372036854775807"),
         ("strategy", "fuse_grad_size_mb"): ("-1.0", "nan", "-inf"),
         ("comm", "timeout_s"): ("0", "-1", "0.0001", "nan", "inf", "-inf", "-0.0"),
         ("transport", "timeout_s"): ("0", "nan", "inf"),
@@ -2118,6 +2121,31 @@ def gen_cli(ctx: Context) -> List[Case]:
     add("show an is_distributed table whose gradient is dense, on parameter servers",
         ["show", dist, "--stage", "transpiled", "--pservers", "127.0.0.1:6170"],
         names=("'t'", "is_distributed", "dense"), quick=True)
+    # Growable tables (size [-1, dim]): only distributed, only on parameter servers, not GEO.
+    def growable(name, table, lookups=1):
+        return write(os.path.join(d, name + ".fleet"),
+                     "ids = data(\"ids\", shape=[-1, 4], dtype=\"int64\")\n"
+                     "y = data(\"y\", shape=[-1, 1], dtype=\"int64\")\n"
+                     "e = embedding(ids, " + table + ", param_attr=\"g\")\n"
+                     "prediction = fc(e, size=2, act=\"softmax\")\n"
+                     "avg_cost = mean(cross_entropy(prediction, y))\n"
+                     "minimize(avg_cost, optimizer=sgd(learning_rate=0.01))\n")
+    ok_growable = growable("growable", "size=[-1, 8], is_distributed=True")
+    for desc, prog, extra, names in (
+            ("a growable table that is not is_distributed",
+             growable("growable_local", "size=[-1, 8], is_sparse=True"), [],
+             ("size", "is_distributed")),
+            ("a growable table with a negative padding_idx",
+             growable("growable_pad", "size=[-1, 8], is_distributed=True, padding_idx=-1"), [],
+             ("padding_idx",)),
+            ("a growable table in a collective job", ok_growable,
+             ["--world-size", "2"], ("'g'", "growable", "pserver")),
+            ("a growable table with GEO-SGD", ok_growable,
+             ["--pservers", "127.0.0.1:6170", "--set", "strategy.a_sync=true", "--set",
+              "strategy.a_sync_configs.k_steps=5"], ("growable", "GEO")),
+    ):
+        add("show " + desc, ["show", prog, "--stage", "transpiled"] + extra, names=names,
+            quick=True)
 
     # ops, plugins, devices, env.
     for desc, args, refuse, names, q in (

@@ -514,6 +514,95 @@ TEST_F(PserverPassTest, TheSparseTableStaysOnTheServersAndTheTrainerFetchesRows)
   }
 }
 
+// A growable table (size [-1, 8]) on three servers: one block per server whatever its size, the
+// lookup fetching by id (growable), gradients standing for 2^63 - 1 rows split by hash, and
+// each server listing its block with lazy Adam's two per-row moments in growable_tables, the
+// block and the moments copied from their one-row prototypes at startup.
+TEST_F(PserverPassTest, AGrowableTableGetsOneBlockPerServerAndIsSplitByHash) {
+  const std::string file = ::testing::TempDir() + "/growable.fleet";
+  std::ofstream(file) << R"(ids = data("ids", shape=[-1, 4], dtype="int64")
+y = data("y", shape=[-1, 1], dtype="int64")
+e = embedding(ids, size=[-1, 8], is_distributed=True, param_attr="g")
+prediction = fc(e, size=2, act="softmax")
+minimize(mean(cross_entropy(prediction, y)), optimizer=adam(learning_rate=0.01, lazy_mode=True))
+)";
+  auto built = BuildPrograms(file, Stage::kOptimized);
+  ASSERT_TRUE(built.ok()) << built.status().ToString();
+  EXPECT_EQ(built->main.global().FindVar("g")->shape, (std::vector<int64_t>{1, 8}));
+  Config config;
+  config.strategy_mode = "pserver";
+  Role role;
+  role.world_size = 2;
+  role.rank = 1;
+  role.pserver_endpoints = {"h:1", "h:2", "h:3"};
+  auto set = Transpile(config, role, *built, *registry_);
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  for (const auto& [name, program] : *set) {
+    Status v = ir::VerifyProgram(program);
+    EXPECT_TRUE(v.ok()) << name << ": " << v.ToString();
+  }
+  const ir::Block& main = set->at("main").global();
+  EXPECT_EQ(main.FindVar("g"), nullptr);
+  int lookups = 0, grads = 0, splits = 0;
+  for (const ir::Op& op : main.ops) {
+    if (op.type == "distributed_lookup_table") {
+      ++lookups;
+      EXPECT_EQ(ir::AttrAsBool(*op.FindAttr("growable")), true);
+      EXPECT_EQ(std::get<std::vector<std::string>>(*op.FindAttr("table_names")),
+                (std::vector<std::string>{"g.block0", "g.block1", "g.block2"}));
+      EXPECT_EQ(ir::AttrAsInts(*op.FindAttr("height_sections")),
+                (std::vector<int64_t>{1, 1, 1}));
+      EXPECT_EQ(std::get<std::vector<std::string>>(*op.FindAttr("endpoints")),
+                (std::vector<std::string>{"h:1", "h:2", "h:3"}));
+    }
+    if (op.type == "lookup_table_v2_grad") {
+      ++grads;
+      EXPECT_EQ(ir::AttrAsInt(*op.FindAttr("table_height")), INT64_MAX);
+      EXPECT_EQ(main.FindVar(op.OutputOne("W@GRAD"))->shape,
+                (std::vector<int64_t>{INT64_MAX, 8}));
+    }
+    if (op.type == "split_selected_rows") {
+      ++splits;
+      EXPECT_EQ(ir::AttrAsBool(*op.FindAttr("by_hash")), true);
+      EXPECT_EQ(op.FindAttr("height_sections"), nullptr);
+      EXPECT_EQ(op.Output("Out"), (std::vector<std::string>{"g@GRAD.block0.trainer_1",
+                                                            "g@GRAD.block1.trainer_1",
+                                                            "g@GRAD.block2.trainer_1"}));
+    }
+  }
+  EXPECT_EQ(lookups, 1);
+  EXPECT_EQ(grads, 1);
+  EXPECT_EQ(splits, 1);
+  for (int s = 0; s < 3; ++s) {
+    const std::string k = std::to_string(s);
+    const ir::Program& server = set->at("pserver." + k);
+    std::vector<std::string> tables;
+    for (const ir::Op& op : server.global().ops) {
+      if (op.type != "listen_and_serv") continue;
+      tables = std::get<std::vector<std::string>>(*op.FindAttr("growable_tables"));
+    }
+    const std::string moments = "g_moment1_0.block" + k + " g_moment2_0.block" + k;
+    EXPECT_EQ(tables, (std::vector<std::string>{"g.block" + k + " " + moments})) << s;
+    EXPECT_EQ(server.global().FindVar("g.block" + k)->shape, (std::vector<int64_t>{1, 8}));
+    // The block and the moments are copies of their prototypes (init = "full").
+    std::set<std::string> copied;
+    for (const ir::Op& op : set->at("pserver." + k + ".startup").global().ops) {
+      if (op.type == "assign") copied.insert(std::string(op.OutputOne("Out")));
+      EXPECT_NE(op.type, "split_byref") << s;
+    }
+    EXPECT_TRUE(copied.count("g.block" + k) && copied.count("g_moment1_0.block" + k) &&
+                copied.count("g_moment2_0.block" + k))
+        << s;
+  }
+  // Another mode has nowhere to keep it.
+  config.strategy_mode = "collective";
+  auto refused = Transpile(config, role, *built, *registry_);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr("table 'g' is growable (size [-1, dim]): its rows live on parameter "
+                        "servers"));
+}
+
 // A table read by another op on the trainer too: received whole (is_sparse), or refused when it
 // must stay on the servers (is_distributed); so is an is_distributed table with a dense
 // gradient.

@@ -514,8 +514,34 @@ FleetStatus* SplitRows(void*, const FleetKernelContext* kc, void*) {
     dense[0] = x->height;
     if (FleetStatus* s = Plan(fleet::kernel::PlanRows(x, kc->op_type, "X", dense, &v))) return s;
     if (FleetStatus* s = Plan(fleet::kernel::CheckEntries(v, kc->op_type, "X"))) return s;
-    int64_t start = 0;
     const T* xs = Data<const T>(x);
+    if (BoolAttr(kc, "by_hash", false)) {
+      // A growable table's gradient: rows are ids, each entry goes whole to its shard.
+      std::vector<int64_t> at(n, 0);
+      for (size_t k = 0; k < n; ++k) {
+        const FleetTensor* out = Output(kc, "Out", k);
+        if (!IsSelectedRows(out) || out->dims[0] != x->dims[0] || Numel(out) != Numel(x)) {
+          return InvalidArgument(OpName(kc) + ": Out[" + std::to_string(k) +
+                                 "] must be sparse with X's room for entries");
+        }
+      }
+      for (int64_t i = 0; i < v.entries; ++i) {
+        const int64_t row = v.rows[i];
+        if (row < 0) continue;
+        const auto k = static_cast<size_t>(fleet_row_shard(row, static_cast<int32_t>(n)));
+        const FleetTensor* out = Output(kc, "Out", k);
+        std::memcpy(Data<T>(out) + at[k] * v.width, xs + i * v.width,
+                    static_cast<size_t>(v.width) * sizeof(T));
+        out->rows[at[k]++] = row;
+      }
+      for (size_t k = 0; k < n; ++k) {
+        const FleetTensor* out = Output(kc, "Out", k);
+        std::fill(out->rows + at[k], out->rows + out->dims[0], int64_t{-1});
+        std::fill(Data<T>(out) + at[k] * v.width, Data<T>(out) + out->dims[0] * v.width, T(0));
+      }
+      return nullptr;
+    }
+    int64_t start = 0;
     for (size_t k = 0; k < n; ++k) {
       const FleetTensor* out = Output(kc, "Out", k);
       if (!IsSelectedRows(out) || out->dims[0] != x->dims[0] || Numel(out) != Numel(x)) {
