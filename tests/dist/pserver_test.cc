@@ -440,6 +440,58 @@ TEST_F(PserverTest, AnAsyncSendWhoseReplyIsLostIsAppliedOnce) {
   EXPECT_EQ(count(clean_log, "answered from the delivery log"), 0u) << clean_log;
 }
 
+// A growable table whose rows the server's memory cannot hold: 256 KiB rows, 64 new ids a step,
+// and a server under `ulimit -v` (about 0.8 GiB above what it starts with). The server fails
+// with an error naming the table, its rows and the size it could not reach, and exits with a
+// code, not a signal; the trainer fails too, rather than waiting.
+TEST_F(PserverTest, AServerOutOfMemoryForAGrowableTableSaysWhichAndHowBig) {
+  const fs::path program = dir_ / "wide.fleet";
+  std::ofstream(program) << R"(ids = data("ids", shape=[-1, 4], dtype="int64")
+y = data("y", shape=[-1, 1], dtype="int64")
+e = embedding(ids, size=[-1, 65536], is_distributed=True,
+              param_attr=ParamAttr(name="wide", initializer=Constant(0.0)))
+prediction = fc(e, size=2, act="softmax")
+minimize(mean(cross_entropy(prediction, y)), optimizer=sgd(learning_rate=0.01))
+)";
+  {
+    std::ofstream data(dir_ / "ids.txt");
+    for (int i = 0; i < 4000; ++i) {  // every id new
+      data << "4 " << 4 * i << " " << 4 * i + 1 << " " << 4 * i + 2 << " " << 4 * i + 3 << " 1 "
+           << i % 2 << "\n";
+    }
+  }
+  const std::vector<std::string> sets = {
+      "data.source=multislot", "data.filelist=[\"" + (dir_ / "ids.txt").string() + "\"]",
+      "data.slots=[\"ids\", \"y\"]", "train.batch_size=16", "train.steps=240",
+      "transport.timeout_s=30", "train.threads=1"};
+  const std::vector<int> ports = fleet::testing::FreeLoopbackPorts(1);
+  ASSERT_EQ(ports.size(), 1u);
+  endpoints_ = {"127.0.0.1:" + std::to_string(ports[0])};
+  std::vector<std::string> args = {"/bin/sh", "-c", "ulimit -v 1800000 && exec \"$@\"", "sh"};
+  for (const std::string& a : RunArgs(sets, program)) args.push_back(a);
+  servers_.push_back(std::make_unique<RankProcess>(
+      args,
+      std::map<std::string, std::string>{{"TRAINING_ROLE", "PSERVER"},
+                                         {"PADDLE_PSERVERS_IP_PORT_LIST", endpoints_[0]},
+                                         {"PADDLE_PSERVER_ID", "0"},
+                                         {"POD_IP", "127.0.0.1"},
+                                         {"PADDLE_PORT", std::to_string(ports[0])},
+                                         {"PADDLE_TRAINERS_NUM", "1"},
+                                         {"LOCAL_WORLD_SIZE", "2"}},
+      dir_ / "server0.log"));
+  ASSERT_TRUE(servers_.back()->started());
+  StartTrainer(0, 1, sets, program);
+  const int server = servers_[0]->Wait(milliseconds(120000));
+  const std::string out = servers_[0]->Output();
+  EXPECT_EQ(server, 1) << out;
+  EXPECT_NE(out.find("growable table 'wide' holds "), std::string::npos) << out;
+  EXPECT_NE(out.find(" rows in "), std::string::npos) << out;
+  EXPECT_NE(out.find("and cannot grow to "), std::string::npos) << out;
+  const int trainer = trainers_[0]->Wait(milliseconds(60000));
+  EXPECT_NE(trainer, 0) << trainers_[0]->Output();
+  EXPECT_LT(trainer, 128) << trainers_[0]->Output();  // an exit code, not a signal
+}
+
 // A trainer killed mid-run: in sync mode the servers wait for its batch barrier until
 // transport.timeout_s and then fail naming it; the surviving trainer fails too (its servers
 // went away), and nothing hangs.
