@@ -401,7 +401,8 @@ void RegisterGeoSgd(OpRegistry& registry) {
   s.type = "geo_sgd";
   s.summary = "every k_steps launches sends each parameter block's change since the last "
               "exchange / trainers to its pserver as '<block>.delta' and takes the pserver's "
-              "block back (GEO-SGD); Out = X, updated in place";
+              "block back (GEO-SGD; a sparse table's changed rows alone); Out = X, updated in "
+              "place";
   s.inputs = {{"X", false, true}};
   s.outputs = {{"Out", false, true}};
   s.attrs = {{"k_steps", int64_t{1}},
@@ -410,9 +411,16 @@ void RegisterGeoSgd(OpRegistry& registry) {
              {"blocks", std::vector<int64_t>{}},
              {"block_names", Strings{}},
              {"sections", std::vector<int64_t>{}},
-             {"epmap", Strings{}}};
+             {"epmap", Strings{}},
+             // Per X, 1 for a table whose gradient is sparse: only the rows that changed since
+             // the last exchange travel, as a sparse delta, and only they come back. Empty: none.
+             {"sparse", std::vector<int64_t>{}}};
   s.infer_shape = [](ShapeContext& c) {
     FLEET_RETURN_IF_ERROR(CheckTrainerId(c));
+    if (!c.IntsAttr("sparse").empty() && c.IntsAttr("sparse").size() != c.InputCount("X")) {
+      return c.Error("sparse holds " + std::to_string(c.IntsAttr("sparse").size()) +
+                     " flags for " + std::to_string(c.InputCount("X")) + " parameters");
+    }
     if (c.IntAttr("k_steps") < 1) {
       return c.Error("k_steps must be >= 1, not " + std::to_string(c.IntAttr("k_steps")));
     }

@@ -1,7 +1,9 @@
 // pserver: parameter-server training (Paddle's DistributeTranspiler in pserver mode).
 //
 // Options: sync (bool, true), slice_var_up (bool, true), min_block_size (int, 8192, >= 1),
-// split_method ("round_robin" | "hash_name"), init ("full" | "shard"). Context: rank = the
+// split_method ("round_robin" | "hash_name"), init ("full" | "shard"), geo_k_steps (int, 0;
+// > 0 needs sync = false: GEO-SGD, see GeoTrainerMain and GeoServerMain in pserver_plan.h; a
+// table whose gradient is sparse then exchanges changed rows only). Context: rank = the
 // trainer id (0 in a pserver process), world_size = the number of trainers N, and the server
 // endpoints (at least one). Needs "main" (after the optimizer) and "startup"; rewrites them into
 // the trainer's programs and adds "pserver.<i>" and "pserver.<i>.startup" for every server i.
@@ -86,7 +88,7 @@
 //     1.8 gives them split_ids/prefetch/merge_ids, one such table per job, SGD only); a table
 //     another op reads is then refused rather than received. The table's distributed lookup
 //     carries emb_dim and dtype, and has no W input: the trainer has no such var.
-//   - No DC-ASGD, runtime split, GEO or half-async modes.
+//   - No DC-ASGD, runtime split or half-async modes.
 #pragma once
 
 #include "passes/collective_util.h"

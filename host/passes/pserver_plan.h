@@ -120,9 +120,11 @@ Status RewriteTrainerStartup(const Plan& plan, const ir::Program& original_main,
 // main and startup.
 StatusOr<ir::Program> ServerMain(const Plan& plan, const ir::Program& main, int32_t server);
 // GEO-SGD: server `server`'s blocks, each with a block that adds the trainers' deltas
-// ("<block>.delta") to it as they arrive.
+// ("<block>.delta") to it as they arrive: elementwise_add, or for a table whose gradient is
+// sparse sum(X=[block, delta]) of a selected_rows delta (listed in sparse_grad_to_param).
 StatusOr<ir::Program> GeoServerMain(const Plan& plan, int32_t server);
-// GEO-SGD: main keeps every op and starts with one geo_sgd op over every parameter.
+// GEO-SGD: main keeps every op and starts with one geo_sgd op over every parameter, `sparse`
+// flagging those whose gradient is sparse (they exchange changed rows only).
 Status GeoTrainerMain(const Plan& plan, ir::Program& main);
 StatusOr<ir::Program> ServerStartup(const Plan& plan, const ir::Program& startup,
                                     const ir::Program& server_main, int32_t server);

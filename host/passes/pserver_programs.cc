@@ -165,7 +165,7 @@ StatusOr<ir::Program> ServerMain(const Plan& plan, const ir::Program& main, int3
 StatusOr<ir::Program> GeoServerMain(const Plan& plan, int32_t server) {
   ir::Program prog;
   std::vector<std::string> receive;
-  std::vector<std::string> grad_to_block;
+  std::vector<std::string> grad_to_block, sparse_grad_to_param;
   std::vector<int32_t> optimize_blocks;
   for (const ParamPlan& p : plan.params) {
     for (size_t b = 0; b < p.num_blocks(); ++b) {
@@ -174,14 +174,24 @@ StatusOr<ir::Program> GeoServerMain(const Plan& plan, int32_t server) {
       const std::string delta = param + ".delta";
       ir::Var decl = p.split() ? BlockVarDecl(p.param_var, param, p.BlockShape(b)) : p.param_var;
       DeclarePersistable(prog.global(), decl);
+      // A table whose gradient is sparse gets the rows that changed, as a sparse delta.
+      const bool sparse = p.grad_var.selected_rows;
       ir::Var delta_decl = BlockVarDecl(decl, delta, decl.shape);
-      delta_decl.selected_rows = false;
+      delta_decl.selected_rows = sparse;
       DeclareReceive(prog.global(), std::move(delta_decl));
-      // Each trainer's delta is already divided by the number of trainers: the block adds it.
+      // Each trainer's delta is already divided by the number of trainers: the block adds it
+      // (sum adds a sparse one's entries to their rows).
       const int32_t index = prog.AddBlock(0);
-      prog.block(index).ops.push_back(RoleOp("elementwise_add", {{"X", {param}}, {"Y", {delta}}},
-                                             {{"Out", {param}}}, {{"axis", int32_t{-1}}},
-                                             ir::op_role::kOptimize));
+      if (sparse) {
+        prog.block(index).ops.push_back(RoleOp("sum", {{"X", {param, delta}}},
+                                               {{"Out", {param}}}, {}, ir::op_role::kOptimize));
+        sparse_grad_to_param.push_back(delta + ":" + param);
+      } else {
+        prog.block(index).ops.push_back(RoleOp("elementwise_add",
+                                               {{"X", {param}}, {"Y", {delta}}},
+                                               {{"Out", {param}}}, {{"axis", int32_t{-1}}},
+                                               ir::op_role::kOptimize));
+      }
       optimize_blocks.push_back(index);
       grad_to_block.push_back(delta + ":" + std::to_string(index));
       receive.push_back(delta);
@@ -197,7 +207,7 @@ StatusOr<ir::Program> GeoServerMain(const Plan& plan, int32_t server) {
        {"optimize_blocks", optimize_blocks},
        {"grad_to_block_id", grad_to_block},
        {"lr_decay_block_id", int32_t{-1}},
-       {"sparse_grad_to_param", std::vector<std::string>{}}}));
+       {"sparse_grad_to_param", sparse_grad_to_param}}));
   return prog;
 }
 

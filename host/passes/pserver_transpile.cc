@@ -292,10 +292,11 @@ Status RewriteTrainerMain(const Plan& plan, ir::Program& main) {
 
 Status GeoTrainerMain(const Plan& plan, ir::Program& main) {
   std::vector<std::string> params, names, epmap;
-  std::vector<int64_t> blocks, sections;
+  std::vector<int64_t> blocks, sections, sparse;
   for (const ParamPlan& p : plan.params) {
     params.push_back(p.param);
     blocks.push_back(static_cast<int64_t>(p.num_blocks()));
+    sparse.push_back(p.grad_var.selected_rows ? 1 : 0);
     const std::vector<std::string> eps = Epmap(plan, p);
     for (size_t b = 0; b < p.num_blocks(); ++b) {
       names.push_back(p.BlockVar(p.param, b));
@@ -313,7 +314,8 @@ Status GeoTrainerMain(const Plan& plan, ir::Program& main) {
                            {"blocks", blocks},
                            {"block_names", names},
                            {"sections", sections},
-                           {"epmap", epmap}},
+                           {"epmap", epmap},
+                           {"sparse", sparse}},
                           ir::op_role::kRPC));
   return OkStatus();
 }

@@ -289,6 +289,10 @@ Status PsServer::Setup(const PluginRegistry& registry, const std::string& device
     groups_.back().push_back(block.get());
     blocks_.push_back(std::move(block));
   }
+  // GEO blocks add deltas rather than run an optimizer: what they write are the parameters.
+  if (mode == 3) {
+    for (const auto& [name, block] : writer_) params_.push_back(name);
+  }
   BindGrowable();
   for (const auto& [name, g] : growable_) {
     if (g->writer == nullptr) {

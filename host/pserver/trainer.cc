@@ -70,8 +70,10 @@ struct GeoState {
   std::vector<int64_t> blocks;  // per X: how many of the entries below are its blocks
   std::vector<std::string> names, epmap;
   std::vector<int64_t> sections;
+  std::vector<int64_t> sparse;          // per X: 1 = exchange the rows that changed only
   std::vector<std::vector<float>> old;  // per X: its values as of the last exchange
   std::vector<float> delta, pulled;     // one block's change, and its value on the server
+  std::vector<int64_t> rows;            // a sparse block's changed rows
   int64_t launches = 0;
 };
 
@@ -185,6 +187,8 @@ Status PrepareState(PsTrainerRuntime& rt, const FleetKernelContext* kc, OpState&
     g.names = AttrStrings(kc, "block_names");
     g.epmap = AttrStrings(kc, "epmap");
     g.sections = AttrInts(kc, "sections");
+    g.sparse = AttrInts(kc, "sparse");
+    g.sparse.resize(g.blocks.size(), 0);
     g.old.resize(g.blocks.size());
     return OkStatus();  // the shape function checked that the attributes pair up
   }
@@ -474,6 +478,76 @@ Status Prefetch(PsTrainerRuntime& rt, OpState& st, const FleetKernelContext* kc)
   return OkStatus();
 }
 
+// geo_sgd for one block of a table whose gradient is sparse (Paddle's GEO sends the ids a
+// trainer touched): the rows whose values changed since the last exchange go as a sparse delta,
+// and only those rows come back (a prefetch), each then moved as a dense block's would be.
+// Rows other trainers changed reach this one when it next changes them too.
+Status GeoSparseBlock(PsTrainerRuntime& rt, GeoState& g, size_t at, float* p, float* old,
+                      size_t rows, size_t width, int32_t dtype) {
+  const std::string& ep = g.epmap[at];
+  const std::string delta_name = g.names[at] + ".delta";
+  const std::string what = "send '" + delta_name + "' to " + rt.ServerLabel(ep);
+  if (!rt.CarriesSelectedRows()) {
+    return FailedPrecondition(what + ": the transport predates ABI 1.7 and would drop a sparse "
+                              "delta's rows");
+  }
+  g.rows.clear();
+  for (size_t r = 0; r < rows; ++r) {
+    if (std::memcmp(p + r * width, old + r * width, width * sizeof(float)) != 0) {
+      g.rows.push_back(static_cast<int64_t>(r));
+    }
+  }
+  if (g.rows.empty()) return OkStatus();
+  const size_t n = g.rows.size();
+  g.delta.resize(n * width);
+  for (size_t k = 0; k < n; ++k) {
+    const size_t r = static_cast<size_t>(g.rows[k]) * width;
+    for (size_t j = 0; j < width; ++j) {
+      g.delta[k * width + j] = (p[r + j] - old[r + j]) / g.trainers;
+      old[r + j] += g.delta[k * width + j];
+    }
+  }
+  const std::vector<int64_t> dims = {static_cast<int64_t>(n), static_cast<int64_t>(width)};
+  FleetTensor delta{};
+  delta.struct_size = sizeof(FleetTensor);
+  delta.dtype = dtype;
+  delta.ndim = 2;
+  delta.dims = dims.data();
+  delta.device_type = FLEET_DEVICE_TYPE_HOST;
+  delta.data = g.delta.data();
+  delta.rows = g.rows.data();
+  delta.height = static_cast<int64_t>(rows);
+  auto client = rt.Client(ep);
+  if (!client.ok()) return client.status().WithContext(what);
+  FLEET_RETURN_IF_ERROR((*client)->Send(delta_name, delta).WithContext(what));
+  g.pulled.resize(n * width);
+  const std::string fetch = "fetch " + std::to_string(n) + " rows of '" + g.names[at] +
+                            "' from " + rt.ServerLabel(ep);
+  const TensorSink sink = [&](int32_t got, const std::vector<int64_t>& got_dims)
+      -> StatusOr<FleetTensor> {
+    if (got != dtype || got_dims != dims) {
+      return InvalidArgument("the server sent " + TypeText(got, got_dims) + " for " +
+                             TypeText(dtype, dims));
+    }
+    FleetTensor target = delta;
+    target.data = g.pulled.data();
+    target.rows = nullptr;
+    target.height = -1;
+    return target;
+  };
+  FLEET_RETURN_IF_ERROR(
+      (*client)->Prefetch(g.names[at], g.rows.data(), static_cast<int64_t>(n), sink)
+          .WithContext(fetch));
+  for (size_t k = 0; k < n; ++k) {
+    const size_t r = static_cast<size_t>(g.rows[k]) * width;
+    for (size_t j = 0; j < width; ++j) {
+      p[r + j] += g.pulled[k * width + j] - old[r + j];
+      old[r + j] = g.pulled[k * width + j];
+    }
+  }
+  return OkStatus();
+}
+
 // geo_sgd (GEO-SGD, Paddle's GeoCommunicator): the first launch remembers every parameter;
 // every k_steps launches after it, each block's change since then, divided by the number of
 // trainers, goes to its server as "<block>.delta" (which the server adds to its block), the
@@ -509,6 +583,11 @@ Status Geo(PsTrainerRuntime& rt, OpState& st, const FleetKernelContext* kc) {
       const size_t rows = static_cast<size_t>(g.sections[at]);
       const size_t from = row * width, count = rows * width;
       row += rows;
+      if (g.sparse[i] != 0) {
+        FLEET_RETURN_IF_ERROR(GeoSparseBlock(rt, g, at, p + from, old.data() + from, rows, width,
+                                             x.dtype));
+        continue;
+      }
       g.delta.resize(count);
       g.pulled.resize(count);
       for (size_t j = 0; j < count; ++j) {

@@ -401,6 +401,71 @@ TEST_F(PserverTest, GeoSgdWithOneTrainerMatchesOneProcess) {
       << log;
 }
 
+// GEO-SGD with a table whose gradient is sparse: each exchange sends only the rows that changed
+// since the last (a sparse delta; the server's receive var is sparse and refuses a dense one)
+// and fetches only those rows back. With one trainer the trainer ends where local training took
+// it, and the servers, after the exchange at the start of step 31, hold what it held after step
+// 30: every changed row reached them.
+TEST_F(PserverTest, GeoSgdWithASparseTableSendsChangedRowsAndMatchesOneProcess) {
+  const fs::path program = dir_ / "table.fleet";
+  std::ofstream(program) << R"(ids = data("ids", shape=[-1, 4], dtype="int64")
+y = data("y", shape=[-1, 1], dtype="int64")
+e = embedding(ids, size=[5000, 8], is_sparse=True)
+prediction = fc(e, size=2, act="softmax")
+minimize(mean(cross_entropy(prediction, y)), optimizer=sgd(learning_rate=0.5))
+)";
+  {
+    std::ofstream data(dir_ / "ids.txt");
+    uint64_t state = 3;
+    for (int i = 0; i < 2000; ++i) {
+      data << "4";
+      uint64_t first = 0;
+      for (int k = 0; k < 4; ++k) {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        const uint64_t id = (state >> 33) % 5000;
+        if (k == 0) first = id;
+        data << " " << id;
+      }
+      data << " 1 " << first % 2 << "\n";
+    }
+  }
+  const std::vector<std::string> sets = {
+      "data.source=multislot", "data.filelist=[\"" + (dir_ / "ids.txt").string() + "\"]",
+      "data.slots=[\"ids\", \"y\"]", "train.batch_size=32", "train.log_every=1",
+      "data.shuffle=false"};
+  const std::vector<double> one = TrainOneProcess(With(sets, {"train.steps=30"}), program);
+  ASSERT_EQ(one.size(), 30u);
+  StartJob(2, 1,
+           With(sets, {"train.steps=31", "strategy.a_sync=true",
+                       "strategy.a_sync_configs.k_steps=3", "transport.timeout_s=60",
+                       "train.save_params_dir=" + (dir_ / "geo").string()}),
+           program, nullptr, [&](int) {
+             return std::vector<std::string>{"train.metrics_file=" + (dir_ / "m.jsonl").string()};
+           });
+  ExpectJobSucceeds();
+  const std::vector<double> geo = Losses(dir_ / "m.jsonl");
+  ASSERT_EQ(geo.size(), 31u);
+  for (size_t i = 0; i < one.size(); ++i) {
+    EXPECT_NEAR(geo[i], one[i], 1e-5 * std::max(1.0, std::abs(one[i]))) << "step " << i + 1;
+  }
+  // The servers' blocks, joined: the table is cut in two, the fc's weights and bias are whole.
+  std::map<std::string, data::NpyArray> served;
+  for (int i = 0; i < 2; ++i) {
+    for (auto& [name, a] : Params(dir_ / "geo" / ("pserver." + std::to_string(i)))) {
+      const size_t at = name.find(".block");
+      const std::string whole = name.substr(0, at);
+      if (at == std::string::npos || name.substr(at) == ".block0") {
+        served[whole] = std::move(a);
+      } else {
+        served[whole].dims[0] += a.dims[0];
+        served[whole].bytes.insert(served[whole].bytes.end(), a.bytes.begin(), a.bytes.end());
+      }
+    }
+  }
+  ASSERT_EQ(served.count("embedding_0.w_0"), 1u);
+  ExpectSameParams(Params(dir_ / "one"), served, 1e-5);
+}
+
 // A send whose reply is lost is retried by the trainer's client under the same request id, and
 // the server answers the retry from its delivery log instead of applying the gradient again.
 // One server and one trainer in async mode are deterministic (each send is applied before the
