@@ -15,7 +15,8 @@ With --pserver the same two programs run as a parameter-server job instead, `fle
 --servers 2 --workers 2` on this machine (sync, plain Adam on the servers, lazy for the sparse
 run, --batch per worker; the sparse one also with async servers, sends in the step, through
 Fleet 2.x's a_sync communicator, one and eight gradients per send, and GEO-SGD exchanging every
-10 steps), and no PyTorch peer: the
+10 steps; and a growable table, size [-1, 10], sync, whose servers report the rows they made and
+the memory they hold), and no PyTorch peer: the
 table gives the job's samples/s (both
 workers' samples) and the bytes that crossed the loopback interface per step (from
 /proc/net/dev, startup included). Of those, the dense layers' share (each worker sends their
@@ -58,14 +59,18 @@ def with_peak(cmd, env):
 
 
 def program(work, vocab, sparse):
+    """sparse: False, True, or "growable" (a table of size [-1, 10] on the servers)."""
     with open(os.path.join(EXAMPLE, "ctr_dnn.fleet")) as f:
         text = f.read()
+    if sparse == "growable":
+        text = text.replace("size=[10000, 10], is_sparse=True", "size=[-1, 10], is_distributed=True")
     text = text.replace("size=[10000, 10]", f"size=[{vocab}, 10]")
-    text = text.replace("is_sparse=True", f"is_sparse={sparse}")
+    text = text.replace("is_sparse=True", f"is_sparse={bool(sparse)}")
     if sparse:
         text = text.replace("adam(learning_rate=0.001)",
                             "adam(learning_rate=0.001, lazy_mode=True)")
-    path = os.path.join(work, f"ctr_{'sparse' if sparse else 'dense'}.fleet")
+    kind = "growable" if sparse == "growable" else "sparse" if sparse else "dense"
+    path = os.path.join(work, f"ctr_{kind}.fleet")
     with open(path, "w") as f:
         f.write(text)
     return path
@@ -119,7 +124,22 @@ def run_pserver(args, work, data_dir, sparse, sets):
                    check=True, stdout=subprocess.DEVNULL, env=env)
     wire = (loopback_bytes() - before) / (args.warmup + args.steps)
     rate, _ = timed_rate(args, metrics, trainers=2)
-    return rate, wire
+    return rate, wire, table_rows(os.path.join(work, "logs"))
+
+
+def table_rows(logs):
+    """A growable table's rows and bytes (rows and index) on both servers, from their exit line."""
+    rows = held = 0
+    for i in (0, 1):
+        path = os.path.join(logs, "fleet", f"serverlog.{i}")
+        with open(path, errors="replace") as f:
+            text = f.read()
+        m = re.search(r"growable table '\S+': (\d+) rows .*?, (\d+) bytes \([^)]*\) in rows and "
+                      r"(\d+) bytes", text)
+        if m:
+            rows += int(m.group(1))
+            held += int(m.group(2)) + int(m.group(3))
+    return rows, held
 
 
 def batches_of_ids(args, data_dir):
@@ -182,7 +202,8 @@ PSERVER_CASES = (("dense (Adam), sync", False, SYNC), ("sparse (lazy Adam), sync
                  ("sparse (lazy Adam), async", True, ASYNC),
                  ("sparse (lazy Adam), a_sync communicator", True, A_SYNC),
                  ("sparse (lazy Adam), a_sync, 8 merged per send", True, A_SYNC_MERGE8),
-                 ("sparse (lazy Adam), GEO-SGD every 10 steps", True, GEO10))
+                 ("sparse (lazy Adam), GEO-SGD every 10 steps", True, GEO10),
+                 ("growable table (lazy Adam), sync", "growable", SYNC))
 # Cases whose dense layers cross less often than once a step: the bytes are not split.
 NOT_PER_STEP = (A_SYNC_MERGE8, GEO10)
 
@@ -221,6 +242,13 @@ def main_pserver(args, data_dir, work):
           f"({med(merged, 1) / med(plain, 1):.2f}x the bytes), "
           f"GEO-SGD every 10 steps {med(geo, 0) / med(plain, 0):.2f}x "
           f"({med(geo, 1) / med(plain, 1):.2f}x the bytes)")
+    grown = PSERVER_CASES[6][0]
+    rows, held = results[grown][-1][2]
+    fixed = args.vocab * 10 * 4 * 3  # the table and lazy Adam's two moments, float32
+    print(f"growable against the fixed [{args.vocab}, 10] table (sync): "
+          f"{med(grown, 0) / med(sparse, 0):.2f}x the samples/s, "
+          f"{med(grown, 1) / med(sparse, 1):.2f}x the bytes; the servers held {rows:,} rows in "
+          f"{held / 1e6:,.1f} MB (rows, moments and index) against {fixed / 1e6:,.1f} MB")
 
 
 def run_torch(args, data_dir, sparse):

@@ -257,7 +257,8 @@ Status GrowableTable::Restore(const std::vector<int64_t>& ids, const std::vector
   for (size_t i = 0; i < waiting.size(); i += 3) {
     const int64_t id = waiting[i], count = waiting[i + 1], when = waiting[i + 2];
     if (id < 0 || count < 1 || count >= options_.admit_after || when < 0 || when > clock ||
-        restored.slot_of_.count(id) != 0 || !restored.pending_.emplace(id, Waiting{count, when}).second) {
+        restored.slot_of_.count(id) != 0 ||
+        !restored.pending_.emplace(id, Waiting{count, when}).second) {
       return DataLoss(what + ": waiting id " + std::to_string(id) + " (count " +
                       std::to_string(count) + ", last seen " + std::to_string(when) +
                       ") does not fit the table");

@@ -64,9 +64,10 @@ class GrowableTable {
 
   // The slot of each of ids[0 .. n), or -1 for one without a row (not admitted yet; or, for a
   // gradient, not looked up first when admit_after > 1). `lookup`: a trainer's prefetch, whose
-  // first in an update counts toward admission. Every id named is marked seen in the current update. The rows
-  // made now are appended to `created` as (id, slot): the caller writes their first values.
-  // Repeated ids get the same slot. Ids must be >= 0 (the caller checks).
+  // first in an update counts toward admission. An id with a row is marked seen in the current
+  // update, and so is a waiting id a lookup names. The rows made now are appended to `created` as
+  // (id, slot): the caller writes their first values. Repeated ids get the same slot. Ids must
+  // be >= 0 (the caller checks).
   void Resolve(const int64_t* ids, int64_t n, bool lookup, int64_t* slots,
                std::vector<std::pair<int64_t, int64_t>>* created);
 

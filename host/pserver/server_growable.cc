@@ -57,8 +57,8 @@ Status PsServer::SetupGrowable(const ir::Op& ls, const ir::Program& startup) {
       }
       if (v->dtype != ir::DataType::kFloat32 && v->dtype != ir::DataType::kFloat64) {
         return InvalidArgument(label_ + ": growable table '" + g->name + "': '" + var +
-                               "' is " + std::string(ir::DataTypeName(v->dtype)) + "; rows are float32 or "
-                               "float64");
+                               "' is " + std::string(ir::DataTypeName(v->dtype)) +
+                               "; rows are float32 or float64");
       }
       FLEET_ASSIGN_OR_RETURN(RowInitializer init, FindRowInitializer(startup, var, g->name));
       // Seed 0 means the executor's per-op seed; rows take the job's seed instead, which every
