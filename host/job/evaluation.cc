@@ -51,6 +51,7 @@ ir::Program WithTrainerPrefetches(const ir::Program& forward, const ir::Program&
       continue;
     }
     tables.insert(std::string(op.InputOne("W")));
+    // PruneForInference then sets is_test: on a growable table the lookup makes no row.
     if (placed.insert(it->second).second) ops.push_back(*it->second);
   }
   block.ops = std::move(ops);

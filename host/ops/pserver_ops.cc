@@ -320,7 +320,9 @@ void RegisterDistributedLookupTable(OpRegistry& registry) {
              {"dtype", int32_t{FLEET_DTYPE_FLOAT32}},
              // A growable table: block k holds the ids i with fleet_row_shard(i, blocks) == k,
              // keyed by the id itself (height_sections are then one row each, the prototype).
-             {"growable", false}};
+             {"growable", false},
+             // Reads only (an evaluation): a growable table's servers make no row for it.
+             {"is_test", false}};
   // One row per id, in the ids' sequences; each Ids[i] may be a slot of its own sequences.
   s.lod_share = {{"Outputs", "Ids"}};
   s.mixed_sequences = true;

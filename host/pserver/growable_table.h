@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <deque>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -30,6 +31,11 @@
 #include "support/status.h"
 
 namespace fleet {
+
+// Appended to a growable table's block name in a row prefetch: a read (an evaluation's lookup)
+// that makes no row and counts nothing; an id without a row reads as a training lookup would
+// find it (its first value when admission is immediate, else zeros).
+inline constexpr std::string_view kGrowableReadView = "@READ";
 
 // How a new row is drawn: from the table's declared initializer, with a stream of its own per
 // id (seeded by the initializer's seed and the id), so a row's first value depends on neither
@@ -70,6 +76,12 @@ class GrowableTable {
   // be >= 0 (the caller checks).
   void Resolve(const int64_t* ids, int64_t n, bool lookup, int64_t* slots,
                std::vector<std::pair<int64_t, int64_t>>* created);
+
+  // The slot of `id`, or -1 when it has no row; changes nothing.
+  int64_t Find(int64_t id) const {
+    auto row = slot_of_.find(id);
+    return row == slot_of_.end() ? -1 : row->second.slot;
+  }
 
   // The table's update ran: the clock advances, and with evict_after > 0 the rows and waiting
   // ids unseen for evict_after updates are dropped. Returns the number of rows dropped.

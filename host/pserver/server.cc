@@ -642,6 +642,13 @@ Status PsServer::OnPrefetch(int32_t trainer_id, std::string_view name, const int
   InFlight guard(mu_, cv_, in_flight_);
   FLEET_RETURN_IF_ERROR(CheckTrainer(trainer_id));
   const std::string who = label_ + ": trainer " + std::to_string(trainer_id);
+  // "<block>@READ": a growable table read without making rows (an evaluation).
+  const bool read_only = name.ends_with(kGrowableReadView);
+  if (read_only) name.remove_suffix(kGrowableReadView.size());
+  if (read_only && growable_.count(name) == 0) {
+    return NotFound(who + " asked to read rows of '" + std::string(name) + "', which is not a "
+                    "growable table this server holds");
+  }
   auto it = vars_.find(name);
   auto w = writer_.find(name);
   if (it == vars_.end() || w == writer_.end() || sparse_.count(name) != 0) {
@@ -664,7 +671,8 @@ Status PsServer::OnPrefetch(int32_t trainer_id, std::string_view name, const int
     }
     auto token = std::make_unique<GetToken>();
     auto fetch = [&] {
-      return PrefetchGrowable(trainer_id, *g->second, ids, num_ids, token->copy, token->dims);
+      return PrefetchGrowable(trainer_id, *g->second, ids, num_ids, read_only, token->copy,
+                              token->dims);
     };
     if (sync_) {
       FLEET_RETURN_IF_ERROR(BeginBetweenUpdates("trainer " + std::to_string(trainer_id) +

@@ -58,7 +58,9 @@
 // table admits now, from the declared initializer), growing the vars (twice the rows, or what
 // is needed) when the slots run out; the block is then prepared again before its next run. A
 // send's rows become slots before the block reads them; entries of ids without a row are
-// dropped. Every run of the table's block ends an update of its clock (eviction). A growth the
+// dropped. Every run of the table's block ends an update of its clock (eviction). A prefetch
+// of "<block>@READ" (kGrowableReadView: an evaluation's lookup) makes and counts nothing; an
+// id without a row reads as its first value when admission is immediate, else as zeros. A growth the
 // memory cannot hold fails the server with RESOURCE_EXHAUSTED naming the table, its rows and
 // bytes. Checkpoints hold the vars and the index ("<block>@ids", "@seen", "@waiting",
 // "@clock"); at exit the server logs each table's rows and memory.
@@ -238,8 +240,10 @@ class PsServer final : public TransportHandler {
   Status GrowTable(Growable& g, int64_t need, bool exact);
   // Slots for ids (g.mu held, no update running): makes and initialises admitted rows.
   Status ResolveRows(Growable& g, const int64_t* ids, int64_t n, bool lookup, int64_t* slots);
+  // `read_only`: through kGrowableReadView, making and counting nothing.
   Status PrefetchGrowable(int32_t trainer_id, Growable& g, const int64_t* ids, int64_t num_ids,
-                          std::vector<uint8_t>& rows, std::vector<int64_t>& dims);
+                          bool read_only, std::vector<uint8_t>& rows,
+                          std::vector<int64_t>& dims);
   Status SaveGrowableParams(const Growable& g) const;
   // A snapshot of the scope made canonical: each growable table's vars hold its rows in id
   // order (whichever slots they sat in, which depend on the order trainers' calls arrived),

@@ -161,7 +161,7 @@ Status PsServer::ResolveRows(Growable& g, const int64_t* ids, int64_t n, bool lo
 }
 
 Status PsServer::PrefetchGrowable(int32_t trainer_id, Growable& g, const int64_t* ids,
-                                  int64_t num_ids, std::vector<uint8_t>& rows,
+                                  int64_t num_ids, bool read_only, std::vector<uint8_t>& rows,
                                   std::vector<int64_t>& dims) {
   for (int64_t i = 0; i < num_ids; ++i) {
     if (ids[i] < 0 || ids[i] == ir::kGrowableHeight) {
@@ -173,7 +173,11 @@ Status PsServer::PrefetchGrowable(int32_t trainer_id, Growable& g, const int64_t
   }
   std::vector<int64_t> slots(static_cast<size_t>(num_ids));
   std::lock_guard<std::mutex> lock(g.mu);
-  FLEET_RETURN_IF_ERROR(ResolveRows(g, ids, num_ids, /*lookup=*/true, slots.data()));
+  if (read_only) {
+    for (int64_t i = 0; i < num_ids; ++i) slots[static_cast<size_t>(i)] = g.table.Find(ids[i]);
+  } else {
+    FLEET_RETURN_IF_ERROR(ResolveRows(g, ids, num_ids, /*lookup=*/true, slots.data()));
+  }
   const exec::ScopeVar& v = *executor_->scope().Find(g.name);
   const size_t row = RowBytes(v);
   try {
@@ -183,7 +187,13 @@ Status PsServer::PrefetchGrowable(int32_t trainer_id, Growable& g, const int64_t
                              " rows of growable table '" + g.name + "'");
   }
   for (int64_t i = 0; i < num_ids; ++i) {
-    if (slots[static_cast<size_t>(i)] < 0) continue;
+    if (slots[static_cast<size_t>(i)] < 0) {
+      // A read of an id without a row: what training's first lookup would make of it.
+      if (read_only && options_.admit_after <= 1) {
+        g.inits[0].Fill(ids[i], g.dtype, g.width, rows.data() + static_cast<size_t>(i) * row);
+      }
+      continue;
+    }
     std::memcpy(rows.data() + static_cast<size_t>(i) * row,
                 static_cast<const uint8_t*>(v.data) +
                     static_cast<size_t>(slots[static_cast<size_t>(i)]) * row,

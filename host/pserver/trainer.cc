@@ -16,6 +16,7 @@
 #include "fleet/fleet_device.h"
 #include "fleet/fleet_kernels.h"
 #include "ops/op_registry.h"
+#include "pserver/growable_table.h"
 #include "fleet/fleet_plugin.h"
 #include "fleet/fleet_transport.h"
 #include "plugin/host_api.h"
@@ -90,6 +91,9 @@ struct PrefetchTable {
   size_t row_bytes = 0;
   // A growable table: ids in [0, 2^63 - 1), block fleet_row_shard(id, blocks), asked by id.
   bool growable = false;
+  // is_test on a growable table: blocks are asked for through their read-only view
+  // ("<block>@READ", server.h), which makes no row.
+  bool read_only = false;
 };
 
 // What a launch needs, read from the op once at prepare.
@@ -152,6 +156,9 @@ Status PreparePrefetch(PsTrainerRuntime& rt, const FleetKernelContext* kc, OpSta
   t.dtype = static_cast<int32_t>(AttrInt(kc, "dtype", FLEET_DTYPE_FLOAT32));
   const FleetAttr* growable = FindAttr(kc, "growable");
   t.growable = growable != nullptr && growable->type == FLEET_ATTR_BOOL && growable->i != 0;
+  const FleetAttr* is_test = FindAttr(kc, "is_test");
+  t.read_only = t.growable && is_test != nullptr && is_test->type == FLEET_ATTR_BOOL &&
+                is_test->i != 0;
   t.row_bytes =
       ir::DataTypeSize(static_cast<ir::DataType>(t.dtype)) * static_cast<size_t>(t.width);
   return OkStatus();
@@ -448,8 +455,10 @@ Status Prefetch(PsTrainerRuntime& rt, OpState& st, const FleetKernelContext* kc)
     };
     auto client = rt.Client(t.endpoints[k]);
     if (!client.ok()) return client.status().WithContext(what);
+    const std::string name = t.read_only ? t.blocks[k] + std::string(kGrowableReadView)
+                                         : t.blocks[k];
     return (*client)
-        ->Prefetch(t.blocks[k], wanted[k].data(), static_cast<int64_t>(wanted[k].size()), sink)
+        ->Prefetch(name, wanted[k].data(), static_cast<int64_t>(wanted[k].size()), sink)
         .WithContext(what);
   }));
   for (size_t i = 0; i < inputs; ++i) {
