@@ -92,7 +92,6 @@ class GrowableTable {
   int64_t rows() const { return static_cast<int64_t>(slot_of_.size()); }
   int64_t waiting() const { return static_cast<int64_t>(pending_.size()); }
   int64_t evicted() const { return evicted_; }
-  int64_t clock() const { return clock_; }
   // Bytes of the index itself (hash entries, slot list, eviction queue), approximately.
   uint64_t IndexBytes() const;
 

@@ -513,7 +513,9 @@ Status PsServer::WriteSparse(int32_t trainer_id, std::string_view name,
     std::memcpy(rows, tensor.rows, n * sizeof(int64_t));
   }
   if (receive.growable != nullptr && n > 0) {
-    std::vector<int64_t> ids, slots;  // of the entries that are not empty
+    std::vector<int64_t>& ids = receive.ids;  // of the entries that are not empty
+    std::vector<int64_t>& slots = receive.slots;
+    ids.clear();
     for (size_t i = 0; i < n; ++i) {
       if (rows[i] >= 0) ids.push_back(rows[i]);
     }

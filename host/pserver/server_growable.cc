@@ -135,7 +135,8 @@ Status PsServer::GrowTable(Growable& g, int64_t need, bool exact) {
 
 Status PsServer::ResolveRows(Growable& g, const int64_t* ids, int64_t n, bool lookup,
                              int64_t* slots) {
-  std::vector<std::pair<int64_t, int64_t>> created;
+  std::vector<std::pair<int64_t, int64_t>>& created = g.created;
+  created.clear();
   try {
     g.table.Resolve(ids, n, lookup, slots, &created);
   } catch (const std::bad_alloc&) {

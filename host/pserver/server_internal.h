@@ -54,6 +54,7 @@ struct PsServer::Growable {
   int64_t width = 0;
   int64_t capacity = 1;              // rows of each var (the prototype's one at first)
   GrowableTable table;
+  std::vector<std::pair<int64_t, int64_t>> created;  // ResolveRows' (id, slot), reused
   std::mutex mu;
   explicit Growable(GrowableTableOptions o) : table(o) {}
 };
@@ -65,6 +66,7 @@ struct PsServer::SparseReceive {
   std::vector<int64_t> shape;
   Block* reader = nullptr;
   Growable* growable = nullptr;  // rows are ids of this table, made slots on arrival
+  std::vector<int64_t> ids, slots;  // a growable send's ids and their slots, reused
   std::mutex mu;
   int64_t used = 0;
 };

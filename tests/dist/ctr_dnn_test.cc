@@ -12,8 +12,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <iterator>
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -345,34 +347,11 @@ fs::path TableVariant(const fs::path& dir, const std::string& name, const std::s
   return out;
 }
 
-// The example's files with every id of the 26 id slots moved up to just below 2^63.
-void ShiftIds(const fs::path& from, const fs::path& to, uint64_t by) {
-  fs::create_directories(to);
-  for (const auto& e : fs::directory_iterator(from)) {
-    if (!e.is_regular_file()) continue;
-    std::ifstream in(e.path());
-    std::ofstream out(to / e.path().filename());
-    std::string line;
-    while (std::getline(in, line)) {
-      std::istringstream words(line);
-      std::vector<std::string> w((std::istream_iterator<std::string>(words)),
-                                 std::istream_iterator<std::string>());
-      size_t at = 0;
-      for (int slot = 0; slot < 28 && at < w.size(); ++slot) {
-        const size_t n = std::stoul(w[at++]);
-        for (size_t k = 0; k < n && at < w.size(); ++k, ++at) {
-          if (slot >= 1 && slot <= 26) w[at] = std::to_string(std::stoull(w[at]) + by);
-        }
-      }
-      for (size_t k = 0; k < w.size(); ++k) out << (k ? " " : "") << w[k];
-      out << "\n";
-    }
-  }
-}
-
-// The distinct ids of the 26 id slots in the files directly in `dir`.
-size_t DistinctIds(const fs::path& dir) {
-  std::set<std::string> ids;
+// Calls `visit` on each id of the 26 id slots of every line of the files directly in `dir`
+// (MultiSlot: a count, then that many values, per slot; 13 dense features first, the label
+// last), then `done` with the line's words, ids as `visit` left them.
+void ForEachId(const fs::path& dir, const std::function<void(std::string&)>& visit,
+               const std::function<void(const fs::path&, const std::vector<std::string>&)>& done) {
   for (const auto& e : fs::directory_iterator(dir)) {
     if (!e.is_regular_file()) continue;
     std::ifstream in(e.path());
@@ -385,11 +364,34 @@ size_t DistinctIds(const fs::path& dir) {
       for (int slot = 0; slot < 28 && at < w.size(); ++slot) {
         const size_t n = std::stoul(w[at++]);
         for (size_t k = 0; k < n && at < w.size(); ++k, ++at) {
-          if (slot >= 1 && slot <= 26) ids.insert(w[at]);
+          if (slot >= 1 && slot <= 26) visit(w[at]);
         }
       }
+      done(e.path(), w);
     }
   }
+}
+
+// The example's files with every id of the 26 id slots moved up by `by`.
+void ShiftIds(const fs::path& from, const fs::path& to, uint64_t by) {
+  fs::create_directories(to);
+  std::map<fs::path, std::ofstream> outs;
+  ForEachId(
+      from, [&](std::string& id) { id = std::to_string(std::stoull(id) + by); },
+      [&](const fs::path& file, const std::vector<std::string>& w) {
+        std::ofstream& out = outs[file];
+        if (!out.is_open()) out.open(to / file.filename());
+        for (size_t k = 0; k < w.size(); ++k) out << (k ? " " : "") << w[k];
+        out << "\n";
+      });
+}
+
+// The distinct ids of the 26 id slots in the files directly in `dir`.
+size_t DistinctIds(const fs::path& dir) {
+  std::set<std::string> ids;
+  ForEachId(
+      dir, [&](std::string& id) { ids.insert(id); },
+      [](const fs::path&, const std::vector<std::string>&) {});
   return ids.size();
 }
 
