@@ -7,6 +7,7 @@
 #include <string_view>
 #include <utility>
 
+#include "collective/sparse_exchange.h"
 #include "fleet/fleet_plugin.h"
 #include "ir/program.h"
 #include "plugin/host_api.h"
@@ -22,6 +23,18 @@ int64_t AttrInt(const FleetKernelContext* kc, const char* name, int64_t fallback
     if (std::strcmp(kc->attrs[i]->name, name) == 0) return kc->attrs[i]->i;
   }
   return fallback;
+}
+
+std::string_view AttrString(const FleetKernelContext* kc, const char* name) {
+  for (size_t i = 0; i < kc->num_attrs; ++i) {
+    const FleetAttr* a = kc->attrs[i];
+    if (std::strcmp(a->name, name) == 0 && a->s != nullptr) return {a->s, a->s_len};
+  }
+  return {};
+}
+
+bool IsSparse(const FleetTensor* t) {
+  return FLEET_HAS_FIELD(t, FleetTensor, height) && t->height >= 0;
 }
 
 size_t Numel(const FleetTensor& t) {
@@ -47,6 +60,8 @@ struct OpState {
   Communicator* ring = nullptr;
   std::string label;    // "c_allreduce_sum (ring 0)", for errors
   std::vector<std::string> vars;  // X's var names where the schedule tells them
+  // c_allgather of a sparse gradient exchanged the dense way (sparse_exchange.h); else null.
+  std::unique_ptr<DenseSparseExchange> dense_exchange;
   // The ring's agreements() after this op's last call; equal at a launch means the op already
   // ran since the ranks last compared (a new step). Never-run ops hold a value it cannot have.
   uint64_t agreed_after_last = ~uint64_t{0};
@@ -70,6 +85,30 @@ int32_t ReduceOpOf(std::string_view t) {
   if (t == "c_allreduce_min") return FLEET_REDUCE_MIN;
   if (t == "c_allreduce_prod") return FLEET_REDUCE_PROD;
   return FLEET_REDUCE_SUM;
+}
+
+// Chooses how a sparse gradient moves (sparse_exchange.h) and says so: the choice depends on the
+// batch's entries, which only prepare knows, and every rank makes the same one from the same
+// shapes.
+Status PrepareSparseExchange(void* ctx, const FleetKernelContext* kc, OpState& st) {
+  const FleetTensor& x = *kc->inputs[0]->tensors[0];
+  const int64_t entries = x.ndim > 0 ? x.dims[0] : 0;
+  int64_t row_elems = 1;
+  for (int32_t d = 1; d < x.ndim; ++d) row_elems *= x.dims[d];
+  const std::string device = Runtime(ctx)->options().device;
+  FLEET_ASSIGN_OR_RETURN(
+      SparseExchangePlan plan,
+      PlanSparseExchange(AttrString(kc, "sparse_exchange"), st.nranks, entries, x.height,
+                         row_elems, static_cast<ir::DataType>(x.dtype), device == "cpu"));
+  const bool named = !st.vars.empty() && st.vars[0] != "?";
+  Log().info("{}{}: {}", st.label, named ? " of '" + st.vars[0] + "'" : std::string(),
+             plan.Describe(st.nranks, entries, x.height));
+  if (!plan.dense) return OkStatus();
+  FLEET_ASSIGN_OR_RETURN(st.dense_exchange,
+                         DenseSparseExchange::Create(x.height, row_elems,
+                                                     static_cast<ir::DataType>(x.dtype),
+                                                     st.label));
+  return OkStatus();
 }
 
 FleetStatus* PrepareOp(void* ctx, const FleetKernelContext* kc, void** state,
@@ -108,6 +147,12 @@ FleetStatus* PrepareOp(void* ctx, const FleetKernelContext* kc, void** state,
       }
     }
     st->vars = Runtime(ctx)->VarNames(kc->op_type, st->ring_id, dtypes, dims);
+  }
+  if (type == "c_allgather" && kc->num_inputs > 0 && kc->inputs[0]->count > 0 &&
+      IsSparse(kc->inputs[0]->tensors[0])) {
+    if (Status s = PrepareSparseExchange(ctx, kc, *st); !s.ok()) {
+      return MakeFleetStatus(s.WithContext(st->label));
+    }
   }
   *state = st.release();
   return nullptr;
@@ -196,30 +241,19 @@ FleetStatus* AllReduceLaunch(void* ctx, const FleetKernelContext* kc, void* stat
   return nullptr;
 }
 
-// A sparse gradient (FleetTensor.rows) is gathered in two calls, its slices and then its rows,
-// each as a plain tensor, so communicators never see a SelectedRows descriptor.
+// A sparse gradient (FleetTensor.rows) is exchanged as prepare chose (sparse_exchange.h).
 FleetStatus* AllGatherLaunch(void* ctx, const FleetKernelContext* kc, void* state) {
   OpState& st = State(state);
   Status s = RingOf(ctx, st);
   const FleetTensor& x = *kc->inputs[0]->tensors[0];
   const FleetTensor& out = *kc->outputs[0]->tensors[0];
-  const bool sparse = FLEET_HAS_FIELD(&x, FleetTensor, height) && x.height >= 0;
+  const bool sparse = IsSparse(&x);
   if (s.ok() && !sparse) s = st.ring->AllGather(x, out, kc->stream, SiteOf(st, 0, 1, true));
-  if (s.ok() && sparse) {
-    FleetTensor values = x, gathered = out;
-    for (FleetTensor* t : {&values, &gathered}) {
-      t->struct_size = FLEET_STRUCT_SIZE(FleetTensor, device_ordinal);
-      t->rows = nullptr;
-      t->height = -1;
-    }
-    s = st.ring->AllGather(values, gathered, kc->stream, SiteOf(st, 0, 1, true));
-    FleetTensor rows = values, all_rows = gathered;
-    rows.data = x.rows;
-    all_rows.data = out.rows;
-    rows.dtype = all_rows.dtype = FLEET_DTYPE_INT64;
-    rows.ndim = all_rows.ndim = 1;
-    rows.strides = all_rows.strides = nullptr;
-    if (s.ok()) s = st.ring->AllGather(rows, all_rows, kc->stream, SiteOf(st, 0, 1, false));
+  if (s.ok() && sparse && st.dense_exchange != nullptr) {
+    s = st.dense_exchange->Run(*st.ring, x, out, SiteOf(st, 0, 1, true), SiteOf(st, 0, 1, false));
+  } else if (s.ok() && sparse) {
+    s = GatherEntries(*st.ring, x, out, kc->stream, SiteOf(st, 0, 1, true),
+                      SiteOf(st, 0, 1, false));
   }
   if (s.ok()) st.agreed_after_last = st.ring->agreements();
   return Done(st, s);
@@ -245,8 +279,7 @@ FleetStatus* SyncLaunch(void* ctx, const FleetKernelContext* kc, void* state) {
   const FleetTensorSlot* out = kc->outputs[0];
   for (size_t i = 0; i < x->count && i < out->count; ++i) {
     const FleetTensor& t = *x->tensors[i];
-    if (FLEET_HAS_FIELD(&t, FleetTensor, height) && t.height >= 0 &&
-        t.data != out->tensors[i]->data) {
+    if (IsSparse(&t) && t.data != out->tensors[i]->data) {
       return Done(State(state), InvalidArgument(std::string(kc->op_type) +
                                                 ": a sparse gradient is synced in place only"));
     }

@@ -6,7 +6,8 @@
 // The collective ops' runtime: the communicators of a process, one per ring, and the host
 // kernels that run c_comm_init, c_broadcast, c_allreduce_*, c_allgather, c_reducescatter and the
 // stream syncs through them (DESIGN.md §5: collective ops are host ops whose kernels call the
-// selected communicator).
+// selected communicator). c_allgather of a sparse gradient moves it as its sparse_exchange
+// attribute says (sparse_exchange.h); prepare makes the choice and logs it with both ways' bytes.
 //
 // The kernels are ordinary FleetKernelDefs whose ctx is the runtime, so the executor prepares
 // and launches them like a device plugin's (ExecutorOptions::host_kernels); they work on any

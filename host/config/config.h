@@ -107,6 +107,8 @@ struct Config {
     int64_t local_sgd_k_steps = 1;        // local_sgd: average parameters every k steps
     double fuse_grad_size_mb = 32.0;      // all-reduce gradients in buckets this big; 0 = off
     bool sync_batch_norm = false;         // batch_norm statistics over every rank's batch
+    // grad_allreduce: how sparse gradients move (auto, gather, dense; c_allgather's attr)
+    std::string sparse_exchange = "auto";
     std::vector<std::string> passes;      // pass components run after the built-in ones
     std::string passes_where;             // where passes was set: "fleet.toml:12:10" or
                                           // "--set strategy.passes"; "" = not set

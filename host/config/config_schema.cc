@@ -130,6 +130,7 @@ const std::vector<std::string> kCollectiveModes = {"grad_allreduce", "local_sgd"
 const std::vector<std::string> kStores = {"tcp", "file"};
 const std::vector<std::string> kCollectiveChecks = {"step", "every", "off"};
 const std::vector<std::string> kSplitMethods = {"round_robin", "hash_name"};
+const std::vector<std::string> kSparseExchanges = {"auto", "gather", "dense"};
 const std::vector<std::string> kPserverInits = {"full", "shard"};
 const std::vector<std::string> kDataSources = {"synthetic", "csv", "multislot", "npy"};
 const std::vector<std::string> kDatasets = {"memory", "queue"};
@@ -248,7 +249,8 @@ class Checker {
     }
     if (const toml::table* t = Table(root, "", "strategy")) {
       CheckKeys(*t, "strategy", {"mode", "collective_mode", "devices", "nrings",
-                                 "local_sgd_k_steps", "fuse_grad_size_mb", "sync_batch_norm", "passes", "sync_mode",
+                                 "local_sgd_k_steps", "fuse_grad_size_mb", "sync_batch_norm",
+                                 "sparse_exchange", "passes", "sync_mode",
                                  "slice_var_up", "min_block_size", "split_method",
                                  "pserver_init", "a_sync", "a_sync_configs",
                                  "growable_tables"});
@@ -263,6 +265,7 @@ class Checker {
       ReadInt(*t, "strategy", "nrings", 1, c.nrings, kMaxRings);
       ReadInt(*t, "strategy", "local_sgd_k_steps", 1, c.local_sgd_k_steps);
       ReadBool(*t, "strategy", "sync_batch_norm", c.sync_batch_norm);
+      ReadEnum(*t, "strategy", "sparse_exchange", kSparseExchanges, c.sparse_exchange);
       Config::Pserver& ps = config.pserver;
       ReadBool(*t, "strategy", "sync_mode", ps.sync_mode);
       ReadBool(*t, "strategy", "slice_var_up", ps.slice_var_up);

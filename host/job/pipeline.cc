@@ -20,7 +20,8 @@ namespace {
 // [passes.NAME] would be a second way to set it.
 const std::map<std::string, std::map<std::string, std::string>>& StrategyOwnedOptions() {
   static const auto* owned = new std::map<std::string, std::map<std::string, std::string>>{
-      {"grad_allreduce", {{"nrings", "strategy.nrings"}}},
+      {"grad_allreduce",
+       {{"nrings", "strategy.nrings"}, {"sparse_exchange", "strategy.sparse_exchange"}}},
       {"local_sgd", {{"nrings", "strategy.nrings"}, {"k_steps", "strategy.local_sgd_k_steps"}}},
       {"fuse_allreduce", {{"bucket_mb", "strategy.fuse_grad_size_mb"}}},
       {"pserver",
@@ -329,6 +330,7 @@ StatusOr<std::map<std::string, ir::Program>> Transpile(const Config& config, con
     const std::string pass = c.mode == "local_sgd" ? "local_sgd" : "grad_allreduce";
     ir::AttrMap options = {{"nrings", static_cast<int32_t>(c.nrings)}};
     if (pass == "local_sgd") options["k_steps"] = static_cast<int32_t>(c.local_sgd_k_steps);
+    if (pass == "grad_allreduce") options["sparse_exchange"] = c.sparse_exchange;
     FLEET_RETURN_IF_ERROR(run(pass, options).WithContext("strategy.collective_mode"));
     if (c.fuse_grad_size_mb > 0 && pass == "grad_allreduce") {
       FLEET_RETURN_IF_ERROR(run("fuse_allreduce", {{"bucket_mb", c.fuse_grad_size_mb}})

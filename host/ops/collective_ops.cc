@@ -90,7 +90,12 @@ void RegisterBroadcast(OpRegistry& registry) {
 
 // c_allgather concatenates along dim 0 (nranks blocks); c_reducescatter splits dim 0 into
 // nranks blocks and keeps this rank's reduced block. c_allgather of a sparse gradient gathers its
-// entries, rows and slices (Paddle's exchange of SelectedRows): the sum over ranks.
+// entries, rows and slices (Paddle's exchange of SelectedRows): the sum over ranks. Its
+// sparse_exchange says how: "gather" moves every rank's rows and slices; "dense" gathers only the
+// rows and all-reduces the table-sized sum, then gives each gathered row's first entry the summed
+// slice and its repeats zeros (the same rows, the same sum); "auto" (default) takes "dense" where
+// that moves fewer bytes, when nranks times the entries exceed twice the height (a ring all-reduce
+// sends each byte twice). The runtime states its choice (collective_runtime.cc).
 void RegisterGatherScatter(OpRegistry& registry, bool gather) {
   OpSchema s;
   s.type = gather ? "c_allgather" : "c_reducescatter";
@@ -99,9 +104,19 @@ void RegisterGatherScatter(OpRegistry& registry, bool gather) {
   s.inputs = {{"X"}};
   s.outputs = {{"Out"}};
   s.attrs = {{"ring_id", int32_t{0}}, {"nranks", int32_t{1}}, {"use_calc_stream", false}};
-  if (gather) s.selected_rows_inputs = {"X"};
+  if (gather) {
+    s.attrs.push_back({"sparse_exchange", std::string("auto")});
+    s.selected_rows_inputs = {"X"};
+  }
   s.infer_shape = [gather](ShapeContext& c) {
     FLEET_RETURN_IF_ERROR(CheckRing(c));
+    if (gather) {
+      const std::string how = c.StringAttr("sparse_exchange");
+      if (how != "auto" && how != "gather" && how != "dense") {
+        return c.Error("sparse_exchange must be \"auto\", \"gather\" or \"dense\", not \"" +
+                       how + "\"");
+      }
+    }
     const int64_t nranks = c.IntAttr("nranks");
     if (nranks < 1) return c.Error("nranks must be >= 1, not " + std::to_string(nranks));
     TensorInfo out = c.Input("X");

@@ -129,7 +129,7 @@ std::vector<BuiltinPass>& Passes() {
                   "data parallelism: broadcast parameters, scale the loss gradient by "
                   "1/world_size and all-reduce every gradient (Paddle's GradAllReduce)",
                   passes::RunGradAllReduce,
-                  {IntOptionAttr("nrings", 1)}));
+                  {IntOptionAttr("nrings", 1), StringOptionAttr("sparse_exchange", "auto")}));
     v->push_back(MakePass("local_sgd",
                   "data parallelism by averaging parameters after the update ops every "
                   "k_steps steps (Paddle's LocalSGD)",

@@ -1,5 +1,7 @@
 // grad_allreduce: synchronous data parallelism by gradient all-reduce (Paddle's collective
-// transpiler, GradAllReduce). Options: nrings (int, default 1, >= 1).
+// transpiler, GradAllReduce). Options: nrings (int, default 1, >= 1); sparse_exchange (string,
+// "auto" (default), "gather" or "dense": how the sparse gradients' c_allgather moves them,
+// collective_ops.cc).
 //
 // startup (appended): c_comm_init per ring, c_broadcast of every parameter from rank 0 (ring
 //   k mod nrings for the k-th), c_sync_comm_stream per ring (collective_util.h).
@@ -13,7 +15,8 @@
 //      where ring_id counts (0, 1, ..., nrings-1, 0, ...) over the reverse scan, so the last
 //      gradient produced gets ring 0;
 //      A sparse gradient (selected_rows) is gathered instead, as Paddle exchanges SelectedRows:
-//        c_allgather(X=gi, Out=gi@GATHER, ring_id, nranks=world_size) {op_role=Backward}
+//        c_allgather(X=gi, Out=gi@GATHER, ring_id, nranks=world_size, sparse_exchange)
+//          {op_role=Backward}
 //      and every later op reads (and writes) gi@GATHER in its place: the entries of every rank,
 //      whose sum is the sum of the gradients;
 //   3. before the first op whose role has the Optimize bit:
@@ -35,6 +38,7 @@
 //     gradient reduced.
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "ir/program.h"
@@ -82,6 +86,16 @@ Status ScaleLossGrads(ir::Block& block, int32_t world_size) {
 Status RunGradAllReduce(ProgramSet& programs, const PassContextInfo& ctx,
                         const ir::AttrMap& options) {
   FLEET_ASSIGN_OR_RETURN(int32_t nrings, IntOption(options, "nrings", 1, kGradAllReduce));
+  std::string exchange = "auto";
+  if (auto it = options.find("sparse_exchange"); it != options.end()) {
+    const std::string* v = std::get_if<std::string>(&it->second);
+    if (v == nullptr || (*v != "auto" && *v != "gather" && *v != "dense")) {
+      return InvalidArgument(std::string(kGradAllReduce) +
+                             ": option 'sparse_exchange' must be \"auto\", \"gather\" or "
+                             "\"dense\"");
+    }
+    exchange = *v;
+  }
   FLEET_RETURN_IF_ERROR(CheckRankAndWorld(ctx, kGradAllReduce));
   FLEET_ASSIGN_OR_RETURN(ir::Program * startup, FindProgram(programs, "startup", kGradAllReduce));
   FLEET_ASSIGN_OR_RETURN(ir::Program * main, FindProgram(programs, "main", kGradAllReduce));
@@ -127,7 +141,9 @@ Status RunGradAllReduce(ProgramSet& programs, const PassContextInfo& ctx,
         }
         FLEET_RETURN_IF_ERROR(block.AddVar(all).status());
         after[i].push_back(RoleOp("c_allgather", {{"X", {grad}}}, {{"Out", {all.name}}},
-                                  {{"ring_id", ring}, {"nranks", ctx.world_size}},
+                                  {{"ring_id", ring},
+                                   {"nranks", ctx.world_size},
+                                   {"sparse_exchange", exchange}},
                                   ir::op_role::kBackward));
         gathered.push_back({i, {grad, all.name}});
         last_grad = all.name;

@@ -64,6 +64,18 @@ void ExpectNoDenseFallback(const fs::path& logs, size_t processes = 4) {
   EXPECT_GE(files, processes) << logs;
 }
 
+// How many of the log files under `logs` say `text`.
+size_t LogsSaying(const fs::path& logs, const std::string& text) {
+  size_t files = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(logs)) {
+    if (!entry.is_regular_file() || entry.path().extension() == ".json") continue;
+    std::ifstream in(entry.path());
+    const std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (all.find(text) != std::string::npos) ++files;
+  }
+  return files;
+}
+
 class CtrDnnTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -112,10 +124,12 @@ class CtrDnnTest : public ::testing::Test {
 
   // Two ranks on halves of every batch against one process on whole batches, step by step;
   // with `learns`, the two ranks' job also reaches ExpectLearns' AUC (Adam does in 300 steps).
-  // The ranks are `launch`'s (two collective trainers unless told otherwise).
+  // The ranks are `launch`'s (two collective trainers unless told otherwise), with the
+  // settings `two_sets` as well.
   void ExpectTwoRanksMatchOne(const fs::path& program, const std::string& name, double tol,
                               bool learns,
-                              const std::vector<std::string>& launch = {"--nproc", "2"}) {
+                              const std::vector<std::string>& launch = {"--nproc", "2"},
+                              const std::vector<std::string>& two_sets = {}) {
     // Every rank reads every file and keeps its half of each global batch, so the two ranks
     // take the steps of one process on batches of 64.
     const std::vector<std::string> sets = {"train.steps=300", "data.shard=false"};
@@ -126,6 +140,7 @@ class CtrDnnTest : public ::testing::Test {
     std::vector<std::string> half = sets;
     half.push_back("train.batch_size=32");
     half.push_back("eval.batch_size=100");
+    half.insert(half.end(), two_sets.begin(), two_sets.end());
     std::vector<nlohmann::json> two = Run(launch, half, name + "_two", program);
     if (learns) ExpectLearns(two, "launch " + launch.front());
     ASSERT_EQ(one.size(), two.size());
@@ -199,8 +214,19 @@ TEST_F(CtrDnnTest, LaunchNproc2LearnsAndMatchesOneProcess) {
 // With the table's sparse gradient, gathered from both ranks (grad_allreduce's c_allgather), the
 // same, with SGD: Adam amplifies the other order in which the gathered entries add up (a drift of
 // 1e-2 within 150 steps here), as it amplifies any change in the order of a gradient's sums.
+// Each rank says it gathered: 2 ranks' entries are far fewer than twice the table's 10 000 rows.
 TEST_F(CtrDnnTest, LaunchNproc2WithSparseGradientsMatchesOneProcess) {
   ExpectTwoRanksMatchOne(Copy(true, "sgd(learning_rate=0.05)"), "sparse", 1e-4, false);
+  EXPECT_EQ(LogsSaying(dir_ / "sparse_two_logs", "gathered (rows and slices): 2 ranks x "), 2u);
+}
+
+// The same with sparse_exchange = "dense": the ranks gather the rows alone, all-reduce their
+// table-sized sum and hand the update the same rows, so the job still takes one process's steps
+// within 1e-4, and each rank says which way it took.
+TEST_F(CtrDnnTest, LaunchNproc2WithADenseSparseExchangeMatchesOneProcess) {
+  ExpectTwoRanksMatchOne(Copy(true, "sgd(learning_rate=0.05)"), "sparse_dense", 1e-4, false,
+                         {"--nproc", "2"}, {"strategy.sparse_exchange=dense"});
+  EXPECT_EQ(LogsSaying(dir_ / "sparse_dense_two_logs", "exchanged dense (rows gathered"), 2u);
 }
 
 // Two devices of one process (single_process_multi_thread) hold the same parameters after

@@ -122,8 +122,9 @@ TEST_F(BuiltinPassTest, RegistersTheHostPassesWithOptions) {
   }
   auto ga = PassOptionDefaults(Pass("grad_allreduce"));
   ASSERT_TRUE(ga.ok()) << ga.status().ToString();
-  EXPECT_EQ(ga->size(), 1u);
+  EXPECT_EQ(ga->size(), 2u);
   EXPECT_TRUE(ga->at("nrings") == ir::Attribute(int32_t{1}));
+  EXPECT_TRUE(ga->at("sparse_exchange") == ir::Attribute(std::string("auto")));
   auto ls = PassOptionDefaults(Pass("local_sgd"));
   ASSERT_TRUE(ls.ok());
   EXPECT_EQ(ls->size(), 2u);
@@ -404,7 +405,8 @@ TEST_F(BuiltinPassTest, LocalSgdNeedsUpdateOps) {
 
 // A sparse gradient (the CTR example's shared table, is_sparse=True) is gathered, not reduced:
 // c_allgather of its entries from every rank into "<grad>@GATHER", which the ops after it (the
-// update) read instead; the dense gradients are all-reduced as before.
+// update) read instead; the dense gradients are all-reduced as before. The pass's
+// sparse_exchange option becomes the gather's attribute, and a value it does not know is refused.
 TEST_F(BuiltinPassTest, SparseGradientsAreGatheredAndTheUpdateReadsTheGather) {
   auto built = BuildPrograms(std::string(FLEET_EXAMPLES_DIR) + "/ctr_dnn/ctr_dnn.fleet",
                              Stage::kOptimized);
@@ -413,7 +415,15 @@ TEST_F(BuiltinPassTest, SparseGradientsAreGatheredAndTheUpdateReadsTheGather) {
   ASSERT_NE(built->main.global().FindVar(grad), nullptr);
   ASSERT_TRUE(built->main.global().FindVar(grad)->selected_rows);
   ProgramSet programs{{"main", built->main}, {"startup", built->startup}};
-  Status s = Run("grad_allreduce", programs, Trainer(0, 2), {});
+  ProgramSet untouched = programs;
+  Status bad = Run("grad_allreduce", untouched, Trainer(0, 2),
+                   {{"sparse_exchange", std::string("sometimes")}});
+  EXPECT_NE(bad.message().find("option 'sparse_exchange' must be \"auto\", \"gather\" or "
+                               "\"dense\""),
+            std::string::npos)
+      << bad.ToString();
+  Status s = Run("grad_allreduce", programs, Trainer(0, 2),
+                 {{"sparse_exchange", std::string("dense")}});
   ASSERT_TRUE(s.ok()) << s.ToString();
   // fuse_allreduce buckets the all-reduces and leaves the gather alone.
   s = Run("fuse_allreduce", programs, Trainer(0, 2), {});
@@ -433,6 +443,8 @@ TEST_F(BuiltinPassTest, SparseGradientsAreGatheredAndTheUpdateReadsTheGather) {
       EXPECT_EQ(op.Input("X"), std::vector<std::string>{grad});
       EXPECT_EQ(op.Output("Out"), std::vector<std::string>{grad + "@GATHER"});
       EXPECT_TRUE(*op.FindAttr("nranks") == ir::Attribute(int32_t{2}));
+      ASSERT_NE(op.FindAttr("sparse_exchange"), nullptr);
+      EXPECT_TRUE(*op.FindAttr("sparse_exchange") == ir::Attribute(std::string("dense")));
     }
     if (op.type == "c_allreduce_sum") {
       for (const std::string& x : op.Input("X")) EXPECT_NE(x, grad);

@@ -3,6 +3,7 @@
 // checked against closed forms of what every rank contributed.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <string>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "collective/collective_runtime.h"
+#include "collective/sparse_exchange.h"
 #include "rendezvous/memory_store.h"
 #include "executor/executor.h"
 #include "fleet/fleet_plugin.h"
@@ -81,6 +83,53 @@ class CollectiveOpsTest : public ::testing::TestWithParam<int> {
     ASSERT_NE(gloo_, nullptr);
   }
 
+  // Runs `main` (kMain-style text, its placeholders filled per rank) on n ranks, a thread each,
+  // after the startup program: `feed(r)` is rank r's feed, and the fetches of every run of
+  // `runs` land in results[r] one after the other.
+  std::vector<Status> OnRanks(int n, const std::map<std::string, int>& values,
+                              const std::string& main_text,
+                              const std::function<exec::FeedMap(int)>& feed,
+                              const std::vector<std::string>& fetch, int runs,
+                              std::vector<std::vector<HostTensor>>& results) {
+    MemoryStore store;
+    results.assign(static_cast<size_t>(n), {});
+    std::vector<Status> status(static_cast<size_t>(n));
+    auto rank_main = [&](int r) {
+      Status& s = status[static_cast<size_t>(r)];
+      CommunicatorOptions co;
+      co.rank = r;
+      co.world_size = n;
+      co.timeout = std::chrono::milliseconds(20000);
+      co.options = {{"hostname", "127.0.0.1"}};
+      CollectiveRuntime runtime(*gloo_, &store, co);
+      exec::ExecutorOptions eo;
+      eo.num_threads = 1;
+      eo.host_kernels = &runtime;
+      auto ex = exec::Executor::Create(*registry_, "cpu", eo);
+      if (!ex.ok()) { s = ex.status(); return; }
+      std::map<std::string, int> mine = values;
+      mine["NRANKS"] = n;
+      mine["RANK"] = r;
+      auto startup = ir::ParseProgram(Fill(kStartup, mine), "startup");
+      auto main = ir::ParseProgram(Fill(main_text, mine), "main");
+      if (!startup.ok() || !main.ok()) {
+        s = startup.ok() ? main.status() : startup.status();
+        return;
+      }
+      std::vector<HostTensor> out;
+      s = (*ex)->Run(*startup, {}, {}, out);
+      for (int k = 0; k < runs && s.ok(); ++k) {
+        s = (*ex)->Run(*main, feed(r), fetch, out);
+        auto& all = results[static_cast<size_t>(r)];
+        all.insert(all.end(), out.begin(), out.end());
+      }
+    };
+    std::vector<std::thread> threads;
+    for (int r = 0; r < n; ++r) threads.emplace_back(rank_main, r);
+    for (auto& t : threads) t.join();
+    return status;
+  }
+
   std::unique_ptr<PluginRegistry> registry_;
   const ComponentRecord* gloo_ = nullptr;
 };
@@ -88,46 +137,21 @@ class CollectiveOpsTest : public ::testing::TestWithParam<int> {
 TEST_P(CollectiveOpsTest, EveryOpAgreesWithItsClosedForm) {
   const int n = GetParam();
   const int root = n - 1;
-  MemoryStore store;
-  std::vector<std::vector<HostTensor>> results(static_cast<size_t>(n));
-  std::vector<Status> status(static_cast<size_t>(n));
+  std::vector<std::vector<HostTensor>> results;
   const std::vector<std::string> fetch = {"sum", "mx", "mn", "prod", "both0", "both1",
                                           "bcast", "gathered", "scattered"};
-  auto rank_main = [&](int r) {
-    Status& s = status[static_cast<size_t>(r)];
-    CommunicatorOptions co;
-    co.rank = r;
-    co.world_size = n;
-    co.timeout = std::chrono::milliseconds(20000);
-    co.options = {{"hostname", "127.0.0.1"}};
-    CollectiveRuntime runtime(*gloo_, &store, co);
-    exec::ExecutorOptions eo;
-    eo.num_threads = 1;
-    eo.host_kernels = &runtime;
-    auto ex = exec::Executor::Create(*registry_, "cpu", eo);
-    if (!ex.ok()) { s = ex.status(); return; }
-    const std::map<std::string, int> values = {
-        {"NRANKS", n}, {"RANK", r}, {"ROOT", root}, {"GATHERED", 4 * n}, {"SCATTERED", 4 / n}};
-    auto startup = ir::ParseProgram(Fill(kStartup, values), "startup");
-    auto main = ir::ParseProgram(Fill(kMain, values), "main");
-    if (!startup.ok() || !main.ok()) {
-      s = startup.ok() ? main.status() : startup.status();
-      return;
-    }
-    std::vector<HostTensor> none;
-    s = (*ex)->Run(*startup, {}, {}, none);
-    if (!s.ok()) return;
-    HostTensor x;
+  auto feed = [](int r) {
+    exec::FeedMap feeds;
+    HostTensor& x = feeds["x"];
     x.Reshape(ir::DataType::kFloat32, {4, 2});
     for (int i = 0; i < 4; ++i) {
       for (int j = 0; j < 2; ++j) x.data<float>()[i * 2 + j] = X(r, i, j);
     }
-    s = (*ex)->Run(*main, {{"x", x}}, fetch, results[static_cast<size_t>(r)]);
+    return feeds;
   };
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r) threads.emplace_back(rank_main, r);
-  for (auto& t : threads) t.join();
-
+  std::vector<Status> status =
+      OnRanks(n, {{"ROOT", root}, {"GATHERED", 4 * n}, {"SCATTERED", 4 / n}}, kMain, feed, fetch,
+              1, results);
   for (int r = 0; r < n; ++r) {
     SCOPED_TRACE("rank " + std::to_string(r));
     ASSERT_TRUE(status[static_cast<size_t>(r)].ok()) << status[static_cast<size_t>(r)].ToString();
@@ -167,7 +191,114 @@ TEST_P(CollectiveOpsTest, EveryOpAgreesWithItsClosedForm) {
   }
 }
 
+// A sparse gradient of a table of 8 rows, 5 entries per rank with a row repeated within each
+// rank (1) and rows every rank has (1, 7), gathered each way c_allgather knows: densified,
+// Out holds the same sum in every rank. Run twice, so the dense way's sum must come back to
+// zeros between exchanges. "auto" gathers on 2 ranks (2 * 8 rows >= 2 * 5 entries) and goes
+// dense on 4 (1.5 * 8 < 3 * 5), see SparseExchangePlanTest.
+constexpr char kSparseMain[] = R"(program {
+  block 0 {
+    var ids : int64[5]
+    var dout : float32[5, 2]
+    var g : selected_rows float32[8, 2]
+    var all : selected_rows float32[8, 2]
+    var zeros : float32[8, 2]
+    var dense : float32[8, 2]
+    op lookup_table_v2_grad(Ids=[ids], Out@GRAD=[dout]) -> (W@GRAD=[g]) {is_sparse=true, table_height=8L}
+    op c_allgather(X=[g]) -> (Out=[all]) {nranks=NRANKS, sparse_exchange="MODE"}
+    op fill_constant() -> (Out=[zeros]) {shape=[8L, 2L], value=0.0f}
+    op sum(X=[zeros, all]) -> (Out=[dense])
+  }
+})";
+
+TEST_P(CollectiveOpsTest, ASparseGradientSumsTheSameEveryWayItIsExchanged) {
+  const int n = GetParam();
+  auto ids = [](int r) { return std::vector<int64_t>{(3 * r) % 8, 1, (r + 2) % 8, 1, 7}; };
+  auto value = [](int r, int i, int j) { return static_cast<float>(100 * r + 10 * i + j + 1); };
+  auto feed = [&](int r) {
+    exec::FeedMap feeds;
+    feeds["ids"].Reshape(ir::DataType::kInt64, {5});
+    std::vector<int64_t> mine = ids(r);
+    std::copy(mine.begin(), mine.end(), feeds["ids"].data<int64_t>());
+    feeds["dout"].Reshape(ir::DataType::kFloat32, {5, 2});
+    for (int i = 0; i < 5; ++i) {
+      for (int j = 0; j < 2; ++j) feeds["dout"].data<float>()[i * 2 + j] = value(r, i, j);
+    }
+    return feeds;
+  };
+  std::vector<float> want(16, 0.0f);
+  for (int r = 0; r < n; ++r) {
+    for (int i = 0; i < 5; ++i) {
+      for (int j = 0; j < 2; ++j) want[static_cast<size_t>(ids(r)[i] * 2 + j)] += value(r, i, j);
+    }
+  }
+  for (const std::string mode : {"gather", "dense", "auto"}) {
+    SCOPED_TRACE("sparse_exchange " + mode);
+    std::string text = kSparseMain;
+    text.replace(text.find("MODE"), 4, mode);
+    std::vector<std::vector<HostTensor>> results;
+    std::vector<Status> status = OnRanks(n, {}, text, feed, {"dense"}, 2, results);
+    for (int r = 0; r < n; ++r) {
+      ASSERT_TRUE(status[static_cast<size_t>(r)].ok()) << status[static_cast<size_t>(r)].ToString();
+      ASSERT_EQ(results[static_cast<size_t>(r)].size(), 2u);
+      for (const HostTensor& got : results[static_cast<size_t>(r)]) {
+        EXPECT_EQ(std::vector<float>(got.data<float>(), got.data<float>() + 16), want)
+            << "rank " << r;
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Ranks, CollectiveOpsTest, ::testing::Values(1, 2, 4));
+
+// What each way moves per rank (sparse_exchange.h): 2 ranks of 5 entries of 2 float32s in 8 rows
+// receive 40 bytes of rows plus 40 of slices gathering, or 40 plus a 64-byte ring all-reduce
+// dense, so "auto" gathers; on 4 ranks 240 against 120 + 96, so it goes dense.
+TEST(SparseExchangePlanTest, AutoTakesTheWayThatMovesFewerBytes) {
+  const auto f32 = ir::DataType::kFloat32;
+  auto two = PlanSparseExchange("auto", 2, 5, 8, 2, f32, true);
+  ASSERT_TRUE(two.ok()) << two.status().ToString();
+  EXPECT_FALSE(two->dense);
+  EXPECT_DOUBLE_EQ(two->gather_bytes, 80);
+  EXPECT_DOUBLE_EQ(two->dense_bytes, 104);
+  auto four = PlanSparseExchange("auto", 4, 5, 8, 2, f32, true);
+  ASSERT_TRUE(four.ok()) << four.status().ToString();
+  EXPECT_TRUE(four->dense);
+  EXPECT_DOUBLE_EQ(four->gather_bytes, 240);
+  EXPECT_DOUBLE_EQ(four->dense_bytes, 216);
+  EXPECT_EQ(four->Describe(4, 5, 8),
+            "exchanged dense (rows gathered, their sum all-reduced): 4 ranks x 5 entries of a "
+            "8-row table, 216 bytes received per rank, where gathering would take 240 bytes "
+            "(sparse_exchange \"auto\")");
+  // One rank moves nothing either way: it gathers.
+  EXPECT_FALSE(PlanSparseExchange("auto", 1, 5, 8, 2, f32, true)->dense);
+  // Forced either way.
+  EXPECT_FALSE(PlanSparseExchange("gather", 4, 5, 8, 2, f32, true)->dense);
+  EXPECT_TRUE(PlanSparseExchange("dense", 2, 5, 8, 2, ir::DataType::kFloat64, true)->dense);
+}
+
+// The dense way sums float32 or float64 in host memory, in a buffer the table's size: without
+// those, "auto" gathers and "dense" says what is missing.
+TEST(SparseExchangePlanTest, DenseIsRefusedNamingWhatItLacks) {
+  const auto f32 = ir::DataType::kFloat32;
+  EXPECT_FALSE(PlanSparseExchange("auto", 4, 5, 8, 2, f32, false)->dense);
+  EXPECT_FALSE(PlanSparseExchange("auto", 4, 5, 8, 2, ir::DataType::kFloat16, true)->dense);
+  const int64_t huge = int64_t{1} << 62;
+  EXPECT_FALSE(PlanSparseExchange("auto", 4, huge, huge, 2, f32, true)->dense);
+  auto message = [&](auto plan) { return plan.status().message(); };
+  EXPECT_NE(message(PlanSparseExchange("dense", 4, 5, 8, 2, f32, false)).find("host memory"),
+            std::string::npos);
+  EXPECT_NE(message(PlanSparseExchange("dense", 4, 5, 8, 2, ir::DataType::kFloat16, true))
+                .find("float32 or float64 slices, not float16"),
+            std::string::npos);
+  EXPECT_NE(message(PlanSparseExchange("dense", 4, 5, huge, 2, f32, true))
+                .find("a sum of 4611686018427387904 rows of 2 elements does not fit in memory"),
+            std::string::npos);
+  EXPECT_NE(message(PlanSparseExchange("often", 4, 5, 8, 2, f32, true))
+                .find("sparse_exchange must be \"auto\", \"gather\" or \"dense\", not "
+                      "\"often\""),
+            std::string::npos);
+}
 
 TEST(CollectiveOpsErrors, CollectiveWithoutACommunicatorIsExplained) {
   LoadOptions options;
