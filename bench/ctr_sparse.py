@@ -26,6 +26,14 @@ id of its batch fetched (an int64 out, 10 floats back) and one gradient entry pe
 floats and an int64 row). The sparse run keeps the table on the servers (the trainers fetch
 its rows, Paddle's remote prefetch); the dense one receives the whole table every step.
 
+With --collective the job is `fleet-host launch --nproc 2` instead (grad_allreduce, --batch per
+trainer), for the table at --vocab rows and at --small-vocab rows (data with ids below that):
+dense gradients (all-reduced)
+and the sparse gradient exchanged each way `[strategy] sparse_exchange` knows (gathered rows and
+slices, Paddle's way; the rows gathered and a table-sized sum all-reduced; "auto", which takes
+whichever its estimate says moves fewer bytes). The table gives samples/s, loopback bytes per
+step and the trainers' own estimate of what each way moves per rank, from their log line.
+
 It needs Debian's python3-torch and OpenBLAS (scripts/install-bench-deps.sh).
 """
 import argparse
@@ -251,6 +259,76 @@ def main_pserver(args, data_dir, work):
           f"{held / 1e6:,.1f} MB (rows, moments and index) against {fixed / 1e6:,.1f} MB")
 
 
+# (name, sparse gradients, --set options) of each collective run.
+COLLECTIVE_CASES = (("dense gradients (Adam)", False, []),
+                    ("sparse, gathered", True, ["strategy.sparse_exchange=gather"]),
+                    ("sparse, rows gathered + dense sum", True, ["strategy.sparse_exchange=dense"]),
+                    ("sparse, auto", True, ["strategy.sparse_exchange=auto"]))
+
+
+def exchange_choice(logs):
+    """What the trainers' c_allgather chose, and their estimates per rank (MB), from the logs."""
+    for root, _, files in os.walk(logs):
+        for name in sorted(files):
+            with open(os.path.join(root, name), errors="replace") as f:
+                m = re.search(r"(gathered \(rows and slices\)|exchanged dense)[^\n]*?, ([0-9.]+) MB "
+                              r"received per rank, where [a-z ]+ would take ([0-9.]+) MB", f.read())
+            if m:
+                way = "gather" if m.group(1).startswith("gathered") else "dense"
+                chosen, other = float(m.group(2)), float(m.group(3))
+                return way, (chosen, other) if way == "gather" else (other, chosen)
+    return "-", (None, None)
+
+
+def run_collective(args, work, data_dir, vocab, sparse, sets):
+    cfg, metrics, env = job_config(args, work, data_dir)
+    logs = os.path.join(work, "logs")
+    subprocess.run(["rm", "-rf", logs], check=True)
+    before = loopback_bytes()
+    options = [a for s in sets for a in ("--set", s)]
+    path = program(work, vocab, sparse)
+    subprocess.run([args.fleet_host, "--config", cfg] + options + ["launch", "--nproc", "2",
+                    "--log-dir", logs, "--", "run", path],
+                   check=True, stdout=subprocess.DEVNULL, env=env)
+    wire = (loopback_bytes() - before) / (args.warmup + args.steps)
+    rate, _ = timed_rate(args, metrics, trainers=2)
+    return rate, wire, exchange_choice(logs)
+
+
+def main_collective(args, data_dir, work):
+    # The small table's data: ids below its rows.
+    small = os.path.join(work, "data_small")
+    subprocess.run([sys.executable, os.path.join(EXAMPLE, "make_data.py"), small, "--lines",
+                    str(args.lines), "--vocab", str(args.small_vocab)], check=True,
+                   stdout=subprocess.DEVNULL)
+    results = {}
+    for _ in range(args.runs):
+        for vocab, data in ((args.vocab, data_dir), (args.small_vocab, small)):
+            for name, sparse, sets in COLLECTIVE_CASES:
+                results.setdefault((vocab, name), []).append(
+                    run_collective(args, work, data, vocab, sparse, sets))
+
+    def med(key, i):
+        return statistics.median(r[i] for r in results[key])
+
+    print(f"CTR-DNN on 2 collective trainers (launch --nproc 2), batch {args.batch} per trainer, "
+          f"{args.threads} thread(s), median of {args.runs} runs")
+    print("| table rows | gradients, exchange | samples/s | loopback MB per step | chosen | "
+          "estimate per rank: gather MB | dense MB |")
+    print("|---:|---|---:|---:|---|---:|---:|")
+    for vocab in (args.vocab, args.small_vocab):
+        for name, _, _ in COLLECTIVE_CASES:
+            way, (gather, dense) = results[(vocab, name)][-1][2]
+            estimate = "- | -" if gather is None else f"{gather:.2f} | {dense:.2f}"
+            print(f"| {vocab:,} | {name} | {med((vocab, name), 0):,.0f} | "
+                  f"{med((vocab, name), 1) / 1e6:,.2f} | {way} | {estimate} |")
+        g, d = (vocab, COLLECTIVE_CASES[1][0]), (vocab, COLLECTIVE_CASES[2][0])
+        a = (vocab, COLLECTIVE_CASES[3][0])
+        print(f"table of {vocab:,} rows: rows + dense sum against gathered "
+              f"{med(d, 0) / med(g, 0):.2f}x the samples/s, {med(d, 1) / med(g, 1):.2f}x the "
+              f"bytes; auto {med(a, 0) / max(med(g, 0), med(d, 0)):.2f}x the better of the two")
+
+
 def run_torch(args, data_dir, sparse):
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads),
                OPENBLAS_NUM_THREADS=str(args.threads))
@@ -276,6 +354,10 @@ def main():
     ap.add_argument("--lines", type=int, default=2000, help="lines per data file (4 files)")
     ap.add_argument("--pserver", action="store_true",
                     help="2 servers and 2 workers instead of one process; no PyTorch peer")
+    ap.add_argument("--collective", action="store_true",
+                    help="2 collective trainers, each sparse exchange; no PyTorch peer")
+    ap.add_argument("--small-vocab", type=int, default=1000,
+                    help="--collective: the second, small table's rows")
     args = ap.parse_args()
     results = {}
     with tempfile.TemporaryDirectory() as work:
@@ -284,6 +366,9 @@ def main():
                         "--lines", str(args.lines)], check=True, stdout=subprocess.DEVNULL)
         if args.pserver:
             main_pserver(args, data_dir, work)
+            return
+        if args.collective:
+            main_collective(args, data_dir, work)
             return
         for _ in range(args.runs):
             for sparse in (False, True):
