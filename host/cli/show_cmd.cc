@@ -153,13 +153,8 @@ int ShowCommand(const GlobalOptions& global, const std::vector<std::string>& arg
     for (const std::string& name : config->plugins.load) {
       if (auto loaded = registry.Load(name); !loaded.ok()) return Fail(err, loaded.status());
     }
-    // The gradients `run` would build (DenseGradientsReason); the device is the job's business.
-    Config resolved = *config;
-    resolved.strategy_mode = EffectiveStrategy(*config, *role);
-    if (!SparseExchangeReason(resolved).empty() && AsksForSparseGradients(programs->main)) {
-      programs = BuildPrograms(file, Stage::kOptimized, false);
-      if (!programs.ok()) return Fail(err, programs.status());
-    }
+    // Sparse gradients as every strategy builds them; a device without sparse kernels makes
+    // `run` fall back to dense ones (DenseGradientsReason), which is the job's business.
     std::vector<PassRun> ran;
     auto transpiled = Transpile(*config, *role, *programs, registry, &ran);
     if (!transpiled.ok()) return Fail(err, transpiled.status().WithContext(file));

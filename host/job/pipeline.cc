@@ -132,23 +132,8 @@ StatusOr<frontend::ParsedProgram> BuildPrograms(const std::filesystem::path& fil
   return p;
 }
 
-std::string SparseExchangeReason(const Config& config) {
-  // Collective trainers gather sparse gradients (grad_allreduce), parameter-server trainers send
-  // them in row blocks; the other modes do not exchange them yet.
-  const bool gathered = config.strategy_mode == "collective" &&
-                        config.collective.mode == "grad_allreduce";
-  if (config.strategy_mode == "none" || config.strategy_mode == "pserver" || gathered) return "";
-  return "sparse gradients are not exchanged between trainers yet ([strategy] mode \"" +
-         config.strategy_mode + "\"" +
-         (config.strategy_mode == "collective"
-              ? ", collective_mode \"" + config.collective.mode + "\""
-              : std::string()) +
-         ")";
-}
-
 std::string DenseGradientsReason(const Config& config, const PluginRegistry& registry,
                                  const std::string& device, const ComponentRecord* transport) {
-  if (std::string why = SparseExchangeReason(config); !why.empty()) return why;
   if (config.strategy_mode == "pserver" && transport != nullptr &&
       !TransportCarriesSelectedRows(*transport)) {
     return "transport '" + config.transport.backend + "' predates ABI 1.7 and cannot send them";

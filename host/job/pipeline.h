@@ -33,16 +33,15 @@ StatusOr<frontend::ParsedProgram> BuildPrograms(const std::filesystem::path& fil
                                                 bool sparse_gradients = true);
 
 // Why the job of `config` (its [strategy] mode resolved) on `device` trains embeddings with
-// dense gradients though they ask for sparse ones; "" when it can use sparse ones: one process,
-// collective trainers with grad_allreduce (which gathers them) or parameter-server jobs (whose
-// trainers send them in row blocks, through `transport` when it speaks ABI 1.7), on a device
-// with kernels that take them (FLEET_KERNEL_FLAG_SELECTED_ROWS). `transport` may be null (no
-// transport selected: the job fails elsewhere if it needs one).
+// dense gradients though they ask for sparse ones; "" when it can use sparse ones: every
+// strategy can (one process; collective trainers, whose grad_allreduce exchanges them and whose
+// local_sgd keeps them local; parameter-server trainers, which send them in row blocks through
+// `transport` when it speaks ABI 1.7), on a device with kernels that take them
+// (FLEET_KERNEL_FLAG_SELECTED_ROWS). `transport` may be null (no transport selected: the job
+// fails elsewhere if it needs one).
 std::string DenseGradientsReason(const Config& config, const PluginRegistry& registry,
                                  const std::string& device,
                                  const ComponentRecord* transport = nullptr);
-// The part of that which the [strategy] alone decides (`show` has no device).
-std::string SparseExchangeReason(const Config& config);
 
 // Whether a program asks for sparse gradients (an op with is_sparse=True).
 bool AsksForSparseGradients(const ir::Program& main);

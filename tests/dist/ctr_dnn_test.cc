@@ -256,6 +256,54 @@ TEST_F(CtrDnnTest, DevicesOfOneProcessEvaluateAsOneProcess) {
   EXPECT_EQ(evaluations, 1u);  // every 100 steps, and after the last
 }
 
+// local_sgd averages parameters, never gradients, so each rank's sparse gradient stays its own:
+// with SGD two ranks take the steps the same job takes with dense gradients, within 1e-4 over
+// 200 steps, and neither falls back to dense ones.
+TEST_F(CtrDnnTest, LocalSgdWithSparseGradientsTrainsAsWithDenseOnes) {
+  const std::string sgd = "sgd(learning_rate=0.05)";
+  const std::vector<std::string> sets = {"train.steps=200", "train.batch_size=32",
+                                         "strategy.collective_mode=local_sgd"};
+  std::vector<nlohmann::json> sparse = Run({"--nproc", "2"}, sets, "lsgd_sparse", Copy(true, sgd));
+  std::vector<nlohmann::json> dense = Run({"--nproc", "2"}, sets, "lsgd_dense", Copy(false, sgd));
+  ASSERT_EQ(sparse.size(), dense.size());
+  ASSERT_GE(sparse.size(), 20u);
+  for (size_t i = 0; i < sparse.size(); ++i) {
+    const double want = dense[i]["loss"].get<double>();
+    EXPECT_NEAR(sparse[i]["loss"].get<double>(), want, 1e-4 * std::max(1.0, std::abs(want)))
+        << "step " << dense[i]["step"];
+  }
+  ExpectNoDenseFallback(dir_ / "lsgd_sparse_logs", 2);
+}
+
+// Two devices of one process (single_process_multi_thread) gather their sparse gradients as two
+// processes do: with SGD their evaluations are one process's on the whole batches, within 1e-4.
+TEST_F(CtrDnnTest, DevicesOfOneProcessWithSparseGradientsEvaluateAsOneProcess) {
+  const fs::path program = Copy(true, "sgd(learning_rate=0.05)");
+  const std::vector<std::string> sets = {"train.steps=200", "data.shard=false",
+                                         "eval.batch_size=200"};
+  std::vector<nlohmann::json> one = Run({}, sets, "one_sparse", program);
+  std::vector<std::string> devices = sets;
+  devices.insert(devices.end(), {"train.batch_size=32", "strategy.mode=collective",
+                                 "strategy.collective_mode=single_process_multi_thread",
+                                 "strategy.devices=2"});
+  std::vector<nlohmann::json> two = Run({}, devices, "devices_sparse", program);
+  ASSERT_EQ(one.size(), two.size());
+  size_t evaluations = 0;
+  for (size_t i = 0; i < one.size(); ++i) {
+    ASSERT_EQ(one[i].contains("eval_loss"), two[i].contains("eval_loss")) << one[i]["step"];
+    if (!one[i].contains("eval_loss")) continue;
+    ++evaluations;
+    const double eval_loss = one[i]["eval_loss"].get<double>();
+    EXPECT_NEAR(two[i]["eval_loss"].get<double>(), eval_loss, 1e-4 * std::max(1.0, eval_loss))
+        << "step " << one[i]["step"];
+  }
+  EXPECT_EQ(evaluations, 2u);
+  std::ifstream in(dir_ / "devices_sparse.log");
+  const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(log.find("dense gradients"), std::string::npos) << log;
+  EXPECT_NE(log.find("gathered (rows and slices): 2 ranks x "), std::string::npos) << log;
+}
+
 // Two servers and two workers, sync, with the table's sparse gradient: each worker cuts it at
 // the servers' row blocks (split_selected_rows) and sends the entries of each block; a server
 // sums the two workers' entries, scales them by 1/2 and updates the rows they touch. With SGD
