@@ -240,7 +240,7 @@ TEST_F(CtrDnnTest, DevicesOfOneProcessEvaluateAsOneProcess) {
   devices.insert(devices.end(), {"train.batch_size=32", "strategy.mode=collective",
                                  "strategy.collective_mode=single_process_multi_thread",
                                  "strategy.devices=2"});
-  std::vector<nlohmann::json> two = Run({}, devices, "devices");
+  std::vector<nlohmann::json> two = Run({}, devices, "devices", DenseCopy());
   ASSERT_EQ(one.size(), two.size());
   size_t evaluations = 0;
   for (size_t i = 0; i < one.size(); ++i) {
