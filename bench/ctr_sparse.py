@@ -37,6 +37,7 @@ step and the trainers' own estimate of what each way moves per rank, from their 
 It needs Debian's python3-torch and OpenBLAS (scripts/install-bench-deps.sh).
 """
 import argparse
+import functools
 import json
 import os
 import re
@@ -57,6 +58,11 @@ PEAK = ("import resource, subprocess, sys\n"
         "sys.stdout.write(r.stdout)\n"
         "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
         "sys.exit(r.returncode)\n")
+
+
+def median_of(results, key, i):
+    """The median of field i over the runs results[key] holds."""
+    return statistics.median(r[i] for r in results[key])
 
 
 def with_peak(cmd, env):
@@ -222,8 +228,7 @@ def main_pserver(args, data_dir, work):
         for name, sparse, sets in PSERVER_CASES:
             results.setdefault(name, []).append(run_pserver(args, work, data_dir, sparse, sets))
 
-    def med(name, i):
-        return statistics.median(r[i] for r in results[name])
+    med = functools.partial(median_of, results)
 
     payload = touched_bytes(args, data_dir)
     layers = dense_layer_bytes(args, work)
@@ -308,8 +313,7 @@ def main_collective(args, data_dir, work):
                 results.setdefault((vocab, name), []).append(
                     run_collective(args, work, data, vocab, sparse, sets))
 
-    def med(key, i):
-        return statistics.median(r[i] for r in results[key])
+    med = functools.partial(median_of, results)
 
     print(f"CTR-DNN on 2 collective trainers (launch --nproc 2), batch {args.batch} per trainer, "
           f"{args.threads} thread(s), median of {args.runs} runs")
@@ -377,8 +381,7 @@ def main():
                 rate, peak = run_torch(args, data_dir, sparse)
                 results.setdefault(("torch", sparse), []).append((rate, peak))
 
-    def med(key, i):
-        return statistics.median(r[i] for r in results[key])
+    med = functools.partial(median_of, results)
 
     print(f"CTR-DNN, one table [{args.vocab}, 10] shared by 26 slots, batch {args.batch}, "
           f"{args.threads} thread(s), median of {args.runs} runs")

@@ -160,6 +160,46 @@ class CtrDnnTest : public ::testing::Test {
     }
   }
 
+  // Two devices of one process (single_process_multi_thread) on halves of every batch against
+  // one process on whole batches, `steps` steps: the same evaluation (every 100 steps) within
+  // `tol`. The runs are "<name>_one" and "<name>_two".
+  void ExpectDevicesEvaluateAsOne(const fs::path& program, const std::string& name, int steps,
+                                  double tol) {
+    const std::vector<std::string> sets = {"train.steps=" + std::to_string(steps),
+                                           "data.shard=false", "eval.batch_size=200"};
+    std::vector<nlohmann::json> one = Run({}, sets, name + "_one", program);
+    std::vector<std::string> devices = sets;
+    devices.insert(devices.end(), {"train.batch_size=32", "strategy.mode=collective",
+                                   "strategy.collective_mode=single_process_multi_thread",
+                                   "strategy.devices=2"});
+    std::vector<nlohmann::json> two = Run({}, devices, name + "_two", program);
+    ASSERT_EQ(one.size(), two.size());
+    size_t evaluations = 0;
+    for (size_t i = 0; i < one.size(); ++i) {
+      ASSERT_EQ(one[i].contains("eval_loss"), two[i].contains("eval_loss")) << one[i]["step"];
+      if (!one[i].contains("eval_loss")) continue;
+      ++evaluations;
+      const double eval_loss = one[i]["eval_loss"].get<double>();
+      EXPECT_NEAR(two[i]["eval_loss"].get<double>(), eval_loss, tol * std::max(1.0, eval_loss))
+          << "step " << one[i]["step"];
+      EXPECT_NEAR(two[i]["eval_auc"].get<double>(), one[i]["eval_auc"].get<double>(), 1e-3)
+          << "step " << one[i]["step"];
+    }
+    EXPECT_EQ(evaluations, static_cast<size_t>(steps / 100));  // every 100 steps
+  }
+
+  // Two runs' training losses, step by step, within `tol` (relative above 1).
+  static void ExpectSameLosses(const std::vector<nlohmann::json>& got,
+                               const std::vector<nlohmann::json>& want, double tol) {
+    ASSERT_EQ(got.size(), want.size());
+    ASSERT_GE(got.size(), 20u);
+    for (size_t i = 0; i < got.size(); ++i) {
+      const double w = want[i]["loss"].get<double>();
+      EXPECT_NEAR(got[i]["loss"].get<double>(), w, tol * std::max(1.0, std::abs(w)))
+          << "step " << want[i]["step"];
+    }
+  }
+
   std::vector<nlohmann::json> Run(const std::vector<std::string>& launch,
                                   const std::vector<std::string>& sets, const std::string& name,
                                   const fs::path& program = kExample / "ctr_dnn.fleet") {
@@ -196,13 +236,7 @@ TEST_F(CtrDnnTest, SparseGradientsTrainAsDenseOnes) {
   const std::vector<std::string> sets = {"train.steps=200"};
   std::vector<nlohmann::json> sparse = Run({}, sets, "sparse", Copy(true, sgd));
   std::vector<nlohmann::json> dense = Run({}, sets, "dense", Copy(false, sgd));
-  ASSERT_EQ(sparse.size(), dense.size());
-  ASSERT_GE(sparse.size(), 20u);
-  for (size_t i = 0; i < sparse.size(); ++i) {
-    const double want = dense[i]["loss"].get<double>();
-    EXPECT_NEAR(sparse[i]["loss"].get<double>(), want, 1e-4 * std::max(1.0, std::abs(want)))
-        << "step " << dense[i]["step"];
-  }
+  ExpectSameLosses(sparse, dense, 1e-4);
 }
 
 // With dense gradients (all-reduced) the two ranks follow one process within 1e-3 over 300
@@ -233,27 +267,7 @@ TEST_F(CtrDnnTest, LaunchNproc2WithADenseSparseExchangeMatchesOneProcess) {
 // every step, and the first evaluates for both: the same evaluations as one process training
 // on the same global batches.
 TEST_F(CtrDnnTest, DevicesOfOneProcessEvaluateAsOneProcess) {
-  const std::vector<std::string> sets = {"train.steps=100", "data.shard=false",
-                                         "eval.batch_size=200"};
-  std::vector<nlohmann::json> one = Run({}, sets, "one", DenseCopy());
-  std::vector<std::string> devices = sets;
-  devices.insert(devices.end(), {"train.batch_size=32", "strategy.mode=collective",
-                                 "strategy.collective_mode=single_process_multi_thread",
-                                 "strategy.devices=2"});
-  std::vector<nlohmann::json> two = Run({}, devices, "devices", DenseCopy());
-  ASSERT_EQ(one.size(), two.size());
-  size_t evaluations = 0;
-  for (size_t i = 0; i < one.size(); ++i) {
-    ASSERT_EQ(one[i].contains("eval_loss"), two[i].contains("eval_loss")) << one[i]["step"];
-    if (!one[i].contains("eval_loss")) continue;
-    ++evaluations;
-    const double eval_loss = one[i]["eval_loss"].get<double>();
-    EXPECT_NEAR(two[i]["eval_loss"].get<double>(), eval_loss, 1e-3 * std::max(1.0, eval_loss))
-        << "step " << one[i]["step"];
-    EXPECT_NEAR(two[i]["eval_auc"].get<double>(), one[i]["eval_auc"].get<double>(), 1e-3)
-        << "step " << one[i]["step"];
-  }
-  EXPECT_EQ(evaluations, 1u);  // every 100 steps, and after the last
+  ExpectDevicesEvaluateAsOne(DenseCopy(), "devices", 100, 1e-3);
 }
 
 // local_sgd averages parameters, never gradients, so each rank's sparse gradient stays its own:
@@ -265,40 +279,15 @@ TEST_F(CtrDnnTest, LocalSgdWithSparseGradientsTrainsAsWithDenseOnes) {
                                          "strategy.collective_mode=local_sgd"};
   std::vector<nlohmann::json> sparse = Run({"--nproc", "2"}, sets, "lsgd_sparse", Copy(true, sgd));
   std::vector<nlohmann::json> dense = Run({"--nproc", "2"}, sets, "lsgd_dense", Copy(false, sgd));
-  ASSERT_EQ(sparse.size(), dense.size());
-  ASSERT_GE(sparse.size(), 20u);
-  for (size_t i = 0; i < sparse.size(); ++i) {
-    const double want = dense[i]["loss"].get<double>();
-    EXPECT_NEAR(sparse[i]["loss"].get<double>(), want, 1e-4 * std::max(1.0, std::abs(want)))
-        << "step " << dense[i]["step"];
-  }
+  ExpectSameLosses(sparse, dense, 1e-4);
   ExpectNoDenseFallback(dir_ / "lsgd_sparse_logs", 2);
 }
 
 // Two devices of one process (single_process_multi_thread) gather their sparse gradients as two
 // processes do: with SGD their evaluations are one process's on the whole batches, within 1e-4.
 TEST_F(CtrDnnTest, DevicesOfOneProcessWithSparseGradientsEvaluateAsOneProcess) {
-  const fs::path program = Copy(true, "sgd(learning_rate=0.05)");
-  const std::vector<std::string> sets = {"train.steps=200", "data.shard=false",
-                                         "eval.batch_size=200"};
-  std::vector<nlohmann::json> one = Run({}, sets, "one_sparse", program);
-  std::vector<std::string> devices = sets;
-  devices.insert(devices.end(), {"train.batch_size=32", "strategy.mode=collective",
-                                 "strategy.collective_mode=single_process_multi_thread",
-                                 "strategy.devices=2"});
-  std::vector<nlohmann::json> two = Run({}, devices, "devices_sparse", program);
-  ASSERT_EQ(one.size(), two.size());
-  size_t evaluations = 0;
-  for (size_t i = 0; i < one.size(); ++i) {
-    ASSERT_EQ(one[i].contains("eval_loss"), two[i].contains("eval_loss")) << one[i]["step"];
-    if (!one[i].contains("eval_loss")) continue;
-    ++evaluations;
-    const double eval_loss = one[i]["eval_loss"].get<double>();
-    EXPECT_NEAR(two[i]["eval_loss"].get<double>(), eval_loss, 1e-4 * std::max(1.0, eval_loss))
-        << "step " << one[i]["step"];
-  }
-  EXPECT_EQ(evaluations, 2u);
-  std::ifstream in(dir_ / "devices_sparse.log");
+  ExpectDevicesEvaluateAsOne(Copy(true, "sgd(learning_rate=0.05)"), "devices_sparse", 200, 1e-4);
+  std::ifstream in(dir_ / "devices_sparse_two.log");
   const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_EQ(log.find("dense gradients"), std::string::npos) << log;
   EXPECT_NE(log.find("gathered (rows and slices): 2 ranks x "), std::string::npos) << log;
