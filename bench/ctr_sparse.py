@@ -31,8 +31,10 @@ trainer), for the table at --vocab rows and at --small-vocab rows (data with ids
 dense gradients (all-reduced)
 and the sparse gradient exchanged each way `[strategy] sparse_exchange` knows (gathered rows and
 slices, Paddle's way; the rows gathered and a table-sized sum all-reduced; "auto", which takes
-whichever its estimate says moves fewer bytes). The table gives samples/s, loopback bytes per
-step and the trainers' own estimate of what each way moves per rank, from their log line.
+whichever its estimate says moves fewer bytes); the peer is bench/torch_ctr_dnn.py --world 2,
+PyTorch's DistributedDataParallel over Gloo with a dense table and Adam, and with a sparse one
+and SparseAdam. The table gives samples/s, loopback bytes per step and the trainers' own
+estimate of what each way moves per rank, from their log line.
 
 It needs Debian's python3-torch and OpenBLAS (scripts/install-bench-deps.sh).
 """
@@ -271,6 +273,11 @@ COLLECTIVE_CASES = (("dense gradients (Adam)", False, []),
                     ("sparse, auto", True, ["strategy.sparse_exchange=auto"]))
 
 
+# (name, sparse table) of each PyTorch DistributedDataParallel run (the peer).
+TORCH_DDP_CASES = (("torch DDP, dense gradients (Adam)", False),
+                   ("torch DDP, sparse (SparseAdam), Gloo sparse all-reduce", True))
+
+
 def exchange_choice(logs):
     """What the trainers' c_allgather chose, and their estimates per rank (MB), from the logs."""
     for root, _, files in os.walk(logs):
@@ -312,6 +319,9 @@ def main_collective(args, data_dir, work):
             for name, sparse, sets in COLLECTIVE_CASES:
                 results.setdefault((vocab, name), []).append(
                     run_collective(args, work, data, vocab, sparse, sets))
+            for name, sparse in TORCH_DDP_CASES:
+                results.setdefault((vocab, name), []).append(
+                    run_torch_ddp(args, data, vocab, sparse))
 
     med = functools.partial(median_of, results)
 
@@ -320,30 +330,41 @@ def main_collective(args, data_dir, work):
     print("| table rows | gradients, exchange | samples/s | loopback MB per step | chosen | "
           "estimate per rank: gather MB | dense MB |")
     print("|---:|---|---:|---:|---|---:|---:|")
+    names = [c[0] for c in COLLECTIVE_CASES] + [c[0] for c in TORCH_DDP_CASES]
     for vocab in (args.vocab, args.small_vocab):
-        for name, _, _ in COLLECTIVE_CASES:
+        for name in names:
             way, (gather, dense) = results[(vocab, name)][-1][2]
             estimate = "- | -" if gather is None else f"{gather:.2f} | {dense:.2f}"
             print(f"| {vocab:,} | {name} | {med((vocab, name), 0):,.0f} | "
                   f"{med((vocab, name), 1) / 1e6:,.2f} | {way} | {estimate} |")
         g, d = (vocab, COLLECTIVE_CASES[1][0]), (vocab, COLLECTIVE_CASES[2][0])
         a = (vocab, COLLECTIVE_CASES[3][0])
+        t = (vocab, TORCH_DDP_CASES[1][0])
         print(f"table of {vocab:,} rows: rows + dense sum against gathered "
               f"{med(d, 0) / med(g, 0):.2f}x the samples/s, {med(d, 1) / med(g, 1):.2f}x the "
-              f"bytes; auto {med(a, 0) / max(med(g, 0), med(d, 0)):.2f}x the better of the two")
+              f"bytes; auto {med(a, 0) / max(med(g, 0), med(d, 0)):.2f}x the better of the two; "
+              f"fleet auto against torch DDP sparse {med(a, 0) / med(t, 0):.2f}x the samples/s")
 
 
-def run_torch(args, data_dir, sparse):
+def run_torch(args, data_dir, sparse, vocab=None, world=1):
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads),
                OPENBLAS_NUM_THREADS=str(args.threads))
     env.setdefault("OPENBLAS_CORETYPE", "SkylakeX")
     cmd = [sys.executable, os.path.join(HERE, "torch_ctr_dnn.py"), "--data", data_dir,
-           "--vocab", str(args.vocab), "--batch", str(args.batch), "--steps", str(args.steps),
-           "--warmup", str(args.warmup), "--threads", str(args.threads)]
+           "--vocab", str(vocab or args.vocab), "--batch", str(args.batch), "--steps",
+           str(args.steps), "--warmup", str(args.warmup), "--threads", str(args.threads),
+           "--world", str(world)]
     if sparse:
         cmd.append("--sparse")
     lines, peak = with_peak(cmd, env)
     return json.loads(lines[-1])["samples_per_sec"], peak
+
+
+def run_torch_ddp(args, data_dir, vocab, sparse):
+    """The peer of run_collective: two DistributedDataParallel processes over Gloo."""
+    before = loopback_bytes()
+    rate, _ = run_torch(args, data_dir, sparse, vocab, world=2)
+    return rate, (loopback_bytes() - before) / (args.warmup + args.steps), ("-", (None, None))
 
 
 def main():

@@ -6,17 +6,25 @@ sequence_pool(SUM) gives; an empty slot gives zeros), concatenated with the 13 d
 three fc-400 relu layers, a 2-way softmax with cross-entropy, Adam (lr 0.001), dense gradients as
 in Fleet's run; with --sparse, the table's gradients are sparse and torch.optim.SparseAdam (lazy
 Adam) updates it (bench/ctr_sparse.py). Batches are cut in file order and turned into tensors
-before the timed region.
-Prints one JSON line: {"samples_per_sec": ..., "final_loss": ...}.
+before the timed region. With --world N, N processes train as one data-parallel job
+(DistributedDataParallel over Gloo on this machine, each reading every N-th file and --batch
+lines per step), the peer of bench/ctr_sparse.py --collective; a sparse table's gradients are
+then exchanged by Gloo's sparse all-reduce.
+Prints one JSON line: {"samples_per_sec": ..., "final_loss": ...} (every process's samples).
 """
 import argparse
 import glob
 import json
+import os
+import socket
 import time
 
 import numpy as np
 import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
 from torch import nn
+from torch.nn.parallel import DistributedDataParallel
 
 SLOTS = 26
 
@@ -69,24 +77,21 @@ class CtrDnn(nn.Module):
         return self.mlp(torch.cat([e, dense], dim=1))
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--data", required=True, help="directory of part-*.txt files")
-    ap.add_argument("--vocab", type=int, default=10000)
-    ap.add_argument("--batch", type=int, default=64)
-    ap.add_argument("--steps", type=int, default=200)
-    ap.add_argument("--warmup", type=int, default=20)
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--sparse", action="store_true")
-    a = ap.parse_args()
+def train(rank, a, port, queue):
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
-    dense, ids, labels = read_multislot(sorted(glob.glob(a.data + "/part-*.txt")))
+    files = sorted(glob.glob(a.data + "/part-*.txt"))[rank::a.world]
+    dense, ids, labels = read_multislot(files)
     data = batches(dense, ids, labels, a.batch)
     model = CtrDnn(a.vocab, sparse=a.sparse)
+    table = model.table
+    if a.world > 1:
+        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                                world_size=a.world)
+        model = DistributedDataParallel(model)
     if a.sparse:
-        dense_params = [p for n, p in model.named_parameters() if not n.startswith("table.")]
-        opts = [torch.optim.SparseAdam(list(model.table.parameters()), lr=0.001),
+        dense_params = [p for p in model.parameters() if p is not table.weight]
+        opts = [torch.optim.SparseAdam([table.weight], lr=0.001),
                 torch.optim.Adam(dense_params, lr=0.001)]
     else:
         opts = [torch.optim.Adam(model.parameters(), lr=0.001)]
@@ -104,7 +109,35 @@ def main():
         for opt in opts:
             opt.step()
     elapsed = time.perf_counter() - start
-    print(json.dumps({"samples_per_sec": a.steps * a.batch / elapsed, "final_loss": loss.item()}))
+    if rank == 0:
+        queue.put({"samples_per_sec": a.world * a.steps * a.batch / elapsed,
+                   "final_loss": loss.item()})
+    if a.world > 1:
+        dist.destroy_process_group()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", required=True, help="directory of part-*.txt files")
+    ap.add_argument("--vocab", type=int, default=10000)
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--warmup", type=int, default=20)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--sparse", action="store_true")
+    ap.add_argument("--world", type=int, default=1, help="data-parallel processes")
+    a = ap.parse_args()
+    if a.world == 1:
+        queue = mp.SimpleQueue()
+        train(0, a, 0, queue)
+        print(json.dumps(queue.get()))
+        return
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    queue = mp.get_context("spawn").SimpleQueue()
+    mp.spawn(train, args=(a, port, queue), nprocs=a.world, join=True)
+    print(json.dumps(queue.get()))
 
 
 if __name__ == "__main__":
