@@ -4,6 +4,7 @@
 #include "collective/schedule.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "ops/op_registry.h"
 
@@ -42,7 +43,10 @@ void AddCollectives(const ir::Program& p, const char* which, CollectiveSchedule&
       const ir::Var* v = p.FindVarRecursive(0, n);
       structured.vars.push_back(n);
       structured.dtypes.push_back(v == nullptr ? -1 : static_cast<int32_t>(v->dtype));
-      structured.dims.push_back(v == nullptr ? std::vector<int64_t>{} : v->shape);
+      std::vector<int64_t> dims = v == nullptr ? std::vector<int64_t>{} : v->shape;
+      // A sparse tensor's dims[0] counts its entries, which the declared height does not tell.
+      if (v != nullptr && v->selected_rows && !dims.empty()) dims[0] = -1;
+      structured.dims.push_back(std::move(dims));
     }
     s.ops.push_back(std::move(structured));
     for (const auto& [slot, names] : op.inputs) {

@@ -251,7 +251,10 @@ TEST_F(CtrDnnTest, LaunchNproc2LearnsAndMatchesOneProcess) {
 // Each rank says it gathered: 2 ranks' entries are far fewer than twice the table's 10 000 rows.
 TEST_F(CtrDnnTest, LaunchNproc2WithSparseGradientsMatchesOneProcess) {
   ExpectTwoRanksMatchOne(Copy(true, "sgd(learning_rate=0.05)"), "sparse", 1e-4, false);
-  EXPECT_EQ(LogsSaying(dir_ / "sparse_two_logs", "gathered (rows and slices): 2 ranks x "), 2u);
+  EXPECT_EQ(LogsSaying(dir_ / "sparse_two_logs",
+                       "c_allgather (ring 0) of 'SparseFeatFactors@GRAD': gathered (rows and "
+                       "slices): 2 ranks x "),
+            2u);
 }
 
 // The same with sparse_exchange = "dense": the ranks gather the rows alone, all-reduce their
