@@ -55,12 +55,14 @@ void TakeRows(const FleetTensor& out, size_t row_bytes, char* sum) {
   }
 }
 
-// The first row of `t` that is neither -1 nor in [0, height), as an error naming it.
-Status CheckRows(const FleetTensor& t, int64_t height, const char* which) {
-  for (int64_t i = 0; i < t.dims[0]; ++i) {
-    const int64_t r = t.rows[i];
+// The first gathered row that is neither -1 nor in [0, height), as an error naming the rank
+// that sent it (`entries` per rank), its entry and the row.
+Status CheckRows(const FleetTensor& out, int64_t height, int64_t entries) {
+  for (int64_t i = 0; i < out.dims[0]; ++i) {
+    const int64_t r = out.rows[i];
     if (r == -1 || (r >= 0 && r < height)) continue;
-    return InvalidArgument(std::string(which) + " entry " + std::to_string(i) + " has row " +
+    return InvalidArgument("rank " + std::to_string(entries > 0 ? i / entries : 0) + "'s entry " +
+                           std::to_string(entries > 0 ? i % entries : i) + " has row " +
                            std::to_string(r) + ", outside the table's " + std::to_string(height) +
                            " rows");
   }
@@ -160,10 +162,11 @@ StatusOr<std::unique_ptr<DenseSparseExchange>> DenseSparseExchange::Create(
 
 Status DenseSparseExchange::Run(Communicator& ring, const FleetTensor& x, const FleetTensor& out,
                                 const CallSite& rows_site, const CallSite& sum_site) {
-  FLEET_RETURN_IF_ERROR(CheckRows(x, height_, "X"));
+  // The rows are checked once gathered, X's among them, before the sum is touched: a bad row
+  // never writes past it, and every rank sees it and fails alike, none left waiting for the
+  // all-reduce of one that stopped.
   FLEET_RETURN_IF_ERROR(GatherRows(ring, x, out, nullptr, rows_site));
-  // Checked before the sum is touched: a bad row from another rank must not write past it.
-  FLEET_RETURN_IF_ERROR(CheckRows(out, height_, "Out (gathered)"));
+  FLEET_RETURN_IF_ERROR(CheckRows(out, height_, x.dims[0]));
   if (dirty_) std::fill(sum_.begin(), sum_.end(), 0.0);
   dirty_ = true;
   if (dtype_ == ir::DataType::kFloat32) {

@@ -69,7 +69,8 @@ class DenseSparseExchange {
 
   // Out = every rank's entries of X (see above), X and Out in host memory; `rows_site` and
   // `sum_site` are the call sites of the rows' gather and the sum's all-reduce. A row outside
-  // [0, height) and not -1 is INVALID_ARGUMENT naming it and the entry.
+  // [0, height) and not -1, from any rank, is INVALID_ARGUMENT on every rank naming the rank,
+  // its entry and the row, before the all-reduce.
   Status Run(Communicator& ring, const FleetTensor& x, const FleetTensor& out,
              const CallSite& rows_site, const CallSite& sum_site);
 

@@ -251,6 +251,56 @@ TEST_P(CollectiveOpsTest, ASparseGradientSumsTheSameEveryWayItIsExchanged) {
 
 INSTANTIATE_TEST_SUITE_P(Ranks, CollectiveOpsTest, ::testing::Values(1, 2, 4));
 
+// A row outside the table, sent by the last rank only, stops the dense exchange on every rank
+// with the same error naming that rank's entry, before the all-reduce: no rank waits for
+// another, and the sum is never written.
+TEST_P(CollectiveOpsTest, ADenseExchangeRefusesAnOutOfRangeRowOnEveryRank) {
+  const int n = GetParam();
+  MemoryStore store;
+  std::vector<Status> status(static_cast<size_t>(n));
+  auto rank_main = [&](int r) {
+    CommunicatorOptions co;
+    co.rank = r;
+    co.world_size = n;
+    co.timeout = std::chrono::milliseconds(20000);
+    co.options = {{"hostname", "127.0.0.1"}};
+    CollectiveRuntime runtime(*gloo_, &store, co);
+    Status s = runtime.InitRing(0, n, r);
+    auto ring = runtime.Ring(0);
+    auto exchange = DenseSparseExchange::Create(8, 2, ir::DataType::kFloat32, "test");
+    if (!s.ok() || !ring.ok() || !exchange.ok()) {
+      status[static_cast<size_t>(r)] = !s.ok() ? s : !ring.ok() ? ring.status()
+                                                                 : exchange.status();
+      return;
+    }
+    std::vector<int64_t> rows = {1, 7, r == n - 1 ? 99 : 3}, all_rows(3 * static_cast<size_t>(n));
+    std::vector<float> values(6, 1.0f), all_values(6 * static_cast<size_t>(n));
+    int64_t dims[] = {3, 2}, all_dims[] = {3 * n, 2};
+    FleetTensor x{};
+    x.struct_size = sizeof(FleetTensor);
+    x.dtype = FLEET_DTYPE_FLOAT32;
+    x.ndim = 2;
+    x.dims = dims;
+    x.device_type = FLEET_DEVICE_TYPE_HOST;
+    x.data = values.data();
+    x.rows = rows.data();
+    x.height = 8;
+    FleetTensor out = x;
+    out.dims = all_dims;
+    out.data = all_values.data();
+    out.rows = all_rows.data();
+    status[static_cast<size_t>(r)] = (*exchange)->Run(**ring, x, out, CallSite{}, CallSite{});
+  };
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) threads.emplace_back(rank_main, r);
+  for (auto& t : threads) t.join();
+  for (const Status& s : status) {
+    EXPECT_EQ(s.message(),
+              "rank " + std::to_string(n - 1) + "'s entry 2 has row 99, outside the table's 8 rows")
+        << s.ToString();
+  }
+}
+
 // What each way moves per rank (sparse_exchange.h): 2 ranks of 5 entries of 2 float32s in 8 rows
 // receive 40 bytes of rows plus 40 of slices gathering, or 40 plus a 64-byte ring all-reduce
 // dense, so "auto" gathers; on 4 ranks 240 against 120 + 96, so it goes dense.
