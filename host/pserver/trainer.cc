@@ -91,9 +91,9 @@ struct PrefetchTable {
   size_t row_bytes = 0;
   // A growable table: ids in [0, 2^63 - 1), block fleet_row_shard(id, blocks), asked by id.
   bool growable = false;
-  // is_test on a growable table: blocks are asked for through their read-only view
-  // ("<block>@READ", server.h), which makes no row.
-  bool read_only = false;
+  // What each block's server is asked for: the block, or with is_test on a growable table its
+  // read-only view ("<block>@READ", server.h), which makes no row.
+  std::vector<std::string> asked;
 };
 
 // What a launch needs, read from the op once at prepare.
@@ -157,8 +157,12 @@ Status PreparePrefetch(PsTrainerRuntime& rt, const FleetKernelContext* kc, OpSta
   const FleetAttr* growable = FindAttr(kc, "growable");
   t.growable = growable != nullptr && growable->type == FLEET_ATTR_BOOL && growable->i != 0;
   const FleetAttr* is_test = FindAttr(kc, "is_test");
-  t.read_only = t.growable && is_test != nullptr && is_test->type == FLEET_ATTR_BOOL &&
-                is_test->i != 0;
+  const bool read_only = t.growable && is_test != nullptr && is_test->type == FLEET_ATTR_BOOL &&
+                         is_test->i != 0;
+  t.asked = t.blocks;
+  if (read_only) {
+    for (std::string& name : t.asked) name += kGrowableReadView;
+  }
   t.row_bytes =
       ir::DataTypeSize(static_cast<ir::DataType>(t.dtype)) * static_cast<size_t>(t.width);
   return OkStatus();
@@ -455,10 +459,8 @@ Status Prefetch(PsTrainerRuntime& rt, OpState& st, const FleetKernelContext* kc)
     };
     auto client = rt.Client(t.endpoints[k]);
     if (!client.ok()) return client.status().WithContext(what);
-    const std::string name = t.read_only ? t.blocks[k] + std::string(kGrowableReadView)
-                                         : t.blocks[k];
     return (*client)
-        ->Prefetch(name, wanted[k].data(), static_cast<int64_t>(wanted[k].size()), sink)
+        ->Prefetch(t.asked[k], wanted[k].data(), static_cast<int64_t>(wanted[k].size()), sink)
         .WithContext(what);
   }));
   for (size_t i = 0; i < inputs; ++i) {
