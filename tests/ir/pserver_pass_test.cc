@@ -781,7 +781,7 @@ TEST(PserverOps, GeoSgdShapes) {
     param b : float32[2]
     op geo_sgd(X=[w, b]) -> (Out=[w, b])
        {k_steps=3L, trainers=2, blocks=[2L, 1L], block_names=["w.block0", "w.block1", "b"],
-        sections=[4L, 2L, 2L], epmap=["a:1", "b:2", "a:1"]}
+        sections=[4L, 2L, 2L], epmap=["a:1", "b:2", "a:1"], sparse=[1L, 0L]}
   }
 }
 )";
@@ -797,7 +797,8 @@ TEST(PserverOps, GeoSgdShapes) {
       {"sections=[4L, 2L, 2L]", "sections=[4L, 2L]"},
       {"sections=[4L, 2L, 2L]", "sections=[4L, 1L, 2L]"},
       {"sections=[4L, 2L, 2L]", "sections=[4L, 4L, 2L]"},
-      {"param b : float32[2]", "param b : float64[2]"}};
+      {"param b : float32[2]", "param b : float64[2]"},
+      {"sparse=[1L, 0L]", "sparse=[1L]"}};
   const std::vector<std::string> said = {
       "k_steps must be >= 1, not 0",
       "trainers must be >= 1, not 0",
@@ -805,7 +806,8 @@ TEST(PserverOps, GeoSgdShapes) {
       "sections, block_names and epmap need one entry per block (3), and hold 2, 3 and 3",
       "the sections of X 0 cover 5 of its 6 rows",
       "the sections of X 0 do not add up to its 6 rows",
-      "X 1 is float64; GEO-SGD exchanges float32"};
+      "X 1 is float64; GEO-SGD exchanges float32",
+      "sparse holds 1 flags for 2 parameters"};
   ExpectRefusals(good, "geo_sgd", bad, said);
 }
 

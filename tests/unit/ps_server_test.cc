@@ -517,6 +517,13 @@ TEST_F(PsServerTest, PrefetchServesTheRowsAskedFor) {
               std::string::npos)
         << got.status().ToString();
   }
+  // The read-only view exists for growable tables only.
+  auto view = Prefetch(*server, 0, "w.block0@READ", {0});
+  EXPECT_EQ(view.status().code(), Code::kNotFound);
+  EXPECT_NE(view.status().message().find("trainer 0 asked to read rows of 'w.block0', which is "
+                                         "not a growable table this server holds"),
+            std::string::npos)
+      << view.status().ToString();
   for (int64_t bad : {int64_t{2}, int64_t{-1}, int64_t{1} << 62}) {
     auto got = Prefetch(*server, 1, "w.block0", {0, bad});
     EXPECT_EQ(got.status().code(), Code::kInvalidArgument);
