@@ -67,6 +67,17 @@ FLEET_HOST_DEVICE inline AdamOut<T> AdamStep(T param, T grad, T moment1, T momen
   return {param - lr_t * (m1 / (OptSqrt(m2) + eps_t)), m1, m2};
 }
 
+// Adam's bias-corrected rate and epsilon for beta powers b1p and b2p, computed once per step.
+template <typename T>
+struct AdamRates {
+  T lr_t, eps_t;
+};
+
+template <typename T>
+FLEET_HOST_DEVICE inline AdamRates<T> AdamRatesOf(T lr, T epsilon, T b1p, T b2p) {
+  return {lr * OptSqrt(T(1) - b2p) / (T(1) - b1p), epsilon * OptSqrt(T(1) - b2p)};
+}
+
 template <typename T>
 struct AdagradOut {
   T param, moment;

@@ -121,8 +121,7 @@ FleetStatus* ApplyAdam(const FleetKernelContext* kc, Visit&& visit) {
       decay = lr * static_cast<T>(FloatAttr(kc, "coeff", 0.01));
     }
   }
-  const T lr_t = lr * std::sqrt(T(1) - b2p) / (T(1) - b1p);
-  const T eps_t = eps * std::sqrt(T(1) - b2p);
+  const auto [lr_t, eps_t] = fleet::kernel::AdamRatesOf(lr, eps, b1p, b2p);
   const T* ps = Data<T>(p);
   const T* m1s = Data<T>(m1);
   const T* m2s = Data<T>(m2);

@@ -11,7 +11,7 @@
 #include <algorithm>
 #include <string>
 
-#include "kernels/kernel_util.h"
+#include "kernels/optimizer_groups.h"
 #include "optimizer_formulas.h"
 
 namespace fleet_cuda {
@@ -70,26 +70,6 @@ FleetStatus* ScratchOf(const FleetKernelContext* kc, double** out) {
   return nullptr;
 }
 
-struct Scalar {
-  const void* data = nullptr;
-  int32_t dtype = FLEET_DTYPE_FLOAT32;
-};
-
-Scalar ScalarOf(const FleetTensor* t) { return Scalar{t->data, t->dtype}; }
-
-__device__ inline double Load(Scalar s) {
-  return s.dtype == FLEET_DTYPE_FLOAT64 ? *static_cast<const double*>(s.data)
-                                        : static_cast<double>(*static_cast<const float*>(s.data));
-}
-
-__device__ inline void Store(void* p, int32_t dtype, double v) {
-  if (dtype == FLEET_DTYPE_FLOAT64) {
-    *static_cast<double*>(p) = v;
-  } else {
-    *static_cast<float*>(p) = static_cast<float>(v);
-  }
-}
-
 // A fixed-order fold over one block of kThreads threads; thread 0 gets the total.
 __device__ inline double BlockFold(double v) {
   __shared__ double part[kThreads];
@@ -111,7 +91,7 @@ unsigned PartBlocks(int64_t n) { return std::min<unsigned>(Blocks(n), kParts); }
 template <typename T>
 __global__ void AdagradKernel(const T* param, const T* grad, const T* moment, T* param_out,
                               T* moment_out, int64_t n, Scalar lr, T eps) {
-  const T rate = static_cast<T>(Load(lr));
+  const T rate = static_cast<T>(LoadScalar(lr));
   FLEET_CUDA_LOOP(i, n) {
     const fk::AdagradOut<T> o = fk::AdagradStep(param[i], grad[i], moment[i], rate, eps);
     param_out[i] = o.param;
@@ -155,7 +135,7 @@ __global__ void RmspropKernel(const T* param, const T* grad, const T* moment,
                               const T* mean_square, const T* mean_grad, T* param_out,
                               T* moment_out, T* mean_square_out, T* mean_grad_out, int64_t n,
                               Scalar lr, RmspropArgs<T> a) {
-  const T rate = static_cast<T>(Load(lr));
+  const T rate = static_cast<T>(LoadScalar(lr));
   FLEET_CUDA_LOOP(i, n) {
     const fk::RmspropOut<T> o =
         fk::RmspropStep(param[i], grad[i], moment[i], mean_square[i],
@@ -228,7 +208,7 @@ template <typename T>
 __global__ void LambNormKernel(const T* param, const T* grad, const T* m1, const T* m2,
                                int64_t n, Scalar b1p, Scalar b2p, LambArgs<T> a,
                                double* partials) {
-  const T bp1 = static_cast<T>(Load(b1p)), bp2 = static_cast<T>(Load(b2p));
+  const T bp1 = static_cast<T>(LoadScalar(b1p)), bp2 = static_cast<T>(LoadScalar(b2p));
   double p_sq = 0.0, r_sq = 0.0;
   FLEET_CUDA_LOOP(i, n) {
     const double r = static_cast<double>(LambAt(param, grad, m1, m2, i, bp1, bp2, a).r);
@@ -263,8 +243,8 @@ template <typename T>
 __global__ void LambUpdateKernel(const T* param, const T* grad, const T* m1, const T* m2,
                                  T* param_out, T* m1_out, T* m2_out, int64_t n, Scalar lr,
                                  Scalar b1p, Scalar b2p, LambArgs<T> a, const double* trust) {
-  const T bp1 = static_cast<T>(Load(b1p)), bp2 = static_cast<T>(Load(b2p));
-  const T step = static_cast<T>(Load(lr) * trust[0]);
+  const T bp1 = static_cast<T>(LoadScalar(b1p)), bp2 = static_cast<T>(LoadScalar(b2p));
+  const T step = static_cast<T>(LoadScalar(lr) * trust[0]);
   FLEET_CUDA_LOOP(i, n) {
     const fk::LambMoments<T> o = LambAt(param, grad, m1, m2, i, bp1, bp2, a);
     const T p = param[i];
@@ -272,14 +252,6 @@ __global__ void LambUpdateKernel(const T* param, const T* grad, const T* m1, con
     m2_out[i] = o.moment2;
     param_out[i] = p - step * o.r;
   }
-}
-
-// One thread, queued behind the update: every update thread reads the beta powers.
-__global__ void BetaPowKernel(Scalar b1p, Scalar b2p, void* b1p_out, int32_t b1_dtype,
-                              void* b2p_out, int32_t b2_dtype, double beta1, double beta2) {
-  const double v1 = Load(b1p) * beta1, v2 = Load(b2p) * beta2;
-  if (b1p_out != nullptr) Store(b1p_out, b1_dtype, v1);
-  if (b2p_out != nullptr) Store(b2p_out, b2_dtype, v2);
 }
 
 template <typename T>
@@ -332,15 +304,8 @@ FleetStatus* LambLaunch(void*, const FleetKernelContext* kc, void*) {
         Data<const T>(p), Data<const T>(g), Data<const T>(m1), Data<const T>(m2), Data<T>(po),
         Data<T>(m1o), Data<T>(m2o), n, ScalarOf(lr), ScalarOf(b1p), ScalarOf(b2p), a,
         scratch + 2 * kParts);
-    if (b1po != nullptr || b2po != nullptr) {
-      // The CPU multiplies by beta as T widened to double; so does this.
-      BetaPowKernel<<<1, 1, 0, s->native>>>(
-          ScalarOf(b1p), ScalarOf(b2p), b1po != nullptr ? b1po->data : nullptr,
-          b1po != nullptr ? b1po->dtype : FLEET_DTYPE_FLOAT32,
-          b2po != nullptr ? b2po->data : nullptr,
-          b2po != nullptr ? b2po->dtype : FLEET_DTYPE_FLOAT32, static_cast<double>(a.beta1),
-          static_cast<double>(a.beta2));
-    }
+    // The CPU multiplies by beta as T widened to double; so does this.
+    EnqueueBetaPows(kc, s, static_cast<double>(a.beta1), static_cast<double>(a.beta2));
     return nullptr;
   });
 }
@@ -356,8 +321,8 @@ template <typename T>
 __global__ void AdamaxKernel(const T* param, const T* grad, const T* moment, const T* inf_norm,
                              T* param_out, T* moment_out, T* inf_norm_out, int64_t n, Scalar lr,
                              Scalar b1p, AdamaxArgs<T> a) {
-  const T rate = static_cast<T>(Load(lr));
-  const T bp1 = static_cast<T>(Load(b1p));
+  const T rate = static_cast<T>(LoadScalar(lr));
+  const T bp1 = static_cast<T>(LoadScalar(b1p));
   FLEET_CUDA_LOOP(i, n) {
     const fk::AdamaxOut<T> o = fk::AdamaxStep(param[i], grad[i], moment[i], inf_norm[i], rate,
                                               a.beta1, a.beta2, a.eps, bp1);

@@ -17,10 +17,28 @@
 #include <type_traits>
 #include <vector>
 
-#include "kernels/kernel_util.h"
+#include "kernels/optimizer_groups.h"
 #include "lr_formulas.h"
+#include "optimizer_formulas.h"
 
 namespace fleet_cuda {
+
+FleetStatus* MissingSlot(const FleetKernelContext* kc, const char* what) {
+  return InvalidArgument((kc->op_type != nullptr ? std::string(kc->op_type) : "kernel") + ": " +
+                         what + " is missing");
+}
+
+FleetStatus* CheckScalarIn(const FleetKernelContext* kc, const FleetTensor* t, const char* slot) {
+  if (t == nullptr || t->data == nullptr || Numel(t) < 1) return MissingSlot(kc, slot);
+  if (t->dtype != FLEET_DTYPE_FLOAT32 && t->dtype != FLEET_DTYPE_FLOAT64 &&
+      t->dtype != FLEET_DTYPE_INT64) {
+    return InvalidArgument(std::string(kc->op_type) + ": " + slot +
+                           " must be float32, float64 or int64, got dtype " +
+                           std::to_string(t->dtype));
+  }
+  return nullptr;
+}
+
 namespace {
 
 std::string Op(const FleetKernelContext* kc) {
@@ -32,14 +50,10 @@ constexpr int32_t DtypeOf() {
   return std::is_same_v<T, double> ? FLEET_DTYPE_FLOAT64 : FLEET_DTYPE_FLOAT32;
 }
 
-FleetStatus* Missing(const FleetKernelContext* kc, const char* what) {
-  return InvalidArgument(Op(kc) + ": " + what + " is missing");
-}
-
 // `t` must be present with `n` elements of `dtype`, as Param is.
 FleetStatus* CheckLike(const FleetKernelContext* kc, const FleetTensor* t, const char* slot,
                        int32_t dtype, int64_t n) {
-  if (t == nullptr) return Missing(kc, slot);
+  if (t == nullptr) return MissingSlot(kc, slot);
   if (t->dtype != dtype) {
     return InvalidArgument(Op(kc) + ": " + slot + " has dtype " + std::to_string(t->dtype) +
                            " but Param has " + std::to_string(dtype));
@@ -53,21 +67,10 @@ FleetStatus* CheckLike(const FleetKernelContext* kc, const FleetTensor* t, const
 
 // Param decides the kernel's dtype; a mismatch means the host picked the wrong kernel.
 FleetStatus* CheckParam(const FleetKernelContext* kc, const FleetTensor* p, int32_t dtype) {
-  if (p == nullptr) return Missing(kc, "Param");
+  if (p == nullptr) return MissingSlot(kc, "Param");
   if (p->dtype == dtype) return nullptr;
   return InvalidArgument(Op(kc) + ": Param has dtype " + std::to_string(p->dtype) +
                          ", this kernel is for dtype " + std::to_string(dtype));
-}
-
-// A scalar input: at least one element of float32, float64 or (for reads) int64.
-FleetStatus* CheckScalarIn(const FleetKernelContext* kc, const FleetTensor* t, const char* slot) {
-  if (t == nullptr || t->data == nullptr || Numel(t) < 1) return Missing(kc, slot);
-  if (t->dtype != FLEET_DTYPE_FLOAT32 && t->dtype != FLEET_DTYPE_FLOAT64 &&
-      t->dtype != FLEET_DTYPE_INT64) {
-    return InvalidArgument(Op(kc) + ": " + slot + " must be float32, float64 or int64, got dtype " +
-                           std::to_string(t->dtype));
-  }
-  return nullptr;
 }
 
 // A scalar output: one float32 or float64 element.
@@ -83,34 +86,8 @@ FleetStatus* CheckScalarOut(const FleetKernelContext* kc, const FleetTensor* t,
   return nullptr;
 }
 
-// The first element of a scalar tensor as double, like the CPU's ReadScalar.
-__device__ inline double LoadScalar(const void* p, int32_t dtype) {
-  switch (dtype) {
-    case FLEET_DTYPE_FLOAT32: return static_cast<double>(*static_cast<const float*>(p));
-    case FLEET_DTYPE_FLOAT64: return *static_cast<const double*>(p);
-    default: return static_cast<double>(*static_cast<const int64_t*>(p));
-  }
-}
-
-// Like the CPU's WriteScalar: float64 outputs get the double, others its float rounding.
-__device__ inline void StoreScalar(void* p, int32_t dtype, double v) {
-  if (dtype == FLEET_DTYPE_FLOAT64) {
-    *static_cast<double*>(p) = v;
-  } else {
-    *static_cast<float*>(p) = static_cast<float>(v);
-  }
-}
-
 __device__ inline float Sqrt(float v) { return sqrtf(v); }
 __device__ inline double Sqrt(double v) { return sqrt(v); }
-
-// A scalar input as the kernels take it.
-struct Scalar {
-  const void* data = nullptr;
-  int32_t dtype = FLEET_DTYPE_FLOAT32;
-};
-
-Scalar ScalarOf(const FleetTensor* t) { return Scalar{t->data, t->dtype}; }
 
 // ---- sgd ----------------------------------------------------------------------------------
 
@@ -126,7 +103,7 @@ FleetStatus* SgdLaunch(void*, const FleetKernelContext* kc, void*) {
   const FleetTensor* g = Input(kc, "Grad");
   const FleetTensor* lr = Input(kc, "LearningRate");
   const FleetTensor* out = Output(kc, "ParamOut");
-  if (p == nullptr) return Missing(kc, "Param");
+  if (p == nullptr) return MissingSlot(kc, "Param");
   const int64_t n = Numel(p);
   if (FleetStatus* s = CheckParam(kc, p, DtypeOf<T>())) return s;
   if (FleetStatus* s = CheckLike(kc, g, "Grad", DtypeOf<T>(), n)) return s;
@@ -155,31 +132,56 @@ __global__ void MomentumKernel(const T* param, const T* grad, const T* velocity,
   }
 }
 
+}  // namespace
+
 template <typename T>
-FleetStatus* MomentumLaunch(void*, const FleetKernelContext* kc, void*) {
+FleetStatus* CheckMomentum(const FleetKernelContext* kc) {
   const FleetTensor* p = Input(kc, "Param");
-  if (p == nullptr) return Missing(kc, "Param");
-  const int64_t n = Numel(p);
-  const FleetTensor* g = Input(kc, "Grad");
-  const FleetTensor* v = Input(kc, "Velocity");
-  const FleetTensor* lr = Input(kc, "LearningRate");
-  const FleetTensor* p_out = Output(kc, "ParamOut");
-  const FleetTensor* v_out = Output(kc, "VelocityOut");
   if (FleetStatus* s = CheckParam(kc, p, DtypeOf<T>())) return s;
-  if (FleetStatus* s = CheckLike(kc, g, "Grad", DtypeOf<T>(), n)) return s;
-  if (FleetStatus* s = CheckLike(kc, v, "Velocity", DtypeOf<T>(), n)) return s;
-  if (FleetStatus* s = CheckLike(kc, p_out, "ParamOut", DtypeOf<T>(), n)) return s;
-  if (FleetStatus* s = CheckLike(kc, v_out, "VelocityOut", DtypeOf<T>(), n)) return s;
-  if (FleetStatus* s = CheckScalarIn(kc, lr, "LearningRate")) return s;
+  const int64_t n = Numel(p);
+  if (FleetStatus* s = CheckLike(kc, Input(kc, "Velocity"), "Velocity", DtypeOf<T>(), n)) {
+    return s;
+  }
+  if (FleetStatus* s = CheckLike(kc, Output(kc, "ParamOut"), "ParamOut", DtypeOf<T>(), n)) {
+    return s;
+  }
+  if (FleetStatus* s =
+          CheckLike(kc, Output(kc, "VelocityOut"), "VelocityOut", DtypeOf<T>(), n)) {
+    return s;
+  }
+  return CheckScalarIn(kc, Input(kc, "LearningRate"), "LearningRate");
+}
+
+template <typename T>
+void EnqueueMomentum(const FleetKernelContext* kc, FleetStream* stream, const T* grad) {
+  const FleetTensor* p = Input(kc, "Param");
+  const int64_t n = Numel(p);
   const T mu = static_cast<T>(FloatAttr(kc, "mu", 0.9));
   const bool nesterov = BoolAttr(kc, "use_nesterov", false);
   const bool l2 = StringAttr(kc, "regularization_method") == "l2_decay";
   const T coeff = l2 ? static_cast<T>(FloatAttr(kc, "regularization_coeff", 0.0)) : T(0);
   const T rescale = static_cast<T>(FloatAttr(kc, "rescale_grad", 1.0));
+  MomentumKernel<T><<<Blocks(n), kThreads, 0, stream->native>>>(
+      Data<const T>(p), grad, Data<const T>(Input(kc, "Velocity")), Data<T>(Output(kc, "ParamOut")),
+      Data<T>(Output(kc, "VelocityOut")), n, ScalarOf(Input(kc, "LearningRate")), mu, nesterov,
+      coeff, rescale);
+}
+
+template FleetStatus* CheckMomentum<float>(const FleetKernelContext*);
+template FleetStatus* CheckMomentum<double>(const FleetKernelContext*);
+template void EnqueueMomentum<float>(const FleetKernelContext*, FleetStream*, const float*);
+template void EnqueueMomentum<double>(const FleetKernelContext*, FleetStream*, const double*);
+
+namespace {
+
+template <typename T>
+FleetStatus* MomentumLaunch(void*, const FleetKernelContext* kc, void*) {
+  const FleetTensor* p = Input(kc, "Param");
+  const FleetTensor* g = Input(kc, "Grad");
+  if (FleetStatus* s = CheckMomentum<T>(kc)) return s;
+  if (FleetStatus* s = CheckLike(kc, g, "Grad", DtypeOf<T>(), Numel(p))) return s;
   return Run(kc, [&](FleetStream* s) -> FleetStatus* {
-    MomentumKernel<T><<<Blocks(n), kThreads, 0, s->native>>>(
-        Data<const T>(p), Data<const T>(g), Data<const T>(v), Data<T>(p_out), Data<T>(v_out), n,
-        ScalarOf(lr), mu, nesterov, coeff, rescale);
+    EnqueueMomentum<T>(kc, s, Data<const T>(g));
     return nullptr;
   });
 }
@@ -207,8 +209,7 @@ __global__ void AdamKernel(const T* param, const T* grad, const T* moment1, cons
     lr *= a.lr_ratio;
     if (a.with_decay) decay = lr * a.coeff;
   }
-  const T lr_t = lr * Sqrt(T(1) - b2p) / (T(1) - b1p);
-  const T eps_t = a.epsilon * Sqrt(T(1) - b2p);
+  const auto [lr_t, eps_t] = fleet::kernel::AdamRatesOf(lr, a.epsilon, b1p, b2p);
   FLEET_CUDA_LOOP(i, n) {
     const T g = grad[i];
     T p = param[i];
@@ -225,44 +226,14 @@ __global__ void AdamKernel(const T* param, const T* grad, const T* moment1, cons
 __global__ void BetaPowKernel(Scalar beta1_pow, Scalar beta2_pow, void* beta1_pow_out,
                               int32_t beta1_pow_out_dtype, void* beta2_pow_out,
                               int32_t beta2_pow_out_dtype, double beta1, double beta2) {
-  const double b1 = LoadScalar(beta1_pow.data, beta1_pow.dtype) * beta1;
-  const double b2 = LoadScalar(beta2_pow.data, beta2_pow.dtype) * beta2;
+  const double b1 = LoadScalar(beta1_pow) * beta1;
+  const double b2 = LoadScalar(beta2_pow) * beta2;
   if (beta1_pow_out != nullptr) StoreScalar(beta1_pow_out, beta1_pow_out_dtype, b1);
   if (beta2_pow_out != nullptr) StoreScalar(beta2_pow_out, beta2_pow_out_dtype, b2);
 }
 
 template <typename T, bool kAdamW>
-FleetStatus* AdamLaunch(void*, const FleetKernelContext* kc, void*) {
-  const FleetTensor* p = Input(kc, "Param");
-  if (p == nullptr) return Missing(kc, "Param");
-  const int64_t n = Numel(p);
-  const FleetTensor* g = Input(kc, "Grad");
-  const FleetTensor* m1 = Input(kc, "Moment1");
-  const FleetTensor* m2 = Input(kc, "Moment2");
-  const FleetTensor* lr = Input(kc, "LearningRate");
-  const FleetTensor* b1p = Input(kc, "Beta1Pow");
-  const FleetTensor* b2p = Input(kc, "Beta2Pow");
-  const FleetTensor* p_out = Output(kc, "ParamOut");
-  const FleetTensor* m1_out = Output(kc, "Moment1Out");
-  const FleetTensor* m2_out = Output(kc, "Moment2Out");
-  const FleetTensor* b1p_out = Output(kc, "Beta1PowOut");
-  const FleetTensor* b2p_out = Output(kc, "Beta2PowOut");
-  if (FleetStatus* s = CheckParam(kc, p, DtypeOf<T>())) return s;
-  if (FleetStatus* s = CheckLike(kc, g, "Grad", DtypeOf<T>(), n)) return s;
-  if (FleetStatus* s = CheckLike(kc, m1, "Moment1", DtypeOf<T>(), n)) return s;
-  if (FleetStatus* s = CheckLike(kc, m2, "Moment2", DtypeOf<T>(), n)) return s;
-  if (FleetStatus* s = CheckLike(kc, p_out, "ParamOut", DtypeOf<T>(), n)) return s;
-  if (FleetStatus* s = CheckLike(kc, m1_out, "Moment1Out", DtypeOf<T>(), n)) return s;
-  if (FleetStatus* s = CheckLike(kc, m2_out, "Moment2Out", DtypeOf<T>(), n)) return s;
-  if (FleetStatus* s = CheckScalarIn(kc, lr, "LearningRate")) return s;
-  if (FleetStatus* s = CheckScalarIn(kc, b1p, "Beta1Pow")) return s;
-  if (FleetStatus* s = CheckScalarIn(kc, b2p, "Beta2Pow")) return s;
-  if (b1p_out != nullptr) {
-    if (FleetStatus* s = CheckScalarOut(kc, b1p_out, "Beta1PowOut")) return s;
-  }
-  if (b2p_out != nullptr) {
-    if (FleetStatus* s = CheckScalarOut(kc, b2p_out, "Beta2PowOut")) return s;
-  }
+AdamAttrs<T> AdamAttrsOf(const FleetKernelContext* kc) {
   AdamAttrs<T> a{};
   a.beta1 = static_cast<T>(FloatAttr(kc, "beta1", 0.9));
   a.beta2 = static_cast<T>(FloatAttr(kc, "beta2", 0.999));
@@ -275,19 +246,76 @@ FleetStatus* AdamLaunch(void*, const FleetKernelContext* kc, void*) {
     a.coeff = static_cast<T>(FloatAttr(kc, "coeff", 0.01));
     a.with_decay = BoolAttr(kc, "with_decay", false);
   }
-  return Run(kc, [&](FleetStream* s) -> FleetStatus* {
-    AdamKernel<T, kAdamW><<<Blocks(n), kThreads, 0, s->native>>>(
-        Data<const T>(p), Data<const T>(g), Data<const T>(m1), Data<const T>(m2), Data<T>(p_out),
-        Data<T>(m1_out), Data<T>(m2_out), n, ScalarOf(lr), ScalarOf(b1p), ScalarOf(b2p), a);
-    if (b1p_out != nullptr || b2p_out != nullptr) {
-      // The CPU multiplies by beta as T widened to double; so does this.
-      BetaPowKernel<<<1, 1, 0, s->native>>>(
-          ScalarOf(b1p), ScalarOf(b2p), b1p_out != nullptr ? b1p_out->data : nullptr,
-          b1p_out != nullptr ? b1p_out->dtype : FLEET_DTYPE_FLOAT32,
-          b2p_out != nullptr ? b2p_out->data : nullptr,
-          b2p_out != nullptr ? b2p_out->dtype : FLEET_DTYPE_FLOAT32,
-          static_cast<double>(a.beta1), static_cast<double>(a.beta2));
+  return a;
+}
+
+}  // namespace
+
+void EnqueueBetaPows(const FleetKernelContext* kc, FleetStream* stream, double beta1,
+                     double beta2) {
+  const FleetTensor* b1p_out = Output(kc, "Beta1PowOut");
+  const FleetTensor* b2p_out = Output(kc, "Beta2PowOut");
+  if (b1p_out == nullptr && b2p_out == nullptr) return;
+  BetaPowKernel<<<1, 1, 0, stream->native>>>(
+      ScalarOf(Input(kc, "Beta1Pow")), ScalarOf(Input(kc, "Beta2Pow")),
+      b1p_out != nullptr ? b1p_out->data : nullptr,
+      b1p_out != nullptr ? b1p_out->dtype : FLEET_DTYPE_FLOAT32,
+      b2p_out != nullptr ? b2p_out->data : nullptr,
+      b2p_out != nullptr ? b2p_out->dtype : FLEET_DTYPE_FLOAT32, beta1, beta2);
+}
+
+template <typename T, bool kAdamW>
+FleetStatus* CheckAdam(const FleetKernelContext* kc) {
+  const FleetTensor* p = Input(kc, "Param");
+  if (FleetStatus* s = CheckParam(kc, p, DtypeOf<T>())) return s;
+  const int64_t n = Numel(p);
+  for (const char* slot : {"Moment1", "Moment2"}) {
+    if (FleetStatus* s = CheckLike(kc, Input(kc, slot), slot, DtypeOf<T>(), n)) return s;
+  }
+  for (const char* slot : {"ParamOut", "Moment1Out", "Moment2Out"}) {
+    if (FleetStatus* s = CheckLike(kc, Output(kc, slot), slot, DtypeOf<T>(), n)) return s;
+  }
+  for (const char* slot : {"LearningRate", "Beta1Pow", "Beta2Pow"}) {
+    if (FleetStatus* s = CheckScalarIn(kc, Input(kc, slot), slot)) return s;
+  }
+  for (const char* slot : {"Beta1PowOut", "Beta2PowOut"}) {
+    if (const FleetTensor* t = Output(kc, slot)) {
+      if (FleetStatus* s = CheckScalarOut(kc, t, slot)) return s;
     }
+  }
+  return nullptr;
+}
+
+template <typename T, bool kAdamW>
+void EnqueueAdam(const FleetKernelContext* kc, FleetStream* stream, const T* grad) {
+  const FleetTensor* p = Input(kc, "Param");
+  const int64_t n = Numel(p);
+  const AdamAttrs<T> a = AdamAttrsOf<T, kAdamW>(kc);
+  AdamKernel<T, kAdamW><<<Blocks(n), kThreads, 0, stream->native>>>(
+      Data<const T>(p), grad, Data<const T>(Input(kc, "Moment1")),
+      Data<const T>(Input(kc, "Moment2")), Data<T>(Output(kc, "ParamOut")),
+      Data<T>(Output(kc, "Moment1Out")), Data<T>(Output(kc, "Moment2Out")), n,
+      ScalarOf(Input(kc, "LearningRate")), ScalarOf(Input(kc, "Beta1Pow")),
+      ScalarOf(Input(kc, "Beta2Pow")), a);
+  // The CPU multiplies by beta as T widened to double; so does this.
+  EnqueueBetaPows(kc, stream, static_cast<double>(a.beta1), static_cast<double>(a.beta2));
+}
+
+template FleetStatus* CheckAdam<float, false>(const FleetKernelContext*);
+template FleetStatus* CheckAdam<double, false>(const FleetKernelContext*);
+template void EnqueueAdam<float, false>(const FleetKernelContext*, FleetStream*, const float*);
+template void EnqueueAdam<double, false>(const FleetKernelContext*, FleetStream*, const double*);
+
+namespace {
+
+template <typename T, bool kAdamW>
+FleetStatus* AdamLaunch(void*, const FleetKernelContext* kc, void*) {
+  const FleetTensor* p = Input(kc, "Param");
+  const FleetTensor* g = Input(kc, "Grad");
+  if (FleetStatus* s = CheckAdam<T, kAdamW>(kc)) return s;
+  if (FleetStatus* s = CheckLike(kc, g, "Grad", DtypeOf<T>(), Numel(p))) return s;
+  return Run(kc, [&](FleetStream* s) -> FleetStatus* {
+    EnqueueAdam<T, kAdamW>(kc, s, Data<const T>(g));
     return nullptr;
   });
 }
@@ -340,7 +368,7 @@ template <typename T>
 FleetStatus* SquaredL2NormLaunch(void*, const FleetKernelContext* kc, void*) {
   const FleetTensor* x = Input(kc, "X");
   const FleetTensor* out = Output(kc, "Out");
-  if (x == nullptr) return Missing(kc, "X");
+  if (x == nullptr) return MissingSlot(kc, "X");
   const int64_t n = Numel(x);
   if (x->dtype != DtypeOf<T>()) {
     return InvalidArgument(Op(kc) + ": X has dtype " + std::to_string(x->dtype) +

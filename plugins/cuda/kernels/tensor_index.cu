@@ -11,8 +11,6 @@
 // grads, scatter), the positions are sorted by the row they address with a stable radix sort,
 // so each row's positions form a run in increasing order; one thread per (run, column) then adds
 // the run in that order, the CPU's order, or takes its last entry (scatter's overwrite).
-#include <cub/device/device_radix_sort.cuh>
-
 #include <climits>
 #include <cmath>
 #include <exception>
@@ -21,6 +19,7 @@
 #include <type_traits>
 
 #include "index_plan.h"
+#include "kernels/key_sort.h"
 #include "kernels/nn_groups.h"
 #include "kernels/tensor_groups.h"
 
@@ -70,75 +69,6 @@ FleetStatus* ReportBad(const FleetKernelContext* kc, FleetStream* s,
   if (FleetStatus* st = ReadFlag(kc, s, flag, index, &pos, &value)) return st;
   if (pos < 0) return nullptr;
   return InvalidArgument(plan::BadIndexMessage(kc, slot, pos, value, bound_of(pos)));
-}
-
-// ---- the id sort ----------------------------------------------------------------------------
-
-// Scratch after the flag: [keys in | keys out | positions in | positions out | sort temp].
-struct SortPlan {
-  int64_t n = 0;
-  int64_t rows = 0;
-  int end_bit = 1;        // bits the keys [0, rows] need; `rows` marks a skipped position
-  size_t sort_bytes = 0;  // the radix sort's temporary storage
-};
-
-size_t KeyBytes(int64_t n) { return nn::AlignScratch(static_cast<size_t>(n) * sizeof(uint32_t)); }
-
-size_t SortScratch(const SortPlan& s) {
-  return kFlagBytes + 4 * KeyBytes(s.n) + nn::AlignScratch(s.sort_bytes);
-}
-
-FleetStatus* PlanSort(const FleetKernelContext* kc, int64_t n, int64_t rows, SortPlan* s) {
-  // Keys and positions are 32-bit, and the sort counts items in an int.
-  if (n > INT_MAX || rows >= static_cast<int64_t>(UINT32_MAX)) {
-    return InvalidArgument(OpName(kc) + ": at most " + std::to_string(INT_MAX) + " indices and " +
-                           std::to_string(UINT32_MAX - 1) + " rows, got " + std::to_string(n) +
-                           " and " + std::to_string(rows));
-  }
-  s->n = n;
-  s->rows = rows;
-  s->end_bit = 1;
-  while (s->end_bit < 32 && (uint64_t{1} << s->end_bit) <= static_cast<uint64_t>(rows)) {
-    ++s->end_bit;
-  }
-  if (n == 0) return nullptr;
-  // The size query picks the sort's tuning for the device, so it runs on the op's device.
-  if (FleetStatus* st =
-          CudaStatus(cudaSetDevice(kc->device_ordinal), OpName(kc) + ": cudaSetDevice")) {
-    return st;
-  }
-  return CudaStatus(cub::DeviceRadixSort::SortPairs(
-                        nullptr, s->sort_bytes, static_cast<const uint32_t*>(nullptr),
-                        static_cast<uint32_t*>(nullptr), static_cast<const uint32_t*>(nullptr),
-                        static_cast<uint32_t*>(nullptr), static_cast<int>(n), 0, s->end_bit),
-                    OpName(kc) + ": sizing the index sort");
-}
-
-struct SortBuffers {
-  uint32_t* keys_in;
-  uint32_t* keys_out;
-  uint32_t* pos_in;
-  uint32_t* pos_out;
-  void* temp;
-};
-
-SortBuffers BuffersOf(const FleetKernelContext* kc, const SortPlan& s) {
-  char* base = static_cast<char*>(kc->scratch) + kFlagBytes;
-  const size_t kb = KeyBytes(s.n);
-  return {reinterpret_cast<uint32_t*>(base), reinterpret_cast<uint32_t*>(base + kb),
-          reinterpret_cast<uint32_t*>(base + 2 * kb), reinterpret_cast<uint32_t*>(base + 3 * kb),
-          base + 4 * kb};
-}
-
-// Sorts (keys_in, pos_in) into (keys_out, pos_out), stably.
-FleetStatus* SortKeys(const FleetKernelContext* kc, const SortPlan& s, const SortBuffers& b,
-                      FleetStream* stream) {
-  size_t bytes = s.sort_bytes;
-  return CudaStatus(cub::DeviceRadixSort::SortPairs(
-                        b.temp, bytes, static_cast<const uint32_t*>(b.keys_in), b.keys_out,
-                        static_cast<const uint32_t*>(b.pos_in), b.pos_out, static_cast<int>(s.n),
-                        0, s.end_bit, stream->native),
-                    OpName(kc) + ": sorting the indices");
 }
 
 // Key of position i: its index, or `rows` (sorted last, skipped) when out of range.
