@@ -11,6 +11,21 @@ bool IsSelectedRows(const FleetTensor* t) {
   return t != nullptr && FLEET_HAS_FIELD(t, FleetTensor, height) && t->height >= 0;
 }
 
+PlanStatus SparseCallsOnly(const FleetKernelContext* kc) {
+  for (size_t s = 0; s < kc->num_inputs; ++s) {
+    for (size_t i = 0; i < kc->inputs[s]->count; ++i) {
+      if (IsSelectedRows(kc->inputs[s]->tensors[i])) return PlanOk();
+    }
+  }
+  for (size_t s = 0; s < kc->num_outputs; ++s) {
+    for (size_t i = 0; i < kc->outputs[s]->count; ++i) {
+      if (IsSelectedRows(kc->outputs[s]->tensors[i])) return PlanOk();
+    }
+  }
+  return PlanUnimplemented(OpName(kc) + ": this kernel takes sparse (selected_rows) tensors; "
+                                        "dense ones go to the op's dense kernel");
+}
+
 PlanStatus PlanRows(const FleetTensor* t, const char* op, const char* slot,
                     const std::vector<int64_t>& dense_dims, RowsView* view) {
   const std::string where = std::string(op) + ": " + slot;
@@ -36,12 +51,17 @@ PlanStatus CheckEntries(const RowsView& view, const char* op, const char* slot) 
   for (int64_t i = 0; i < view.entries; ++i) {
     const int64_t row = view.rows[i];
     if (row != -1 && (row < 0 || row >= view.height)) {
-      return PlanInvalid(std::string(op) + ": " + slot + " entry " + std::to_string(i) +
-                         " names row " + std::to_string(row) + ", outside the " +
-                         std::to_string(view.height) + " rows of the tensor");
+      return PlanInvalid(BadEntryMessage(op, slot, i, row, view.height));
     }
   }
   return PlanOk();
+}
+
+std::string BadEntryMessage(const char* op, const char* slot, int64_t entry, int64_t row,
+                            int64_t height) {
+  return std::string(op) + ": " + slot + " entry " + std::to_string(entry) + " names row " +
+         std::to_string(row) + ", outside the " + std::to_string(height) +
+         " rows of the tensor";
 }
 
 PlanStatus SortEntries(const RowsView& view, const char* op, const char* slot, int64_t* order,

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "fleet/fleet_kernels.h"
@@ -22,6 +23,11 @@ namespace fleet::kernel {
 // Whether `t` is a SelectedRows tensor (only kernels that declare
 // FLEET_KERNEL_FLAG_SELECTED_ROWS are handed one).
 bool IsSelectedRows(const FleetTensor* t);
+
+// The `supports` of a sparse kernel registered beside its op's dense one: ok when any input or
+// output of `kc` is a SelectedRows tensor, else UNIMPLEMENTED, leaving a dense call to the
+// dense kernel.
+PlanStatus SparseCallsOnly(const FleetKernelContext* kc);
 
 struct RowsView {
   int64_t* rows = nullptr;  // `entries` row indices
@@ -38,6 +44,11 @@ PlanStatus PlanRows(const FleetTensor* t, const char* op, const char* slot,
 // The checks of the row indices themselves: each in [0, height) or -1. The error names the op,
 // the slot, the entry and the row.
 PlanStatus CheckEntries(const RowsView& view, const char* op, const char* slot);
+
+// CheckEntries' message for entry `entry` naming `row` of a tensor of `height` rows (a device
+// that checks rows in device memory reports the first bad one with it).
+std::string BadEntryMessage(const char* op, const char* slot, int64_t entry, int64_t row,
+                            int64_t height);
 
 // CheckEntries, then `order` (room for
 // view.entries) receives the non-empty entries sorted by row, entries of one row in entry

@@ -104,8 +104,14 @@ typedef struct FleetKernelDef {
  * by any id in [0, 2^63 - 1) and live on the parameter servers): the SplitMix64 finaliser of
  * the id, modulo `shards`. Stable across processes, builds and machines, so that every trainer
  * routes an id's lookups and gradients to the server that holds it; a kernel that splits such a
- * table's gradient (split_selected_rows with by_hash) must use this function. */
-static inline int32_t fleet_row_shard(int64_t id, int32_t shards) {
+ * table's gradient (split_selected_rows with by_hash) must use this function. Under nvcc it is
+ * also a device function, so a CUDA kernel routes ids with the same code. */
+#if defined(__CUDACC__)
+#define FLEET_ROW_SHARD_QUALIFIERS static inline __host__ __device__
+#else
+#define FLEET_ROW_SHARD_QUALIFIERS static inline
+#endif
+FLEET_ROW_SHARD_QUALIFIERS int32_t fleet_row_shard(int64_t id, int32_t shards) {
   uint64_t z = (uint64_t)id + 0x9E3779B97F4A7C15ull;
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;

@@ -32,24 +32,8 @@ using fleet::kernel::RowsView;
 
 FleetStatus* Plan(const fleet::kernel::PlanStatus& s) { return FromPlan(s); }
 
-bool AnySelectedRows(const FleetKernelContext* kc) {
-  for (size_t s = 0; s < kc->num_inputs; ++s) {
-    for (size_t i = 0; i < kc->inputs[s]->count; ++i) {
-      if (IsSelectedRows(kc->inputs[s]->tensors[i])) return true;
-    }
-  }
-  for (size_t s = 0; s < kc->num_outputs; ++s) {
-    for (size_t i = 0; i < kc->outputs[s]->count; ++i) {
-      if (IsSelectedRows(kc->outputs[s]->tensors[i])) return true;
-    }
-  }
-  return false;
-}
-
 FleetStatus* SparseOnly(void*, const FleetKernelContext* kc) {
-  if (AnySelectedRows(kc)) return nullptr;
-  return Unimplemented(OpName(kc) + ": this kernel takes sparse (selected_rows) tensors; dense "
-                                    "ones go to the op's dense kernel");
+  return Plan(fleet::kernel::SparseCallsOnly(kc));
 }
 
 // The sparse Grad of an update, checked against Param.
