@@ -8,6 +8,7 @@
 #include "autodiff/backward.h"
 #include "optim/optimizer.h"
 #include "fleet/fleet_plugin.h"
+#include "plugin/device.h"
 #include "plugin/kernel.h"
 #include "plugin/pass.h"
 #include "plugin/transport.h"
@@ -89,6 +90,15 @@ StatusOr<ir::AttrMap> PassTableOptions(const Config& config, const ComponentReco
   return given;
 }
 
+// Whether `device`'s tensors live in host memory (FLEET_DEVICE_CAP_HOST_MEMORY); a device whose
+// properties cannot be read counts as not.
+bool HoldsHostMemory(const PluginRegistry& registry, const std::string& device) {
+  const ComponentRecord* record = registry.Find(FLEET_COMPONENT_DEVICE, device);
+  if (record == nullptr) return false;
+  auto props = Device(record).Props(0);
+  return props.ok() && (props->caps & FLEET_DEVICE_CAP_HOST_MEMORY) != 0;
+}
+
 }  // namespace
 
 Status CheckPasses(const Config& config, const PluginRegistry& registry) {
@@ -138,12 +148,18 @@ std::string DenseGradientsReason(const Config& config, const PluginRegistry& reg
       !TransportCarriesSelectedRows(*transport)) {
     return "transport '" + config.transport.backend + "' predates ABI 1.7 and cannot send them";
   }
+  bool kernels = false;
   for (ir::DataType dtype : {ir::DataType::kFloat32, ir::DataType::kFloat64}) {
     for (const KernelCandidate& k : FindKernels(registry, "lookup_table_v2_grad", device, dtype)) {
-      if (TakesSelectedRows(*k.def)) return "";
+      kernels = kernels || TakesSelectedRows(*k.def);
     }
   }
-  return "device '" + device + "' has no kernels that take sparse gradients";
+  if (!kernels) return "device '" + device + "' has no kernels that take sparse gradients";
+  if (config.strategy_mode == "pserver" && !HoldsHostMemory(registry, device)) {
+    return "a parameter-server trainer sends them from host memory, and device '" + device +
+           "' keeps its tensors elsewhere";
+  }
+  return "";
 }
 
 bool AsksForSparseGradients(const ir::Program& main) {

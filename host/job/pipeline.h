@@ -36,8 +36,8 @@ StatusOr<frontend::ParsedProgram> BuildPrograms(const std::filesystem::path& fil
 // dense gradients though they ask for sparse ones; "" when it can use sparse ones: every
 // strategy can (one process; collective trainers, whose grad_allreduce exchanges them and whose
 // local_sgd keeps them local; parameter-server trainers, which send them in row blocks through
-// `transport` when it speaks ABI 1.7), on a device with kernels that take them
-// (FLEET_KERNEL_FLAG_SELECTED_ROWS). `transport` may be null (no transport selected: the job
+// `transport` when it speaks ABI 1.7, from a device whose tensors are in host memory), on a
+// device with kernels that take them (FLEET_KERNEL_FLAG_SELECTED_ROWS). `transport` may be null (no transport selected: the job
 // fails elsewhere if it needs one).
 std::string DenseGradientsReason(const Config& config, const PluginRegistry& registry,
                                  const std::string& device,

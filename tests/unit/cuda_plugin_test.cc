@@ -1,9 +1,8 @@
 // The CUDA plugin on any machine: it loads without a GPU, answers count = 0 there, and offers a
-// kernel for every (op, dtype) the CPU plugin does, so a program that prepares on the CPU finds
-// every kernel it needs on the GPU too. (What the kernels compute is checked on a GPU by the
-// conformance suite's cuda.* tests.) Sparse gradients are the exception: CUDA has no
-// SelectedRows kernels yet, so a job on CUDA trains embeddings with dense gradients
-// (DenseGradientsReason), and the CPU's sparse-only ops are left out of the comparison.
+// kernel for every (op, dtype) the CPU plugin does, and a SelectedRows one wherever the CPU has
+// one, so a program that prepares on the CPU finds every kernel it needs on the GPU too, sparse
+// gradients included. (What the kernels compute is checked on a GPU by the conformance suite's
+// cuda.* tests.)
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -23,22 +22,19 @@ bool CudaBuilt() {
                                  "libfleet_cuda.so");
 }
 
+// "op/dtype" of every kernel of `device`, and "op/dtype (selected_rows)" where one of them takes
+// SelectedRows tensors (the host picks those by their flag).
 std::set<std::string> KernelsOf(const PluginRegistry& registry, const std::string& device) {
   std::set<std::string> out;
   const std::string tag = "/" + device + "/";
   for (const std::string& k : ListKernels(registry)) {
     const size_t at = k.find(tag);
     if (at == std::string::npos) continue;
-    const std::string op = k.substr(0, at);
-    // The ops only sparse gradients need (every one of their kernels takes SelectedRows).
-    bool any = false, sparse_only = true;
-    for (ir::DataType t : {ir::DataType::kFloat32, ir::DataType::kFloat64}) {
-      for (const KernelCandidate& c : FindKernels(registry, op, device, t)) {
-        any = true;
-        sparse_only = sparse_only && TakesSelectedRows(*c.def);
-      }
+    const std::string op = k.substr(0, at), dtype = k.substr(at + tag.size());
+    out.insert(op + "/" + dtype);
+    for (const KernelCandidate& c : FindKernels(registry, op, device, ir::ParseDataType(dtype))) {
+      if (TakesSelectedRows(*c.def)) out.insert(op + "/" + dtype + " (selected_rows)");
     }
-    if (!any || !sparse_only) out.insert(op + "/" + k.substr(at + tag.size()));
   }
   return out;
 }

@@ -436,11 +436,21 @@ TEST_F(SparseGradTest, TheJobSaysWhyItsGradientsAreDense) {
   EXPECT_EQ(DenseGradientsReason(config, *plugins_, "cpu", &transport), "");
   EXPECT_EQ(DenseGradientsReason(config, *plugins_, "nowhere", &transport),
             "device 'nowhere' has no kernels that take sparse gradients");
+  // The CUDA plugin has the kernels, but a parameter-server trainer sends from host memory.
+  const bool cuda = plugins_->Load("cuda").ok();
+  if (cuda) {
+    EXPECT_EQ(DenseGradientsReason(config, *plugins_, "cuda", &transport),
+              "a parameter-server trainer sends them from host memory, and device 'cuda' keeps "
+              "its tensors elsewhere");
+  }
   // Every collective mode takes them: grad_allreduce exchanges them, local_sgd keeps them local.
   config.strategy_mode = "collective";
   for (const char* mode : {"grad_allreduce", "local_sgd", "single_process_multi_thread"}) {
     config.collective.mode = mode;
     EXPECT_EQ(DenseGradientsReason(config, *plugins_, "cpu"), "") << mode;
+    if (cuda) {
+      EXPECT_EQ(DenseGradientsReason(config, *plugins_, "cuda"), "") << mode;
+    }
   }
 }
 

@@ -30,6 +30,7 @@ const KernelList& AllKernels() {
     AddNnKernels(l);
     AddOptimizerKernels(l);
     AddTensorKernels(l);
+    AddSparseKernels(l);
     return l;
   }();
   return list;

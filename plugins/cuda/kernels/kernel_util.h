@@ -49,6 +49,8 @@ void AddNnKernels(KernelList& list);         // nn_*.cu: losses, dropout, embedd
 void AddOptimizerKernels(KernelList& list);  // optimizer_kernels.cu
 void AddOptimizerExtKernels(KernelList& list);  // optimizer_ext.cu (from the above)
 void AddTensorKernels(KernelList& list);     // tensor_*.cu: reshape, concat, slice, cast, fill
+// sparse_rows.cu: the kernels of SelectedRows tensors, after the dense kernels of their ops
+void AddSparseKernels(KernelList& list);
 
 // The whole list, built once.
 const KernelList& AllKernels();
