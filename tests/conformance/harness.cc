@@ -155,10 +155,13 @@ bool IsRandomOp(const ir::Op& op) {
   return false;
 }
 
-Status OpRunner::Run(const ir::Op& op, VarMap& vars, uint64_t seed, const LodMap& lods) {
+Status OpRunner::Run(const ir::Op& op, VarMap& vars, uint64_t seed, const LodMap& lods,
+                     SparseMap* sparse) {
   VarMap on_cpu;
+  SparseMap sparse_on_cpu;
   if (device_ != "cpu") on_cpu = vars;
-  Status run = RunOn(device_, op, vars, seed, lods);
+  if (device_ != "cpu" && sparse != nullptr) sparse_on_cpu = *sparse;
+  Status run = RunOn(device_, op, vars, seed, lods, sparse);
   // A call the host refused before choosing a kernel (a bad attribute, a shape error) never
   // reached the plugin, so it is not one of the plugin's rows.
   if (last_dtype_ != ir::DataType::kInvalid) {
@@ -180,7 +183,8 @@ Status OpRunner::Run(const ir::Op& op, VarMap& vars, uint64_t seed, const LodMap
   // device wrote, as the layouts differ; its result is checked against finite differences.
   if (op.inputs.count("Reserve") != 0) return OkStatus();
   FLEET_RETURN_IF_ERROR(
-      RunOn("cpu", op, on_cpu, seed, lods).WithContext("the same op on cpu"));
+      RunOn("cpu", op, on_cpu, seed, lods, sparse != nullptr ? &sparse_on_cpu : nullptr)
+          .WithContext("the same op on cpu"));
   for (const auto& [slot, names] : op.outputs) {
     if (slot == "XShape") continue;  // never written by either kernel: only its shape counts
     // rnn's saved state belongs to the device that wrote it (rnn_plan.h): the CPU keeps gates
@@ -204,6 +208,11 @@ Status OpRunner::Run(const ir::Op& op, VarMap& vars, uint64_t seed, const LodMap
       if (!close) {
         return Internal(op.type + ": output " + slot + " '" + name + "' on " + device_ +
                         " differs from cpu: " + close.message());
+      }
+      if (sparse != nullptr && sparse->count(name) != 0 &&
+          (*sparse)[name].rows != sparse_on_cpu[name].rows) {
+        return Internal(op.type + ": the rows of sparse output " + slot + " '" + name +
+                        "' on " + device_ + " differ from cpu's");
       }
     }
   }
@@ -232,7 +241,12 @@ std::vector<double> ValuesOf(const HostTensor& t) {
 }  // namespace
 
 Status OpRunner::RunOn(const std::string& device_name, const ir::Op& op, VarMap& vars,
-                       uint64_t seed, const LodMap& lods) {
+                       uint64_t seed, const LodMap& lods, SparseMap* sparse) {
+  auto sparse_of = [&](const std::string& name) -> SparseRows* {
+    if (sparse == nullptr) return nullptr;
+    auto it = sparse->find(name);
+    return it == sparse->end() ? nullptr : &it->second;
+  };
   last_dtype_ = ir::DataType::kInvalid;
   const ops::OpSchema* schema = ops::BuiltinOps().Find(op.type);
   if (schema == nullptr) return NotFound("no schema for op '" + op.type + "'");
@@ -254,6 +268,12 @@ Status OpRunner::RunOn(const std::string& device_name, const ir::Op& op, VarMap&
       auto it = vars.find(n);
       if (it == vars.end()) return NotFound(op.type + ": input var '" + n + "' has no value");
       ops::TensorInfo info = InfoOf(it->second);
+      if (const SparseRows* rows = sparse_of(n)) {
+        if (info.dims.empty() || static_cast<int64_t>(rows->rows.size()) != info.dims[0]) {
+          return InvalidArgument(op.type + ": sparse input '" + n + "' needs one row per entry");
+        }
+        info.height = rows->height;
+      }
       auto lod = lods.find(n);
       if (lod != lods.end()) {
         info.lod_level = 1;
@@ -263,7 +283,7 @@ Status OpRunner::RunOn(const std::string& device_name, const ir::Op& op, VarMap&
       shapes.inputs[spec.name].push_back(info);
       shapes.input_values[spec.name].push_back(ValuesOf(it->second));
       slot.tensors.push_back({it->second.dtype, it->second.dims,
-                              lod != lods.end() ? info.sequences + 1 : 0});
+                              lod != lods.end() ? info.sequences + 1 : 0, info.height});
       ts.push_back(&it->second);
       lod_ptrs.push_back(lod != lods.end() ? &lod->second : nullptr);
     }
@@ -333,7 +353,7 @@ Status OpRunner::RunOn(const std::string& device_name, const ir::Op& op, VarMap&
       }
       const int64_t lod_count =
           out_lods.back() != nullptr ? static_cast<int64_t>(out_lods.back()->size()) : 0;
-      slot.tensors.push_back({info.dtype, info.dims, lod_count});
+      slot.tensors.push_back({info.dtype, info.dims, lod_count, info.height});
     }
     out_slots.push_back(std::move(slot));
   }
@@ -401,6 +421,14 @@ Status OpRunner::RunOn(const std::string& device_name, const ir::Op& op, VarMap&
       if (!p.ok()) { status = p.status(); break; }
       if (!t.bytes.empty()) status = device.CopyToDevice(0, *p, t.bytes.data(), t.bytes.size());
       call->SetData(false, s, i, *p);
+      if (const SparseRows* rows = sparse_of(op.Input(in_slots[s].name)[i]);
+          rows != nullptr && status.ok()) {
+        const size_t bytes = rows->rows.size() * sizeof(int64_t);
+        auto r = alloc(bytes);
+        if (!r.ok()) { status = r.status(); break; }
+        if (bytes > 0) status = device.CopyToDevice(0, *r, rows->rows.data(), bytes);
+        call->SetRows(false, s, i, static_cast<int64_t*>(*r));
+      }
       if (in_lods[s][i] != nullptr && status.ok()) {
         auto lod = device_lod(*in_lods[s][i]);
         if (!lod.ok()) { status = lod.status(); break; }
@@ -409,6 +437,7 @@ Status OpRunner::RunOn(const std::string& device_name, const ir::Op& op, VarMap&
     }
   }
   std::vector<std::vector<void*>> out_ptrs(out_slots.size());
+  std::vector<std::vector<int64_t*>> out_rows(out_slots.size());
   for (size_t s = 0, out_index = 0; s < out_slots.size() && status.ok();
        out_index += out_slots[s].tensors.size(), ++s) {
     for (size_t i = 0; i < out_slots[s].tensors.size() && status.ok(); ++i) {
@@ -419,6 +448,18 @@ Status OpRunner::RunOn(const std::string& device_name, const ir::Op& op, VarMap&
       if (!p.ok()) { status = p.status(); break; }
       out_ptrs[s].push_back(*p);
       call->SetData(true, s, i, *p);
+      out_rows[s].push_back(nullptr);
+      if (shape.height >= 0) {
+        if (sparse == nullptr) {
+          status = InvalidArgument(op.type + ": output " + out_slots[s].name +
+                                   " is sparse; pass a SparseMap to receive its rows");
+          break;
+        }
+        auto r = alloc(static_cast<size_t>(shape.dims[0]) * sizeof(int64_t));
+        if (!r.ok()) { status = r.status(); break; }
+        out_rows[s].back() = static_cast<int64_t*>(*r);
+        call->SetRows(true, s, i, out_rows[s].back());
+      }
       if (const std::vector<int64_t>* lod = out_lods[out_index + i]; lod != nullptr) {
         auto d = device_lod(*lod);
         if (!d.ok()) { status = d.status(); break; }
@@ -443,6 +484,15 @@ Status OpRunner::RunOn(const std::string& device_name, const ir::Op& op, VarMap&
       t.bytes.resize(static_cast<size_t>(t.numel()) * ir::DataTypeSize(t.dtype));
       if (!t.bytes.empty()) {
         status = device.CopyToHost(0, t.bytes.data(), out_ptrs[s][i], t.bytes.size());
+      }
+      if (out_rows[s][i] != nullptr && status.ok()) {
+        SparseRows& rows = (*sparse)[names[i]];
+        rows.height = out_slots[s].tensors[i].height;
+        rows.rows.assign(static_cast<size_t>(t.dims[0]), 0);
+        if (!rows.rows.empty()) {
+          status = device.CopyToHost(0, rows.rows.data(), out_rows[s][i],
+                                     rows.rows.size() * sizeof(int64_t));
+        }
       }
       if (const std::vector<int64_t>* lod = out_lods[out_index + i]; lod != nullptr) {
         vars[names[i] + ".lod"] = MakeTensor<int64_t>({static_cast<int64_t>(lod->size())}, *lod);

@@ -86,6 +86,15 @@ HostTensor RandomInts(std::vector<int64_t> dims, uint64_t seed, int64_t lo, int6
 // (non-zero is true).
 HostTensor Cast(const HostTensor& t, ir::DataType dtype);
 
+// SelectedRows tensors (FleetTensor.rows, ABI 1.6) by var name: the rows and height of an
+// input listed here go to the kernel with its values (the VarMap entry, [entries, ...]); an
+// output the op makes sparse comes back here with its rows, its values in the VarMap.
+struct SparseRows {
+  int64_t height = 0;
+  std::vector<int64_t> rows;
+};
+using SparseMap = std::map<std::string, SparseRows>;
+
 class OpRunner {
  public:
   // The runner for this test binary's device; nullptr with `skip_reason` set when the device
@@ -105,15 +114,18 @@ class OpRunner {
   // On a device other than the CPU the op also runs on the CPU plugin with the same inputs and
   // seed, and every output must agree with the CPU's (float32 within 1e-4 relative, float64
   // within 1e-9, other dtypes exactly), or Run fails naming the output; random ops (a "seed"
-  // attribute) are compared only on a device with bitwise_random().
+  // attribute) are compared only on a device with bitwise_random(). With `sparse`, the inputs
+  // it lists are SelectedRows tensors and it receives the rows of sparse outputs, which must
+  // equal the CPU's exactly.
   // A device without a kernel for the op and dtype fails with UNIMPLEMENTED and a message
   // starting with kNotProvidedPrefix (report/report.h). Every call is reported (ReportRun).
-  Status Run(const ir::Op& op, VarMap& vars, uint64_t seed = 1234, const LodMap& lods = {});
+  Status Run(const ir::Op& op, VarMap& vars, uint64_t seed = 1234, const LodMap& lods = {},
+             SparseMap* sparse = nullptr);
 
  private:
   OpRunner() = default;
   Status RunOn(const std::string& device, const ir::Op& op, VarMap& vars, uint64_t seed,
-               const LodMap& lods);
+               const LodMap& lods, SparseMap* sparse);
   std::string device_;
   bool bitwise_random_ = false;
   ir::DataType last_dtype_ = ir::DataType::kInvalid;  // kernel dtype of the last RunOn
