@@ -115,15 +115,21 @@ const fs::path kExamples = fs::path(FLEET_EXAMPLES_DIR).lexically_normal();
 // checks the two loss curves agree step by step: the same initial weights (the random kernels
 // draw the same numbers on both devices), then only rounding differences (GEMM and reduction
 // order), which stay small over a short run.
-void ExpectSameCurve(const std::string& example, int steps, double rtol) {
-  const std::string base = "run " + (kExamples / example).string() + " --config " +
-                           (kExamples / fs::path(example).parent_path() / "fleet.toml").string() +
-                           " --set train.steps=" + std::to_string(steps) +
-                           " --set train.log_every=1 --set train.threads=1";
+// `program` (default: the example itself) and `sets` (more " --set ..." arguments) vary the
+// job; `gpu_err` receives the CUDA run's log.
+void ExpectSameCurve(const std::string& example, int steps, double rtol,
+                     const fs::path& program = {}, const std::string& sets = "",
+                     std::string* gpu_err = nullptr) {
+  const std::string base =
+      "run " + (program.empty() ? kExamples / example : program).string() + " --config " +
+      (kExamples / fs::path(example).parent_path() / "fleet.toml").string() +
+      " --set train.steps=" + std::to_string(steps) +
+      " --set train.log_every=1 --set train.threads=1" + sets;
   Result cpu = RunHost(base + " --set device.backend=cpu");
   ASSERT_EQ(cpu.exit_code, 0) << cpu.err;
   Result gpu = RunHost(base + " --set device.backend=cuda");
   ASSERT_EQ(gpu.exit_code, 0) << gpu.err;
+  if (gpu_err != nullptr) *gpu_err = gpu.err;
   const std::vector<double> a = Losses(cpu.out), b = Losses(gpu.out);
   ASSERT_EQ(a.size(), static_cast<size_t>(steps)) << cpu.out;
   ASSERT_EQ(b.size(), static_cast<size_t>(steps)) << gpu.out;
@@ -141,6 +147,40 @@ TEST(GpuTrainingTest, MlpOnCudaFollowsTheCpuLossCurve) {
 TEST(GpuTrainingTest, CnnOnCudaFollowsTheCpuLossCurve) {
   REQUIRE_GPUS(1);
   ExpectSameCurve("cnn/cnn.fleet", 40, 5e-3);
+}
+
+// The CTR example's 26 is_sparse tables on the CUDA device: its sparse gradient kernels (the
+// job must not fall back to dense gradients) follow the CPU's loss curve, with the example's
+// Adam (every row moves), lazy Adam (the looked-up rows only) and SGD.
+TEST(GpuTrainingTest, SparseCtrOnCudaFollowsTheCpuLossCurve) {
+  REQUIRE_GPUS(1);
+  char tmpl[] = "/tmp/fleet_gpu_ctr_XXXXXX";
+  const fs::path dir = ::mkdtemp(tmpl);
+  // NumPy writes the data: the python3 on PATH must have it.
+  const std::string make = "python3 '" + (kExamples / "ctr_dnn" / "make_data.py").string() +
+                           "' '" + (dir / "data").string() +
+                           "' --files 1 --lines 2000 --eval-lines 200 > /dev/null";
+  ASSERT_EQ(std::system(make.c_str()), 0) << make;
+  const std::string sets = " --set 'data.filelist=[\"" + (dir / "data" / "part-*.txt").string() +
+                           "\"]' --set 'eval.filelist=[\"" +
+                           (dir / "data" / "eval" / "part-*.txt").string() +
+                           "\"]' --set data.shuffle=false";
+  const std::string text = ReadFile(kExamples / "ctr_dnn" / "ctr_dnn.fleet");
+  const std::string adam = "adam(learning_rate=0.001)";
+  ASSERT_NE(text.find(adam), std::string::npos);
+  for (const std::string& optimizer :
+       {adam, std::string("adam(learning_rate=0.001, lazy_mode=True)"),
+        std::string("sgd(learning_rate=0.05)")}) {
+    SCOPED_TRACE(optimizer);
+    std::string variant = text;
+    variant.replace(variant.find(adam), adam.size(), optimizer);
+    const fs::path program = dir / "ctr_dnn.fleet";
+    std::ofstream(program) << variant;
+    std::string err;
+    ExpectSameCurve("ctr_dnn/ctr_dnn.fleet", 60, 2e-3, program, sets, &err);
+    EXPECT_EQ(err.find("dense gradients"), std::string::npos) << err;
+  }
+  fs::remove_all(dir);
 }
 
 // A collective job over NCCL: with one GPU, one rank (the communicator still joins through the
