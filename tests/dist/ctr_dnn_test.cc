@@ -239,10 +239,17 @@ TEST_F(CtrDnnTest, SparseGradientsTrainAsDenseOnes) {
   ExpectSameLosses(sparse, dense, 1e-4);
 }
 
-// With dense gradients (all-reduced) the two ranks follow one process within 1e-3 over 300
-// Adam steps.
+// With dense gradients (all-reduced) the two ranks follow one process within 1e-4 over 300 SGD
+// steps. With Adam they learn as well; they are not held to one process's steps there, since
+// Adam amplifies the other order in which the two ranks' gradients add up: how far depends on
+// the CPU's kernels, and on some CPUs it passes 1e-3 within 100 steps.
 TEST_F(CtrDnnTest, LaunchNproc2LearnsAndMatchesOneProcess) {
-  ExpectTwoRanksMatchOne(DenseCopy(), "dense", 1e-3, true);
+  ExpectTwoRanksMatchOne(Copy(false, "sgd(learning_rate=0.05)"), "dense", 1e-4, false);
+  const std::vector<nlohmann::json> adam =
+      Run({"--nproc", "2"},
+          {"train.steps=300", "data.shard=false", "train.batch_size=32", "eval.batch_size=100"},
+          "dense_adam", DenseCopy());
+  ExpectLearns(adam, "launch --nproc 2 with Adam");
 }
 
 // With the table's sparse gradient, gathered from both ranks (grad_allreduce's c_allgather), the
@@ -268,9 +275,9 @@ TEST_F(CtrDnnTest, LaunchNproc2WithADenseSparseExchangeMatchesOneProcess) {
 
 // Two devices of one process (single_process_multi_thread) hold the same parameters after
 // every step, and the first evaluates for both: the same evaluations as one process training
-// on the same global batches.
+// on the same global batches, within 1e-4 with SGD (Adam: see above).
 TEST_F(CtrDnnTest, DevicesOfOneProcessEvaluateAsOneProcess) {
-  ExpectDevicesEvaluateAsOne(DenseCopy(), "devices", 100, 1e-3);
+  ExpectDevicesEvaluateAsOne(Copy(false, "sgd(learning_rate=0.05)"), "devices", 200, 1e-4);
 }
 
 // local_sgd averages parameters, never gradients, so each rank's sparse gradient stays its own:
