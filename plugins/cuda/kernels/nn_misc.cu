@@ -5,13 +5,12 @@
 // mask bit for bit; gradients that gather several contributions into one element
 // (lookup_table_v2_grad, top_k_v2_grad) add them in the CPU's order from one thread, never
 // with float atomics.
-#include <cub/device/device_radix_sort.cuh>
 
-#include <climits>
 #include <cmath>
 #include <new>
 #include <type_traits>
 
+#include "kernels/key_sort.h"
 #include "kernels/nn_groups.h"
 #include "random_draws.h"
 
@@ -230,23 +229,7 @@ FleetStatus* Lookup(void*, const FleetKernelContext* kc, void*) {
 // Out@GRAD rows in that order, which is the CPU's order, and writes the sum once. Padding and
 // bad ids get the key `vocab`, which sorts last and is skipped.
 //
-// Scratch: [flag | keys in | keys out | positions in | positions out | radix sort temp].
-struct LookupGradState {
-  int64_t n = 0;
-  int64_t vocab = 0;
-  int end_bit = 1;          // bits the keys [0, vocab] need
-  size_t sort_bytes = 0;    // the radix sort's temporary storage
-  size_t scratch_bytes = 0;
-};
-
-size_t KeyBytes(int64_t n) { return AlignScratch(static_cast<size_t>(n) * sizeof(uint32_t)); }
-
-int KeyBits(int64_t vocab) {
-  int bits = 1;
-  while (bits < 32 && (uint64_t{1} << bits) <= static_cast<uint64_t>(vocab)) ++bits;
-  return bits;
-}
-
+// Scratch: the key sort's (key_sort.h).
 template <typename T>
 FleetStatus* LookupGradPrepare(void*, const FleetKernelContext* kc, void** state,
                                size_t* scratch_bytes) {
@@ -254,35 +237,13 @@ FleetStatus* LookupGradPrepare(void*, const FleetKernelContext* kc, void** state
   const FleetTensor* w = Input(kc, "W");
   const FleetTensor* ids = Input(kc, "Ids");
   if (FleetStatus* st = CheckLookup<T>(kc, w, ids)) return st;
-  const int64_t n = Numel(ids), vocab = w->dims[0];
-  // Keys and positions are 32-bit, and the sort counts items in an int.
-  if (n > INT_MAX || vocab >= static_cast<int64_t>(UINT32_MAX)) {
-    return InvalidArgument(OpName(kc) + ": at most " + std::to_string(INT_MAX) + " ids and " +
-                           std::to_string(UINT32_MAX - 1) + " vocabulary rows, got " +
-                           std::to_string(n) + " and " + std::to_string(vocab));
-  }
-  auto* s = new (std::nothrow) LookupGradState();
+  auto* s = new (std::nothrow) SortPlan();
   if (s == nullptr) return Error(FLEET_CODE_INTERNAL, OpName(kc) + ": out of memory");
-  s->n = n;
-  s->vocab = vocab;
-  s->end_bit = KeyBits(vocab);
-  if (n > 0) {
-    // The size query picks the sort's tuning for the device, so it runs on the op's device.
-    FleetStatus* st = CudaStatus(cudaSetDevice(kc->device_ordinal), OpName(kc) + ": cudaSetDevice");
-    if (st == nullptr) {
-      st = CudaStatus(cub::DeviceRadixSort::SortPairs(
-                          nullptr, s->sort_bytes, static_cast<const uint32_t*>(nullptr),
-                          static_cast<uint32_t*>(nullptr), static_cast<const uint32_t*>(nullptr),
-                          static_cast<uint32_t*>(nullptr), static_cast<int>(n), 0, s->end_bit),
-                      OpName(kc) + ": sizing the id sort");
-    }
-    if (st != nullptr) {
-      delete s;
-      return st;
-    }
+  if (FleetStatus* st = PlanSort(kc, Numel(ids), w->dims[0], s)) {
+    delete s;
+    return st;
   }
-  s->scratch_bytes = kFlagBytes + 4 * KeyBytes(n) + AlignScratch(s->sort_bytes);
-  *scratch_bytes = s->scratch_bytes;
+  *scratch_bytes = SortScratch(*s);
   *state = s;
   return nullptr;
 }
@@ -330,18 +291,13 @@ FleetStatus* LookupGrad(void*, const FleetKernelContext* kc, void* state) {
   const int64_t vocab = w->dims[0], dim = w->dims[1], n = Numel(ids);
   if (FleetStatus* st = RequireSized(kc, dout, "Out@GRAD", DtypeOf<T>(), n * dim)) return st;
   if (FleetStatus* st = RequireSized(kc, dw, "W@GRAD", DtypeOf<T>(), vocab * dim)) return st;
-  const auto* ls = static_cast<const LookupGradState*>(state);
-  if (ls == nullptr || ls->n != n || ls->vocab != vocab) {
+  const auto* plan = static_cast<const SortPlan*>(state);
+  if (plan == nullptr || plan->n != n || plan->rows != vocab) {
     return InvalidArgument(OpName(kc) + ": launched with other shapes than it was prepared for");
   }
   unsigned long long* flag = nullptr;
   if (FleetStatus* st = FlagOf(kc, &flag)) return st;
-  char* base = static_cast<char*>(kc->scratch);
-  uint32_t* keys_in = reinterpret_cast<uint32_t*>(base + kFlagBytes);
-  uint32_t* keys_out = reinterpret_cast<uint32_t*>(base + kFlagBytes + KeyBytes(n));
-  uint32_t* pos_in = reinterpret_cast<uint32_t*>(base + kFlagBytes + 2 * KeyBytes(n));
-  uint32_t* pos_out = reinterpret_cast<uint32_t*>(base + kFlagBytes + 3 * KeyBytes(n));
-  void* sort_temp = base + kFlagBytes + 4 * KeyBytes(n);
+  const SortBuffers b = BuffersOf(kc, *plan);
   const int64_t pad = IntAttr(kc, "padding_idx", -1);
   return Run(kc, [&](FleetStream* s) -> FleetStatus* {
     if (FleetStatus* st = ClearFlag(kc, s, flag)) return st;
@@ -354,18 +310,10 @@ FleetStatus* LookupGrad(void*, const FleetKernelContext* kc, void* state) {
     }
     if (n > 0) {
       LookupSortKeysKernel<<<Blocks(n), kThreads, 0, s->native>>>(
-          ids->data, ids->dtype == FLEET_DTYPE_INT32, n, vocab, pad, keys_in, pos_in, flag);
-      size_t sort_bytes = ls->sort_bytes;
-      if (FleetStatus* st = CudaStatus(
-              cub::DeviceRadixSort::SortPairs(sort_temp, sort_bytes,
-                                              static_cast<const uint32_t*>(keys_in), keys_out,
-                                              static_cast<const uint32_t*>(pos_in), pos_out,
-                                              static_cast<int>(n), 0, ls->end_bit, s->native),
-              OpName(kc) + ": sorting the ids")) {
-        return st;
-      }
+          ids->data, ids->dtype == FLEET_DTYPE_INT32, n, vocab, pad, b.keys_in, b.pos_in, flag);
+      if (FleetStatus* st = SortKeys(kc, *plan, b, s)) return st;
       LookupGradKernel<T><<<Blocks(n * dim), kThreads, 0, s->native>>>(
-          Data<const T>(dout), keys_out, pos_out, Data<T>(dw), n, dim, vocab);
+          Data<const T>(dout), b.keys_out, b.pos_out, Data<T>(dw), n, dim, vocab);
     }
     int64_t pos = -1, value = 0;
     if (FleetStatus* st = ReadFlag(kc, s, flag, ids, &pos, &value)) return st;
@@ -605,16 +553,16 @@ void AddNnMiscKernels(KernelList& list) {
   Add(list, "lookup_table_v2", FLEET_DTYPE_FLOAT32, Lookup<float>, PrepareFlag);
   Add(list, "lookup_table_v2", FLEET_DTYPE_FLOAT64, Lookup<double>, PrepareFlag);
   Add(list, "lookup_table_v2_grad", FLEET_DTYPE_FLOAT32, LookupGrad<float>,
-      LookupGradPrepare<float>, DeleteState<LookupGradState>);
+      LookupGradPrepare<float>, DeleteState<SortPlan>);
   Add(list, "lookup_table_v2_grad", FLEET_DTYPE_FLOAT64, LookupGrad<double>,
-      LookupGradPrepare<double>, DeleteState<LookupGradState>);
+      LookupGradPrepare<double>, DeleteState<SortPlan>);
   // lookup_table (v1) differs from v2 only in the shape function.
   Add(list, "lookup_table", FLEET_DTYPE_FLOAT32, Lookup<float>, PrepareFlag);
   Add(list, "lookup_table", FLEET_DTYPE_FLOAT64, Lookup<double>, PrepareFlag);
   Add(list, "lookup_table_grad", FLEET_DTYPE_FLOAT32, LookupGrad<float>,
-      LookupGradPrepare<float>, DeleteState<LookupGradState>);
+      LookupGradPrepare<float>, DeleteState<SortPlan>);
   Add(list, "lookup_table_grad", FLEET_DTYPE_FLOAT64, LookupGrad<double>,
-      LookupGradPrepare<double>, DeleteState<LookupGradState>);
+      LookupGradPrepare<double>, DeleteState<SortPlan>);
   Add(list, "accuracy", FLEET_DTYPE_FLOAT32, Accuracy);
   Add(list, "accuracy", FLEET_DTYPE_FLOAT64, Accuracy);
   Add(list, "top_k_v2", FLEET_DTYPE_FLOAT32, TopK<float>);

@@ -124,20 +124,6 @@ FleetStatus* PrepareSortOf(const FleetKernelContext* kc, const char* slot, size_
   return nullptr;
 }
 
-// The state prepare left for sparse input `slot`, checked against this launch.
-FleetStatus* StateOf(const FleetKernelContext* kc, void* state, const char* slot,
-                     const RowsState** out) {
-  const auto* st = static_cast<const RowsState*>(state);
-  const FleetTensor* g = Input(kc, slot);
-  if (st == nullptr || g == nullptr || g->ndim < 1 || st->sort.n != g->dims[0] ||
-      st->sort.rows != g->height) {
-    return NotPrepared(kc);
-  }
-  if (kc->scratch == nullptr) return MissingScratch(kc, st->extra_offset);
-  *out = st;
-  return nullptr;
-}
-
 // Enqueues the keys of `rows` and their sort.
 FleetStatus* SortRows(const FleetKernelContext* kc, FleetStream* s, const SortPlan& sp,
                       const SortBuffers& b, const int64_t* rows, unsigned long long* flag) {
@@ -158,6 +144,44 @@ FleetStatus* ReportBadRow(const FleetKernelContext* kc, FleetStream* s,
   if (FleetStatus* st = ReadFlag(kc, s, flag, &rows, &pos, &value)) return st;
   if (pos < 0) return nullptr;
   return InvalidArgument(plan::BadEntryMessage(OpName(kc).c_str(), slot, pos, value, t->height));
+}
+
+// A launch that sorts the entries of sparse input `slot`: prepare's plan, checked against the
+// launch, and the flag and sort buffers in its scratch.
+struct SortedCall {
+  const RowsState* st = nullptr;
+  const FleetTensor* x = nullptr;  // the sparse input
+  const char* slot = nullptr;
+  unsigned long long* flag = nullptr;
+  SortBuffers b{};
+};
+
+FleetStatus* SortedCallOf(const FleetKernelContext* kc, void* state, const char* slot,
+                          SortedCall* c) {
+  const auto* st = static_cast<const RowsState*>(state);
+  const FleetTensor* x = Input(kc, slot);
+  if (st == nullptr || x == nullptr || x->ndim < 1 || st->sort.n != x->dims[0] ||
+      st->sort.rows != x->height) {
+    return NotPrepared(kc);
+  }
+  if (kc->scratch == nullptr) return MissingScratch(kc, st->extra_offset);
+  if (FleetStatus* e = FlagOf(kc, &c->flag)) return e;
+  c->st = st;
+  c->x = x;
+  c->slot = slot;
+  c->b = BuffersOf(kc, st->sort);
+  return nullptr;
+}
+
+// Enqueues the flag's reset and the sort of the entries (keys_out/pos_out hold it).
+FleetStatus* EnqueueSort(const FleetKernelContext* kc, FleetStream* s, const SortedCall& c) {
+  if (FleetStatus* e = ClearFlag(kc, s, c.flag)) return e;
+  return SortRows(kc, s, c.st->sort, c.b, c.x->rows, c.flag);
+}
+
+// After the call's kernels: the CPU's error for its first bad entry (synchronous launches).
+FleetStatus* ReportBadRow(const FleetKernelContext* kc, FleetStream* s, const SortedCall& c) {
+  return ReportBadRow(kc, s, c.flag, c.x, c.slot);
 }
 
 // Enqueues a device-to-device copy of `bytes`, unless `to` is `from`.
@@ -449,21 +473,17 @@ FleetStatus* SgdRows(void*, const FleetKernelContext* kc, void* state) {
   const FleetTensor* lr = Input(kc, "LearningRate");
   if (FleetStatus* e = RequireSized(kc, out, "ParamOut", DtypeOf<T>(), Numel(p))) return e;
   if (FleetStatus* e = CheckScalarIn(kc, lr, "LearningRate")) return e;
-  const RowsState* st = nullptr;
-  if (FleetStatus* e = StateOf(kc, state, "Grad", &st)) return e;
-  unsigned long long* flag = nullptr;
-  if (FleetStatus* e = FlagOf(kc, &flag)) return e;
-  const SortBuffers b = BuffersOf(kc, st->sort);
+  SortedCall c;
+  if (FleetStatus* e = SortedCallOf(kc, state, "Grad", &c)) return e;
   return Run(kc, [&](FleetStream* s) -> FleetStatus* {
-    if (FleetStatus* e = ClearFlag(kc, s, flag)) return e;
     if (FleetStatus* e = CopyTensorApart<T>(kc, s, p, out, "Param")) return e;
-    if (FleetStatus* e = SortRows(kc, s, st->sort, b, v.rows, flag)) return e;
+    if (FleetStatus* e = EnqueueSort(kc, s, c)) return e;
     if (v.entries > 0) {
       SgdRowsKernel<T><<<Blocks(v.entries * v.width), kThreads, 0, s->native>>>(
-          Data<const T>(Input(kc, "Grad")), b.keys_out, b.pos_out, v.entries, v.width, v.height,
+          Data<const T>(c.x), c.b.keys_out, c.b.pos_out, v.entries, v.width, v.height,
           ScalarOf(lr), Data<T>(out));
     }
-    return ReportBadRow(kc, s, flag, Input(kc, "Grad"), "Grad");
+    return ReportBadRow(kc, s, c);
   });
 }
 
@@ -497,22 +517,18 @@ FleetStatus* AdagradRows(void*, const FleetKernelContext* kc, void* state) {
   if (FleetStatus* e = RequireSized(kc, mo, "MomentOut", DtypeOf<T>(), Numel(p))) return e;
   if (FleetStatus* e = CheckScalarIn(kc, lr, "LearningRate")) return e;
   const T eps = static_cast<T>(FloatAttr(kc, "epsilon", 1e-6));
-  const RowsState* st = nullptr;
-  if (FleetStatus* e = StateOf(kc, state, "Grad", &st)) return e;
-  unsigned long long* flag = nullptr;
-  if (FleetStatus* e = FlagOf(kc, &flag)) return e;
-  const SortBuffers b = BuffersOf(kc, st->sort);
+  SortedCall c;
+  if (FleetStatus* e = SortedCallOf(kc, state, "Grad", &c)) return e;
   return Run(kc, [&](FleetStream* s) -> FleetStatus* {
-    if (FleetStatus* e = ClearFlag(kc, s, flag)) return e;
     if (FleetStatus* e = CopyTensorApart<T>(kc, s, p, po, "Param")) return e;
     if (FleetStatus* e = CopyTensorApart<T>(kc, s, m, mo, "Moment")) return e;
-    if (FleetStatus* e = SortRows(kc, s, st->sort, b, v.rows, flag)) return e;
+    if (FleetStatus* e = EnqueueSort(kc, s, c)) return e;
     if (v.entries > 0) {
       AdagradRowsKernel<T><<<Blocks(v.entries * v.width), kThreads, 0, s->native>>>(
-          Data<const T>(Input(kc, "Grad")), b.keys_out, b.pos_out, v.entries, v.width, v.height,
+          Data<const T>(c.x), c.b.keys_out, c.b.pos_out, v.entries, v.width, v.height,
           ScalarOf(lr), eps, Data<T>(po), Data<T>(mo));
     }
-    return ReportBadRow(kc, s, flag, Input(kc, "Grad"), "Grad");
+    return ReportBadRow(kc, s, c);
   });
 }
 
@@ -530,9 +546,9 @@ __global__ void DensifyKernel(const T* values, const uint32_t* keys, const uint3
 
 // Enqueues the dense gradient the sparse Grad stands for into the kernel's own scratch.
 template <typename T>
-FleetStatus* EnqueueDensify(const FleetKernelContext* kc, FleetStream* s, const RowsState& st,
-                            const RowsView& v, unsigned long long* flag, T** dense) {
-  *dense = reinterpret_cast<T*>(static_cast<char*>(kc->scratch) + st.extra_offset);
+FleetStatus* EnqueueDensify(const FleetKernelContext* kc, FleetStream* s, const SortedCall& c,
+                            const RowsView& v, T** dense) {
+  *dense = reinterpret_cast<T*>(static_cast<char*>(kc->scratch) + c.st->extra_offset);
   const size_t bytes = static_cast<size_t>(v.height * v.width) * sizeof(T);
   if (bytes > 0) {
     if (FleetStatus* e = CudaStatus(cudaMemsetAsync(*dense, 0, bytes, s->native),
@@ -540,12 +556,10 @@ FleetStatus* EnqueueDensify(const FleetKernelContext* kc, FleetStream* s, const 
       return e;
     }
   }
-  const SortBuffers b = BuffersOf(kc, st.sort);
-  if (FleetStatus* e = SortRows(kc, s, st.sort, b, v.rows, flag)) return e;
+  if (FleetStatus* e = EnqueueSort(kc, s, c)) return e;
   if (v.entries > 0) {
     DensifyKernel<T><<<Blocks(v.entries * v.width), kThreads, 0, s->native>>>(
-        Data<const T>(Input(kc, "Grad")), b.keys_out, b.pos_out, v.entries, v.width, v.height,
-        *dense);
+        Data<const T>(c.x), c.b.keys_out, c.b.pos_out, v.entries, v.width, v.height, *dense);
   }
   return nullptr;
 }
@@ -557,16 +571,13 @@ FleetStatus* MomentumRows(void*, const FleetKernelContext* kc, void* state) {
   RowsView v;
   if (FleetStatus* e = PlanGrad<T>(kc, &v)) return e;
   if (FleetStatus* e = CheckMomentum<T>(kc)) return e;
-  const RowsState* st = nullptr;
-  if (FleetStatus* e = StateOf(kc, state, "Grad", &st)) return e;
-  unsigned long long* flag = nullptr;
-  if (FleetStatus* e = FlagOf(kc, &flag)) return e;
+  SortedCall c;
+  if (FleetStatus* e = SortedCallOf(kc, state, "Grad", &c)) return e;
   return Run(kc, [&](FleetStream* s) -> FleetStatus* {
-    if (FleetStatus* e = ClearFlag(kc, s, flag)) return e;
     T* dense = nullptr;
-    if (FleetStatus* e = EnqueueDensify<T>(kc, s, *st, v, flag, &dense)) return e;
+    if (FleetStatus* e = EnqueueDensify<T>(kc, s, c, v, &dense)) return e;
     EnqueueMomentum<T>(kc, s, dense);
-    return ReportBadRow(kc, s, flag, Input(kc, "Grad"), "Grad");
+    return ReportBadRow(kc, s, c);
   });
 }
 
@@ -601,21 +612,18 @@ FleetStatus* AdamRows(void*, const FleetKernelContext* kc, void* state) {
   RowsView v;
   if (FleetStatus* e = PlanGrad<T>(kc, &v)) return e;
   if (FleetStatus* e = CheckAdam<T, false>(kc)) return e;
-  const RowsState* st = nullptr;
-  if (FleetStatus* e = StateOf(kc, state, "Grad", &st)) return e;
-  unsigned long long* flag = nullptr;
-  if (FleetStatus* e = FlagOf(kc, &flag)) return e;
+  SortedCall c;
+  if (FleetStatus* e = SortedCallOf(kc, state, "Grad", &c)) return e;
   const bool lazy = BoolAttr(kc, "lazy_mode", false);
   const T beta1 = static_cast<T>(FloatAttr(kc, "beta1", 0.9));
   const T beta2 = static_cast<T>(FloatAttr(kc, "beta2", 0.999));
   const T eps = static_cast<T>(FloatAttr(kc, "epsilon", 1e-8));
   return Run(kc, [&](FleetStream* s) -> FleetStatus* {
-    if (FleetStatus* e = ClearFlag(kc, s, flag)) return e;
     if (!lazy) {
       T* dense = nullptr;
-      if (FleetStatus* e = EnqueueDensify<T>(kc, s, *st, v, flag, &dense)) return e;
+      if (FleetStatus* e = EnqueueDensify<T>(kc, s, c, v, &dense)) return e;
       EnqueueAdam<T, false>(kc, s, dense);
-      return ReportBadRow(kc, s, flag, Input(kc, "Grad"), "Grad");
+      return ReportBadRow(kc, s, c);
     }
     // Rows the batch does not touch keep their values and moments.
     for (const char* slot : {"Param", "Moment1", "Moment2"}) {
@@ -625,11 +633,10 @@ FleetStatus* AdamRows(void*, const FleetKernelContext* kc, void* state) {
         return e;
       }
     }
-    const SortBuffers b = BuffersOf(kc, st->sort);
-    if (FleetStatus* e = SortRows(kc, s, st->sort, b, v.rows, flag)) return e;
+    if (FleetStatus* e = EnqueueSort(kc, s, c)) return e;
     if (v.entries > 0) {
       LazyAdamKernel<T><<<Blocks(v.entries * v.width), kThreads, 0, s->native>>>(
-          Data<const T>(Input(kc, "Grad")), b.keys_out, b.pos_out, v.entries, v.width, v.height,
+          Data<const T>(c.x), c.b.keys_out, c.b.pos_out, v.entries, v.width, v.height,
           Data<const T>(Input(kc, "Param")), Data<const T>(Input(kc, "Moment1")),
           Data<const T>(Input(kc, "Moment2")), Data<T>(Output(kc, "ParamOut")),
           Data<T>(Output(kc, "Moment1Out")), Data<T>(Output(kc, "Moment2Out")),
@@ -638,7 +645,7 @@ FleetStatus* AdamRows(void*, const FleetKernelContext* kc, void* state) {
     }
     // The CPU multiplies by beta as T widened to double; so does this.
     EnqueueBetaPows(kc, s, static_cast<double>(beta1), static_cast<double>(beta2));
-    return ReportBadRow(kc, s, flag, Input(kc, "Grad"), "Grad");
+    return ReportBadRow(kc, s, c);
   });
 }
 
@@ -683,18 +690,14 @@ FleetStatus* SquaredL2NormRows(void*, const FleetKernelContext* kc, void* state)
   RowsView v;
   if (FleetStatus* e = Plan(plan::PlanRows(x, kc->op_type, "X", dense, &v))) return e;
   if (FleetStatus* e = RequireSized(kc, x, "X", DtypeOf<T>(), Numel(x))) return e;
-  const RowsState* st = nullptr;
-  if (FleetStatus* e = StateOf(kc, state, "X", &st)) return e;
-  unsigned long long* flag = nullptr;
-  if (FleetStatus* e = FlagOf(kc, &flag)) return e;
-  const SortBuffers b = BuffersOf(kc, st->sort);
+  SortedCall c;
+  if (FleetStatus* e = SortedCallOf(kc, state, "X", &c)) return e;
   return Run(kc, [&](FleetStream* s) -> FleetStatus* {
-    if (FleetStatus* e = ClearFlag(kc, s, flag)) return e;
-    if (FleetStatus* e = SortRows(kc, s, st->sort, b, v.rows, flag)) return e;
-    SquaredRowsKernel<T><<<1, kThreads, 0, s->native>>>(Data<const T>(x), b.keys_out, b.pos_out,
-                                                        v.entries, v.width, v.height,
-                                                        Data<T>(out));
-    return ReportBadRow(kc, s, flag, x, "X");
+    if (FleetStatus* e = EnqueueSort(kc, s, c)) return e;
+    SquaredRowsKernel<T><<<1, kThreads, 0, s->native>>>(Data<const T>(x), c.b.keys_out,
+                                                        c.b.pos_out, v.entries, v.width,
+                                                        v.height, Data<T>(out));
+    return ReportBadRow(kc, s, c);
   });
 }
 
@@ -770,28 +773,24 @@ FleetStatus* SparseWeightDecay(void*, const FleetKernelContext* kc, void* state)
     return InvalidArgument(OpName(kc) + ": Out must be sparse with Grad's entries");
   }
   if (FleetStatus* e = RequireSized(kc, out, "Out", DtypeOf<T>(), Numel(g))) return e;
-  const RowsState* st = nullptr;
-  if (FleetStatus* e = StateOf(kc, state, "Grad", &st)) return e;
-  unsigned long long* flag = nullptr;
-  if (FleetStatus* e = FlagOf(kc, &flag)) return e;
+  SortedCall c;
+  if (FleetStatus* e = SortedCallOf(kc, state, "Grad", &c)) return e;
   const T coeff = static_cast<T>(FloatAttr(kc, "coeff", 0.0));
   const bool l1 = StringAttr(kc, "regularizer") == "l1";
-  const SortBuffers b = BuffersOf(kc, st->sort);
   return Run(kc, [&](FleetStream* s) -> FleetStatus* {
-    if (FleetStatus* e = ClearFlag(kc, s, flag)) return e;
     if (FleetStatus* e = CopyTensorApart<T>(kc, s, g, out, "Grad")) return e;
     if (FleetStatus* e = CopyApart(kc, s, out->rows, g->rows,
                                    static_cast<size_t>(g->dims[0]) * sizeof(int64_t),
                                    "Grad's rows")) {
       return e;
     }
-    if (FleetStatus* e = SortRows(kc, s, st->sort, b, v.rows, flag)) return e;
+    if (FleetStatus* e = EnqueueSort(kc, s, c)) return e;
     if (v.entries > 0) {
       DecayRowsKernel<T><<<Blocks(v.entries * v.width), kThreads, 0, s->native>>>(
-          Data<const T>(Input(kc, "Param")), b.keys_out, b.pos_out, v.entries, v.width, v.height,
-          coeff, l1, Data<T>(out));
+          Data<const T>(Input(kc, "Param")), c.b.keys_out, c.b.pos_out, v.entries, v.width,
+          v.height, coeff, l1, Data<T>(out));
     }
-    return ReportBadRow(kc, s, flag, g, "Grad");
+    return ReportBadRow(kc, s, c);
   });
 }
 
