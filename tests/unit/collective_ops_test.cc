@@ -58,6 +58,16 @@ constexpr char kMain[] = R"(program {
   }
 })";
 
+// Rank `rank` of `n` over Gloo on the loopback, with a deadline far beyond a test's needs.
+CommunicatorOptions RankOptions(int rank, int n) {
+  CommunicatorOptions co;
+  co.rank = rank;
+  co.world_size = n;
+  co.timeout = std::chrono::milliseconds(20000);
+  co.options = {{"hostname", "127.0.0.1"}};
+  return co;
+}
+
 std::string Fill(std::string text, const std::map<std::string, int>& values) {
   for (const auto& [key, value] : values) {
     for (size_t at; (at = text.find(key)) != std::string::npos;) {
@@ -96,12 +106,7 @@ class CollectiveOpsTest : public ::testing::TestWithParam<int> {
     std::vector<Status> status(static_cast<size_t>(n));
     auto rank_main = [&](int r) {
       Status& s = status[static_cast<size_t>(r)];
-      CommunicatorOptions co;
-      co.rank = r;
-      co.world_size = n;
-      co.timeout = std::chrono::milliseconds(20000);
-      co.options = {{"hostname", "127.0.0.1"}};
-      CollectiveRuntime runtime(*gloo_, &store, co);
+      CollectiveRuntime runtime(*gloo_, &store, RankOptions(r, n));
       exec::ExecutorOptions eo;
       eo.num_threads = 1;
       eo.host_kernels = &runtime;
@@ -259,12 +264,7 @@ TEST_P(CollectiveOpsTest, ADenseExchangeRefusesAnOutOfRangeRowOnEveryRank) {
   MemoryStore store;
   std::vector<Status> status(static_cast<size_t>(n));
   auto rank_main = [&](int r) {
-    CommunicatorOptions co;
-    co.rank = r;
-    co.world_size = n;
-    co.timeout = std::chrono::milliseconds(20000);
-    co.options = {{"hostname", "127.0.0.1"}};
-    CollectiveRuntime runtime(*gloo_, &store, co);
+    CollectiveRuntime runtime(*gloo_, &store, RankOptions(r, n));
     Status s = runtime.InitRing(0, n, r);
     auto ring = runtime.Ring(0);
     auto exchange = DenseSparseExchange::Create(8, 2, ir::DataType::kFloat32, "test");
@@ -409,12 +409,9 @@ TEST(CollectiveOpsErrors, AbortReleasesARingStillJoining) {
   PluginRegistry registry(options);
   ASSERT_TRUE(registry.Load("comm_gloo").ok());
   MemoryStore store;
-  CommunicatorOptions co;
-  co.rank = 0;
-  co.world_size = 2;  // rank 1 never comes
-  co.timeout = std::chrono::milliseconds(20000);
-  co.options = {{"hostname", "127.0.0.1"}};
-  CollectiveRuntime runtime(*registry.Find(FLEET_COMPONENT_COMMUNICATOR, "gloo"), &store, co);
+  // Rank 1 never comes.
+  CollectiveRuntime runtime(*registry.Find(FLEET_COMPONENT_COMMUNICATOR, "gloo"), &store,
+                            RankOptions(0, 2));
   std::thread aborter([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     runtime.AbortAll();
