@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "harness.h"
+#include "optimizer_ops.h"
 
 namespace fleet::conformance {
 namespace {
@@ -25,34 +26,6 @@ void ExpectMatchesReference(OpRunner& runner, const ir::Op& op, VarMap vars) {
     EXPECT_TRUE(AllClose(vars.at(names[0]), ref->at(slot)[0], Tol<T>(), Tol<T>()))
         << op.type << " " << slot;
   }
-}
-
-ir::Op SgdOp() {
-  return MakeOp("sgd", {{"Param", {"p"}}, {"LearningRate", {"lr"}}, {"Grad", {"g"}}},
-                {{"ParamOut", {"p_out"}}});
-}
-
-ir::Op MomentumOp(ir::AttrMap attrs) {
-  return MakeOp("momentum",
-                {{"Param", {"p"}}, {"Grad", {"g"}}, {"Velocity", {"v"}}, {"LearningRate", {"lr"}}},
-                {{"ParamOut", {"p_out"}}, {"VelocityOut", {"v_out"}}}, std::move(attrs));
-}
-
-ir::Op AdamOp(const std::string& type, ir::AttrMap attrs) {
-  return MakeOp(type,
-                {{"Param", {"p"}},
-                 {"Grad", {"g"}},
-                 {"LearningRate", {"lr"}},
-                 {"Moment1", {"m1"}},
-                 {"Moment2", {"m2"}},
-                 {"Beta1Pow", {"b1p"}},
-                 {"Beta2Pow", {"b2p"}}},
-                {{"ParamOut", {"p_out"}},
-                 {"Moment1Out", {"m1_out"}},
-                 {"Moment2Out", {"m2_out"}},
-                 {"Beta1PowOut", {"b1p_out"}},
-                 {"Beta2PowOut", {"b2p_out"}}},
-                std::move(attrs));
 }
 
 template <typename T>

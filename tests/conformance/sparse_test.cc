@@ -10,6 +10,7 @@
 
 #include "fleet/fleet_kernels.h"
 #include "harness.h"
+#include "optimizer_ops.h"
 
 namespace fleet::conformance {
 namespace {
@@ -90,9 +91,7 @@ template <typename T>
 void UpdateCases(OpRunner& runner) {
   {
     SCOPED_TRACE("sgd");
-    ir::Op op = MakeOp("sgd", {{"Param", {"p"}}, {"LearningRate", {"lr"}}, {"Grad", {"g"}}},
-                       {{"ParamOut", {"p_out"}}});
-    ExpectSparseUpdateIsDense<T>(runner, op, UpdateInputs<T>(), {"p_out"});
+    ExpectSparseUpdateIsDense<T>(runner, SgdOp(), UpdateInputs<T>(), {"p_out"});
   }
   {
     SCOPED_TRACE("adagrad");
@@ -108,11 +107,7 @@ void UpdateCases(OpRunner& runner) {
     SCOPED_TRACE(nesterov ? "momentum, nesterov" : "momentum");
     VarMap in = UpdateInputs<T>();
     in["v"] = RandomTensor<T>({kHeight, kWidth}, 4);
-    ir::Op op = MakeOp(
-        "momentum",
-        {{"Param", {"p"}}, {"Grad", {"g"}}, {"Velocity", {"v"}}, {"LearningRate", {"lr"}}},
-        {{"ParamOut", {"p_out"}}, {"VelocityOut", {"v_out"}}},
-        {{"mu", 0.9f}, {"use_nesterov", nesterov}});
+    const ir::Op op = MomentumOp({{"mu", 0.9f}, {"use_nesterov", nesterov}});
     ExpectSparseUpdateIsDense<T>(runner, op, in, {"p_out", "v_out"});
   }
   for (bool lazy : {false, true}) {
@@ -122,20 +117,7 @@ void UpdateCases(OpRunner& runner) {
     in["m2"] = RandomTensor<T>({kHeight, kWidth}, 6, 0.1, 1.0);
     in["b1p"] = Scalar<T>(0.9 * 0.9);
     in["b2p"] = Scalar<T>(0.999 * 0.999);
-    ir::Op op = MakeOp("adam",
-                       {{"Param", {"p"}},
-                        {"Grad", {"g"}},
-                        {"LearningRate", {"lr"}},
-                        {"Moment1", {"m1"}},
-                        {"Moment2", {"m2"}},
-                        {"Beta1Pow", {"b1p"}},
-                        {"Beta2Pow", {"b2p"}}},
-                       {{"ParamOut", {"p_out"}},
-                        {"Moment1Out", {"m1_out"}},
-                        {"Moment2Out", {"m2_out"}},
-                        {"Beta1PowOut", {"b1p_out"}},
-                        {"Beta2PowOut", {"b2p_out"}}},
-                       {{"lazy_mode", lazy}});
+    const ir::Op op = AdamOp("adam", {{"lazy_mode", lazy}});
     ExpectSparseUpdateIsDense<T>(runner, op, in, {"p_out", "m1_out", "m2_out"}, lazy);
     // The powers advance either way.
     ExpectSparseUpdateIsDense<T>(runner, op, in, {"b1p_out", "b2p_out"});
@@ -388,8 +370,7 @@ TEST(SparseConformance, SplitsCutAGradientAtRowBlocksOrHashShards) {
 // A row outside the tensor is refused naming the entry and the row, never read or written.
 TEST(SparseConformance, ARowOutsideTheTableIsRefusedNamingTheEntry) {
   FLEET_CONFORMANCE_RUNNER(runner);
-  ir::Op op = MakeOp("sgd", {{"Param", {"p"}}, {"LearningRate", {"lr"}}, {"Grad", {"g"}}},
-                     {{"ParamOut", {"p_out"}}});
+  const ir::Op op = SgdOp();
   VarMap vars = UpdateInputs<float>();
   std::vector<int64_t> rows = kRows;
   rows[2] = 99;
